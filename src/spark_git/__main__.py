@@ -1,0 +1,34 @@
+"""Entry point. Answers `--version` without importing anything heavy, makes `--json` global
+(accepted anywhere on the command line), then hands over to the typer app."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from . import __version__
+
+        print(f"spark-git {__version__}")
+        return 0
+    # Hooks and gates must never act on a repository other than the one they were asked about.
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
+        os.environ.pop(var, None)
+    end = args.index("--") if "--" in args else len(args)
+    json_mode = "--json" in args[:end]
+    if json_mode:
+        args = [a for a in args[:end] if a != "--json"] + args[end:]
+    from .cli import app, AppState
+
+    try:
+        app(args=args, prog_name="spark-git", obj=AppState(json=json_mode), standalone_mode=True)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""What every command shares: the app state, common options, the one error handler, and rendering
+of the result (rich for humans, one JSON envelope with --json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+import typer
+from pydantic import BaseModel
+
+from ..errors import INTERNAL, SparkError
+from ..layout import Layout
+
+
+@dataclass
+class AppState:
+    json: bool = False
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+@dataclass
+class Result:
+    summary: str
+    data: BaseModel | dict[str, Any] | None = None
+    task: str | None = None
+    next: list[str] = field(default_factory=list)
+    status: str = "OK"
+    exit_code: int = 0
+    human: Callable[[Any], None] | None = None  # draws the details on a rich Console
+
+
+SessionOpt = Annotated[
+    str | None,
+    typer.Option("--session", help="Session id owning the task (default: $SPARK_SESSION_ID).", show_default=False),
+]
+
+
+def state(ctx: typer.Context) -> AppState:
+    return ctx.ensure_object(AppState)
+
+
+def console(stderr: bool = False):
+    from rich.console import Console  # lazy: only when a human reads the output
+
+    stream = sys.stderr if stderr else sys.stdout
+    # Not a terminal (agents, pipes, CI): a wide fixed width so tables are never truncated.
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if stream.isatty() else 200)
+
+
+def progress(ctx: typer.Context) -> Callable[[str], None]:
+    """Progress lines on a terminal; silent under --json or when stderr is not a terminal."""
+    if state(ctx).json or not sys.stderr.isatty():
+        return lambda _msg: None
+    err = console(stderr=True)
+    return lambda msg: err.print(f"[dim]… {msg}[/dim]")
+
+
+def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_repo: bool = True) -> None:
+    """Runs one command: discover the repo, call the domain, render. The only place exceptions
+    become exit codes."""
+    st = state(ctx)
+    try:
+        layout = Layout.discover(st.cwd) if needs_repo else None
+        result = action(layout)  # type: ignore[arg-type]
+    except SparkError as e:
+        _render_error(st, e)
+        raise typer.Exit(e.exit_code) from None
+    except typer.Exit:
+        raise
+    except Exception as e:  # a bug: say so, keep the traceback, exit 70
+        tb = traceback.format_exc()
+        if st.json:
+            print(json.dumps({"status": "FAIL", "summary": f"internal error: {e!r}", "task": None, "data": {"traceback": tb}, "next": []}))
+        else:
+            sys.stderr.write(tb)
+            sys.stderr.write(f"spark-git: internal error ({type(e).__name__}): please report this with the traceback above\n")
+        raise typer.Exit(INTERNAL) from None
+    _render(st, result)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+def envelope(status: str, summary: str, task: str | None, data: Any, next_: list[str]) -> dict[str, Any]:
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json", by_alias=True)
+    return {"status": status, "summary": summary, "task": task, "data": data if data is not None else {}, "next": next_}
+
+
+def _render(st: AppState, r: Result) -> None:
+    if st.json:
+        print(json.dumps(envelope(r.status, r.summary, r.task, r.data, r.next), indent=None))
+        return
+    out = console()
+    style = {"OK": "green", "BLOCKED": "yellow"}.get(r.status, "red")
+    mark = {"OK": "✓", "BLOCKED": "■"}.get(r.status, "✗")
+    out.print(f"[{style}]{mark}[/{style}] {_esc(r.summary)}")
+    if r.human is not None:
+        r.human(out)
+    _render_next(out, r.next)
+
+
+def _render_error(st: AppState, e: SparkError) -> None:
+    if st.json:
+        data = {"error": e.message, "hint": e.hint, **e.details}
+        print(json.dumps(envelope(e.status, e.message, e.task, data, e.next)))
+        return
+    err = console(stderr=True)
+    label = "blocked" if e.status == "BLOCKED" else "error"
+    err.print(f"[bold {'yellow' if label == 'blocked' else 'red'}]{label}:[/] {_esc(e.message)}")
+    for key, val in e.details.items():
+        if key in ("stderr", "argv", "returncode", "cwd", "errors"):
+            continue  # already in the message
+        if isinstance(val, list) and val:
+            err.print(f"  {key}:")
+            for item in val:
+                err.print(f"    - {_esc(str(item))}")
+    if e.hint:
+        err.print(f"  [dim]hint:[/] {_esc(e.hint)}")
+    _render_next(err, e.next)
+
+
+def _render_next(out: Any, next_: list[str]) -> None:
+    if next_:
+        out.print("[dim]next:[/]")
+        for cmd in next_:
+            out.print(f"  {_esc(cmd)}")
+
+
+def _esc(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)

@@ -1,0 +1,134 @@
+"""`start`, `status`, `agent add`, `abandon`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import status as status_mod
+from .. import tasks
+from ..locks import session_from
+from . import app
+from .common import Result, SessionOpt, execute, progress
+
+agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
+app.add_typer(agent_app, name="agent")
+
+
+def _split(csv: str | None) -> list[str]:
+    return [a.strip() for a in (csv or "").split(",") if a.strip()]
+
+
+@app.command()
+def start(
+    ctx: typer.Context,
+    task: Annotated[Optional[str], typer.Argument(help="Task name (derived from --title when omitted).", show_default=False)] = None,
+    agents: Annotated[Optional[str], typer.Option("--agents", "-a", help="Comma-separated agent names (default: config default_agents).")] = None,
+    base: Annotated[Optional[str], typer.Option("--base", help="Commit or branch to start from (default: the base branch).")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="Human title; also derives the task name when none is given.")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """Claim a task: atomic lock, task branch + worktree, one worktree + branch per agent."""
+
+    def action(layout):
+        names = _split(agents) if agents is not None else list(layout.config.default_agents)
+        d = tasks.start(layout, task, names, base=base, session=session_from(session), title=title, progress=progress(ctx))
+        verb = "resumed" if d.resumed else "started"
+        nxt = [f"cd {d.task_worktree}"]
+        if d.session_minted:
+            nxt.insert(0, d.export)
+        nxt.append(f"spark-git status {d.task}")
+
+        def human(out):
+            out.print(f"  task worktree  {d.task_worktree}")
+            for w in d.worktrees[1:]:
+                out.print(f"  agent {w.agent:<14} {w.path}  [dim]({w.branch})[/dim]")
+            out.print(f"  session        {d.session_id}" + ("  [yellow](new: export it)[/yellow]" if d.session_minted else ""))
+            out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
+
+        return Result(f"task {d.task} {verb} with {len(d.worktrees) - 1} agent(s)", d, task=d.task, next=nxt, human=human)
+
+    execute(ctx, action)
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    task: Annotated[Optional[str], typer.Argument(help="Only this task.", show_default=False)] = None,
+) -> None:
+    """Every task: state, owner and idle time, agents ahead/behind and dirty; the main lock. Reads only."""
+
+    def action(layout):
+        if task is not None:
+            tasks.task_name(task)
+        d = status_mod.collect(layout, task)
+
+        def human(out):
+            from rich.table import Table
+
+            ml = d.main_lock
+            out.print(f"main lock: {'held by ' + str(ml.session_id) + ' (' + str(ml.idle) + ')' if ml.held else 'free'}")
+            for t in d.tasks:
+                if t.state == "ENDED":
+                    out.print(f"[bold]{t.task}[/bold]  [dim]ended (no lock, no worktree; audit trail kept)[/dim]")
+                    continue
+                if t.problem:
+                    out.print(f"[bold]{t.task}[/bold]  [red]{t.problem}[/red]")
+                    continue
+                dirty = "dirty" if t.dirty else ("clean" if t.dirty is not None else "missing")
+                out.print(
+                    f"[bold]{t.task}[/bold]  {t.state}  owner {t.session_id} ({t.idle})  "
+                    f"{t.task_branch} @ {(t.head or '?')[:12]} +{t.commits_beyond_base}  worktree {dirty}"
+                )
+                if t.agents:
+                    tbl = Table(box=None, padding=(0, 2), show_edge=False)
+                    for col in ("agent", "branch", "ahead", "behind", "tree", "report"):
+                        tbl.add_column(col)
+                    for a in t.agents:
+                        tree = "missing" if not a.exists else ("dirty" if a.dirty else "clean")
+                        rep = a.report.status if a.report else "-"
+                        tbl.add_row(a.name, a.branch, str(a.ahead if a.ahead is not None else "?"), str(a.behind if a.behind is not None else "?"), tree, rep)
+                    out.print(tbl)
+
+        n = len(d.tasks)
+        return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human)
+
+    execute(ctx, action)
+
+
+@agent_app.command("add")
+def agent_add(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name.")],
+    agent: Annotated[str, typer.Argument(help="Agent name.")],
+    why: Annotated[str, typer.Option("--why", help="Justification, recorded in task.json.")],
+    role: Annotated[Optional[str], typer.Option("--role", help="reviewer, updater or other (default: from the name).")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """Add an agent worktree + branch to a running task, from the current task head."""
+
+    def action(layout):
+        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx))
+        return Result(f"agent {d.agent} added to {d.task} ({d.role}) at {d.worktree}", d, task=d.task, next=[f"cd {d.worktree}"])
+
+    execute(ctx, action)
+
+
+@app.command()
+def abandon(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name.")],
+    why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
+    session: SessionOpt = None,
+) -> None:
+    """Stop a task that never did anything: remove its worktrees, branches and lock."""
+
+    def action(layout):
+        d = tasks.abandon_untouched(layout, task, why=why, session=session_from(session))
+        return Result(
+            f"task {d.task} abandoned: {len(d.removed_worktrees)} worktree(s) and {len(d.deleted_branches)} branch(es) removed; audit trail kept",
+            d, task=d.task,
+        )
+
+    execute(ctx, action)

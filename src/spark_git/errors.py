@@ -1,0 +1,81 @@
+"""Exception hierarchy; the exit code of every failure is decided here and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+OK = 0
+FAIL = 1
+USAGE = 2
+BLOCKED = 3
+INTERNAL = 70
+
+
+class SparkError(Exception):
+    """A failure the user can act on. `hint` and `next` say what to do about it."""
+
+    exit_code = FAIL
+    status = "FAIL"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        next: list[str] | None = None,  # noqa: A002 - mirrors the JSON envelope's key
+        details: dict[str, Any] | None = None,
+        task: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.next = next or []
+        self.details = details or {}
+        self.task = task
+
+
+class Failed(SparkError):
+    """A gate or a git operation failed (exit 1)."""
+
+
+class BadInput(SparkError):
+    """Bad names, bad paths, bad config, wrong usage (exit 2). Nothing was changed."""
+
+    exit_code = USAGE
+    status = "FAIL"
+
+
+class Blocked(SparkError):
+    """A lock, ownership, state or approval precondition is not met (exit 3)."""
+
+    exit_code = BLOCKED
+    status = "BLOCKED"
+
+
+class CorruptState(Blocked):
+    """A state file exists but cannot be read; the task is blocked until a human or `doctor` looks."""
+
+    def __init__(self, path: str, problem: str, **kw: Any) -> None:
+        super().__init__(
+            f"{path} is corrupt: {problem}",
+            hint="inspect the file, or run `spark-git doctor` to see what can be repaired",
+            next=["spark-git doctor"],
+            details={"path": path, "problem": problem},
+            **kw,
+        )
+
+
+class GitError(Failed):
+    """git exited non-zero. Keeps the command and git's own stderr, always."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str, cwd: str | None = None, stdout: str = "") -> None:
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+        self.stdout = stdout
+        self.cwd = cwd
+        cmd = " ".join(argv)
+        msg = f"`{cmd}` failed (exit {returncode})"
+        if self.stderr:
+            msg += f":\n{self.stderr}"
+        super().__init__(msg, details={"argv": argv, "returncode": returncode, "stderr": self.stderr, "cwd": cwd})

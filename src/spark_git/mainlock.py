@@ -1,0 +1,70 @@
+"""The main-worktree lock `<tasks_root>/main/task.json`: same ownership rules as a task lock."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel
+
+from . import audit
+from .errors import BadInput, Blocked
+from .layout import Layout
+from .locks import MAIN, idle_for, mutex, require_owner
+from .models import MainLock, now
+from .store import create_exclusive, read_optional, write_atomic
+
+
+class MainLockData(BaseModel):
+    held: bool
+    session_id: str | None = None
+    created_at: str | None = None
+    last_active_at: str | None = None
+    idle: str | None = None
+    reason: str | None = None
+    path: str
+    forced_by: str | None = None
+    why: str | None = None
+
+
+def view(layout: Layout, lock: MainLock | None, **kw) -> MainLockData:
+    if lock is None:
+        return MainLockData(held=False, path=str(layout.main_lock()), **kw)
+    return MainLockData(
+        held=True, session_id=lock.session_id, created_at=lock.created_at, last_active_at=lock.last_active_at,
+        idle=idle_for(lock.last_active_at), reason=lock.reason, path=str(layout.main_lock()), **kw,
+    )
+
+
+def read(layout: Layout) -> MainLock | None:
+    return read_optional(layout.main_lock(), MainLock)
+
+
+def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockData:
+    path = layout.main_lock()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with mutex(layout, MAIN):
+        cur = read(layout)
+        if cur is not None:
+            require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
+            cur.last_active_at = now()
+            write_atomic(path, cur)
+            return view(layout, cur)
+        new = MainLock(session_id=session, reason=reason, pid=os.getpid())
+        if not create_exclusive(path, new):  # pragma: no cover - the mutex makes this unreachable
+            raise Blocked("the main worktree was just locked by another session")
+    audit.event(layout, "main", "main_locked", session, reason=reason)
+    return view(layout, new)
+
+
+def unlock(layout: Layout, session: str | None, force: bool = False, why: str | None = None) -> MainLockData:
+    if force and not (why and why.strip()):
+        raise BadInput("--force needs --why: breaking someone's lock is logged with the reason")
+    with mutex(layout, MAIN):
+        cur = read(layout)
+        if cur is None:
+            return view(layout, None)
+        if not force:
+            require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
+        os.unlink(layout.main_lock())
+    audit.event(layout, "main", "main_unlocked", session, owner=cur.session_id, forced=force, why=why)
+    return view(layout, None, forced_by=session if force else None, why=why)

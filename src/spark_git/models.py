@@ -1,0 +1,128 @@
+"""Pydantic models of every file spark-git writes. Unknown keys are kept (extra="allow") so a newer
+spark-git's fields survive an older one's rewrite."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+State = Literal[
+    "INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION", "VALIDATION", "REVIEW",
+    "SCOPE_NEGOTIATION", "AWAITING_USER_APPROVAL", "COMPLETE", "CLEANUP", "ABANDONED",
+]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(s: str) -> datetime:
+    return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Transition(_File):
+    from_state: str | None = Field(None, alias="from")
+    to: str
+    at: str = Field(default_factory=now)
+    session_id: str | None = None
+    reason: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentEntry(_File):
+    name: str
+    branch: str
+    worktree: str
+    role: Literal["reviewer", "updater", "other"] = "other"
+    added_at: str = Field(default_factory=now)
+    last_merge_sha: str | None = None
+
+
+class AgentAddition(_File):
+    agent: str
+    state: str
+    at: str = Field(default_factory=now)
+    why: str
+
+
+class Checkpoint(_File):
+    type: Literal["plan", "changes"] = "changes"
+    commit_sha: str | None = None
+    presented_at: str | None = None
+    approved: bool = False
+    approved_at: str | None = None
+    approved_by: str | None = None
+
+
+class TaskFile(_File):
+    """`<task>/task.json`: the ownership lock and the task's state."""
+
+    schema_version: int = SCHEMA_VERSION
+    task_name: str
+    title: str | None = None
+    session_id: str
+    state: State = "INIT"
+    created_at: str = Field(default_factory=now)
+    last_active_at: str = Field(default_factory=now)
+    base_branch: str
+    base_commit: str
+    task_branch: str
+    worktree: str
+    provisioning: Literal["in_progress", "done"] = "in_progress"
+    required_agents: list[str] = Field(default_factory=list)
+    agents: dict[str, AgentEntry] = Field(default_factory=dict)
+    agent_additions: list[AgentAddition] = Field(default_factory=list)
+    transition_log: list[Transition] = Field(default_factory=list)
+    risk: str | None = None
+    variant: str | None = None
+    checkpoint: Checkpoint | None = None
+    plan_approval: Checkpoint | None = None
+
+
+class MainLock(_File):
+    """`<tasks_root>/main/task.json`: who is operating on the main worktree directly."""
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    created_at: str = Field(default_factory=now)
+    last_active_at: str = Field(default_factory=now)
+    reason: str | None = None
+    pid: int | None = None
+
+
+class AgentStatus(_File):
+    """`<task>/agents/<agent>/status.json`: the agent's own report."""
+
+    agent: str
+    task: str
+    status: Literal["WORKING", "COMPLETE", "BLOCKED", "ERROR", "NEW"] = "NEW"
+    decision: Literal["APPROVED", "REJECTED"] | None = None
+    round: int = 0
+    last_review_sha: str | None = None
+    last_merge_sha: str | None = None
+    work_remaining: str | None = None
+    feedback: str | None = None
+    report_path: str | None = None
+    updated_at: str = Field(default_factory=now)
+
+
+class AuditTrail(_File):
+    """`<task>/audit-trail.json`: everything that happened; kept after cleanup."""
+
+    schema_version: int = SCHEMA_VERSION
+    task_name: str
+    session_id: str | None = None
+    started_at: str = Field(default_factory=now)
+    state_transitions: list[dict[str, Any]] = Field(default_factory=list)
+    agent_invocations: list[dict[str, Any]] = Field(default_factory=list)
+    commits: list[dict[str, Any]] = Field(default_factory=list)
+    build_verifications: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,0 +1,126 @@
+"""`spark-git status`: a read-only view of every task. Git calls for different worktrees run in
+parallel threads (each its own process; no shared Repo)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from . import mainlock
+from .errors import CorruptState
+from .git import Git, branch_ref
+from .layout import Layout
+from .locks import idle_for
+from .models import AgentStatus, TaskFile
+from .store import read_optional
+
+
+class AgentView(BaseModel):
+    name: str
+    role: str
+    branch: str
+    worktree: str
+    exists: bool
+    head: str | None
+    ahead: int | None  # commits on the agent branch not on the task branch
+    behind: int | None  # commits on the task branch not on the agent branch
+    dirty: list[str] | None
+    report: AgentStatus | None = None
+
+
+class TaskView(BaseModel):
+    task: str
+    state: str | None = None
+    title: str | None = None
+    session_id: str | None = None
+    idle: str | None = None
+    last_active_at: str | None = None
+    task_branch: str | None = None
+    head: str | None = None
+    base_branch: str | None = None
+    commits_beyond_base: int | None = None
+    worktree: str | None = None
+    worktree_exists: bool = False
+    dirty: list[str] | None = None
+    provisioning: str | None = None
+    agents: list[AgentView] = []
+    problem: str | None = None  # corrupt or missing lock
+
+
+class StatusData(BaseModel):
+    tasks_root: str
+    main_lock: mainlock.MainLockData
+    tasks: list[TaskView]
+
+
+def _dirty(path: Path) -> list[str] | None:
+    if not path.is_dir():
+        return None
+    return [str(e) for e in Git(path).status()]
+
+
+def collect(layout: Layout, only: str | None = None) -> StatusData:
+    names = [only] if only else layout.task_names()
+    git = layout.git()
+    heads = git.refs("refs/heads/") if names else {}
+    views: list[TaskView] = []
+    jobs = []
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for name in names:
+            view = TaskView(task=name)
+            views.append(view)
+            try:
+                tf = read_optional(layout.task_json(name), TaskFile)
+            except CorruptState as e:
+                view.problem = e.message
+                continue
+            if tf is None:
+                view.worktree_exists = layout.task_worktree(name).is_dir()
+                if view.worktree_exists:
+                    view.problem = "task worktree exists without a lock (task.json): nothing owns it"
+                else:
+                    view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
+                continue
+            head = heads.get(branch_ref(tf.task_branch))
+            wt = Path(tf.worktree)
+            view.__dict__.update(
+                state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
+                last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=head, base_branch=tf.base_branch,
+                worktree=tf.worktree, worktree_exists=wt.is_dir(), provisioning=tf.provisioning,
+            )
+            if head:
+                jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
+            jobs.append((view, "dirty", pool.submit(_dirty, wt)))
+            for a, entry in tf.agents.items():
+                ahead = heads.get(branch_ref(entry.branch))
+                av = AgentView(
+                    name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
+                    head=ahead, ahead=None, behind=None, dirty=None,
+                )
+                try:
+                    av.report = read_optional(layout.agent_status(name, a), AgentStatus)
+                except CorruptState as e:
+                    view.problem = e.message
+                view.agents.append(av)
+                if ahead and head:
+                    if ahead == head:
+                        av.ahead = av.behind = 0
+                    else:
+                        jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
+                jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
+        for obj, attr, fut in jobs:
+            val = fut.result()
+            if isinstance(attr, tuple):
+                for k, v in zip(attr, val):
+                    setattr(obj, k, v)
+            else:
+                setattr(obj, attr, val)
+    lock = None
+    try:
+        lock = mainlock.read(layout)
+        main = mainlock.view(layout, lock)
+    except CorruptState as e:
+        main = mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
+    return StatusData(tasks_root=str(layout.tasks_root), main_lock=main, tasks=views)

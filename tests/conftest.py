@@ -1,0 +1,43 @@
+"""Every test runs sealed from the machine: its own HOME, no system git config, fixed identity and
+dates, no inherited session or git location variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from fixtures.repo import Run, make_repo, sealed_env, spark
+
+
+@pytest.fixture(autouse=True)
+def sealed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("home")
+    env = sealed_env(home)
+    for k in list(os.environ):
+        if k not in env:
+            monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README.md": "# demo\n", "src/app.py": "print('hi')\n"})
+
+
+@pytest.fixture
+def cli(repo: Path) -> Callable[..., Run]:
+    """`cli("start", "t1", session="s1")` runs spark-git in the repo with SPARK_SESSION_ID=session."""
+
+    def run(*args: str, session: str | None = "s1", cwd: Path | None = None, input: str | None = None, env: dict | None = None) -> Run:
+        e = dict(os.environ)
+        if session is not None:
+            e["SPARK_SESSION_ID"] = session
+        e.update(env or {})
+        return spark(cwd or repo, *args, env=e, input=input)
+
+    return run
