@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
+from . import audit
 from .layout import Layout
-from .models import TaskFile
+from .models import TaskFile, Transition
 
 
 @dataclass(frozen=True)
@@ -29,3 +32,15 @@ def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
 def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
     """Protocol conditions for `spark-git complete` (task → base) beyond approval and the final gate."""
     return []
+
+
+def record_transition(
+    layout: Layout, tf: TaskFile, to: str, session: str | None, reason: str, evidence: dict[str, Any] | None = None
+) -> Transition:
+    """Appends a transition to `tf.transition_log` (the caller saves tf, under the task mutex) and
+    to the audit trail's `state_transitions`."""
+    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {})
+    tf.transition_log.append(t)
+    tf.state = to  # type: ignore[assignment]
+    audit.record(layout, tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
+    return t

@@ -43,5 +43,9 @@ def root(
 
 from . import tasks as _tasks  # noqa: E402  (registers commands)
 from . import mainlock as _mainlock  # noqa: E402
+from . import merge as _merge  # noqa: E402
+from . import protocol as _protocol  # noqa: E402
+from . import cleanup as _cleanup  # noqa: E402
+from . import agents as _agents  # noqa: E402
 
 __all__ = ["app", "AppState"]

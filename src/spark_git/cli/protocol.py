@@ -1,0 +1,5 @@
+"""`advance`, `classify`, `report`, `audit` (state-machine issue)."""
+
+from __future__ import annotations
+
+from . import app  # noqa: F401
