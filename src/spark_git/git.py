@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NewType
 
+from . import faults
 from .errors import BadInput, GitError
 
 LocalBranch = NewType("LocalBranch", str)  # short name, e.g. "add-oauth"
@@ -103,6 +104,7 @@ class Git:
         finally:
             if stdin is not None:
                 stdin.close()
+        faults.after_git()
         result = Out(rc, out if isinstance(out, str) else out.decode(errors="replace"), err or "")
         if check and rc != 0:
             raise GitError(argv, rc, result.stderr, cwd=str(self.cwd), stdout=result.stdout)

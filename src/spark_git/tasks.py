@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 from pydantic import BaseModel
 
-from . import audit
+from . import audit, faults
 from .errors import BadInput, Blocked, SparkError
 from .git import ZERO_SHA, Git, branch_ref
 from .layout import Layout, agent_name, task_name
@@ -173,6 +173,7 @@ def start(
         owner = winner.session_id if winner else "unknown"
         raise Blocked(f"task {task!r} was just started by session {owner}", details={"owner": owner}, task=task)
     audit.record(layout, task, "state_transitions", {"from": None, "to": "INIT", "session_id": session}, session=session)
+    faults.point("start-after-lock")
     return _provision(layout, tf, minted, created_lock=True, progress=progress)
 
 

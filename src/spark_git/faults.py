@@ -1,0 +1,30 @@
+"""Fault injection for crash tests: the process kills itself (SIGKILL, no cleanup) at a chosen point.
+
+- `SPARK_FAULT_KILL_AT=<name>`: at `point(name)` in the code.
+- `SPARK_FAULT_KILL_AFTER_GIT=<n>`: right after the n-th git subprocess this process ran finishes.
+Both are read from the environment on every check, so production runs pay one dict lookup.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+
+# Per-process count of git commands run; only consulted when SPARK_FAULT_KILL_AFTER_GIT is set.
+_git_calls = itertools.count(1)
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def point(name: str) -> None:
+    if os.environ.get("SPARK_FAULT_KILL_AT") == name:
+        _die()
+
+
+def after_git() -> None:
+    target = os.environ.get("SPARK_FAULT_KILL_AFTER_GIT")
+    if target and next(_git_calls) == int(target):
+        _die()
