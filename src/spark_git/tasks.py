@@ -144,10 +144,12 @@ def start(
     if base_commit is None:
         raise BadInput(f"base {base_branch!r} is not a commit in this repository", hint="pass --base REF or commit something first")
     stray = [p for p in [layout.task_worktree(task), *(layout.agent_worktree(task, a) for a in agents)] if p.exists()]
-    if stray:
-        raise _inconsistent(layout, task, f"worktree directories exist without a lock: {', '.join(map(str, stray))}")
     heads = git.refs("refs/heads/")
     taken = [b for b in [layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)] if branch_ref(b) in heads]
+    if stray or taken:
+        _blocked_by_racer(layout, task, session)
+    if stray:
+        raise _inconsistent(layout, task, f"worktree directories exist without a lock: {', '.join(map(str, stray))}")
     if taken:
         raise BadInput(
             f"cannot start task {task!r}: branch {', '.join(taken)} already exists for something else",
@@ -175,6 +177,16 @@ def start(
     audit.record(layout, task, "state_transitions", {"from": None, "to": "INIT", "session_id": session}, session=session)
     faults.point("start-after-lock")
     return _provision(layout, tf, minted, created_lock=True, progress=progress)
+
+
+def _blocked_by_racer(layout: Layout, task: str, session: str) -> None:
+    """A start racing ours may have created its lock, branches and worktrees after we looked for the
+    lock: then they are its work, not a stray directory or someone else's branch (exit 3, not 2)."""
+    racer = read_optional(layout.task_json(task), TaskFile)
+    if racer is None:
+        return
+    require_owner(f"task {task!r}", racer.session_id, racer.last_active_at, session, task=task)
+    raise Blocked(f"task {task!r} is being started by another process of this session", details={"owner": session}, task=task)
 
 
 def _init_transition(session: str):
