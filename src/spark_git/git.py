@@ -249,6 +249,94 @@ class Git:
     def config_set(self, key: str, value: str) -> None:
         self.run("config", key, value)
 
+    # -- merging (gated-merge issue) -----------------------------------------------------------
+
+    def git_path(self, name: str) -> Path:
+        p = Path(self.out("rev-parse", "--git-path", name))
+        return p if p.is_absolute() else self.cwd / p
+
+    def rebase_in_progress(self) -> bool:
+        return self.git_path("rebase-merge").exists() or self.git_path("rebase-apply").exists()
+
+    def rebase(self, upstream: str) -> Out:
+        """`git rebase upstream` in this worktree; never opens an editor, never stashes. Not checked:
+        the caller looks at the return code and `rebase_in_progress()`."""
+        return self.run(
+            "-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "rebase.autoSquash=false",
+            "rebase", "--no-fork-point", upstream, check=False, env={"GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true"},
+        )
+
+    def rebase_abort(self) -> None:
+        self.run("rebase", "--abort")
+
+    def conflicted_files(self) -> list[str]:
+        return self.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split("\0")[:-1] or []
+
+    def merge_ff_only(self, sha: str) -> None:
+        self.run("merge", "--ff-only", "--no-edit", "--quiet", sha, env={"GIT_EDITOR": "true"})
+
+    def tree_of(self, rev: str) -> str:
+        return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
+
+    def head(self) -> Sha | None:
+        return self.rev_parse("HEAD")
+
+    def commit_object(self, sha: str) -> tuple[dict[str, list[str]], str]:
+        """(headers, message) of a commit; headers map a key to its values in order."""
+        raw = self.run("cat-file", "commit", sha).stdout
+        head, _, message = raw.partition("\n\n")
+        headers: dict[str, list[str]] = {}
+        for line in head.splitlines():
+            if line.startswith(" "):
+                continue  # continuation of a multi-line header (gpgsig, mergetag): not replayed
+            k, _, v = line.partition(" ")
+            headers.setdefault(k, []).append(v)
+        return headers, message
+
+    def commit_tree(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> Sha:
+        args = ["commit-tree", tree]
+        for p in parents:
+            args += ["-p", p]
+        return Sha(self.run(*args, "-F", "-", input=message, env=env).stdout.strip())
+
+    def notes_show(self, notes_ref: str, sha: str) -> str | None:
+        r = self.run("notes", f"--ref={notes_ref}", "show", sha, check=False)
+        return r.stdout if r.returncode == 0 else None
+
+    def notes_set(self, notes_ref: str, sha: str, text: str) -> None:
+        self.run("notes", f"--ref={notes_ref}", "add", "-f", "-F", "-", sha, input=text)
+
+    def notes_of(self, notes_ref: str, rev_range: str) -> dict[str, str]:
+        """Note text of every commit in `rev_range` that has one."""
+        out = self.run("log", f"--notes={notes_ref}", "--format=%H%x1f%N%x1e", rev_range).stdout
+        res: dict[str, str] = {}
+        for rec in out.split("\x1e"):
+            sha, _, note = rec.strip("\n").partition("\x1f")
+            if sha and note.strip():
+                res[sha] = note
+        return res
+
+    def log_fields(self, rev_range: str, fields: list[str], *extra: str) -> list[list[str]]:
+        """One list of `fields` (pretty-format placeholders) per commit, newest first."""
+        fmt = "%x1f".join(fields) + "%x1e"
+        out = self.run("log", f"--format={fmt}", *extra, rev_range).stdout
+        return [rec.strip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
+
+    def numstat(self, rev_range: str) -> dict[str, list[tuple[int, int, str]]]:
+        """Per commit: (added, removed, path) for each file it changes (binary files count 0)."""
+        out = self.run("log", "--numstat", "--format=%x1e%H", "--no-renames", rev_range).stdout
+        res: dict[str, list[tuple[int, int, str]]] = {}
+        for rec in out.split("\x1e"):
+            lines = [ln for ln in rec.splitlines() if ln]
+            if not lines:
+                continue
+            files = []
+            for ln in lines[1:]:
+                a, d, path = ln.split("\t", 2)
+                files.append((int(a) if a.isdigit() else 0, int(d) if d.isdigit() else 0, path))
+            res[lines[0]] = files
+        return res
+
 
 def clean_env() -> dict[str, str]:
     """The process environment without variables that would redirect git to another repository."""
