@@ -14,6 +14,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"spark-git {__version__}")
         return 0
+    if args[:2] == ["hook", "pre-tool-use"]:
+        # Fast path: runs before every tool call of an agent, so no typer/pydantic/GitPython/rich.
+        from .hooks import main as hook_main
+
+        rc = hook_main(args[1:])
+        if rc >= 0:
+            return rc
     # Hooks and gates must never act on a repository other than the one they were asked about.
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
         os.environ.pop(var, None)
