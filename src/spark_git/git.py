@@ -337,6 +337,61 @@ class Git:
             res[lines[0]] = files
         return res
 
+    # -- archiving (cleanup issue) -------------------------------------------------------------
+
+    def full_state_tree(self) -> str:
+        """Tree of this worktree's whole state (tracked changes and untracked, not ignored, files), built
+        in a temporary copy of its index so the user's index and files are untouched."""
+        import shutil
+
+        index = self.git_path("index")
+        with tempfile.TemporaryDirectory(prefix="spark-index-") as d:
+            tmp = Path(d) / "index"
+            if index.exists():
+                shutil.copyfile(index, tmp)  # keeps stat data: `add -A` rehashes only what changed
+            env = {"GIT_INDEX_FILE": str(tmp)}
+            top = self.out("rev-parse", "--show-toplevel")
+            Git(top, self.env).run("add", "-A", "--", ".", env=env)
+            return self.run("write-tree", env=env).stdout.strip()
+
+    def operation_in_progress(self) -> str | None:
+        """'rebase', 'merge', 'cherry-pick' or 'revert' when one was left half-done in this worktree."""
+        if self.rebase_in_progress():
+            return "rebase"
+        for name, what in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+            if self.git_path(name).exists():
+                return what
+        return None
+
+    def abort_operation(self, what: str) -> None:
+        self.run(what, "--abort")
+
+    def delete_branch_ref(self, branch: str, old: str, message: str = "spark-git") -> None:
+        self.delete_ref(branch_ref(branch), old, message=message)
+
+
+    # -- provisioning (real-agents issue) ------------------------------------------------------
+
+    def untracked_matching(self, patterns: list[str], pattern_file: Path | None = None) -> list[str]:
+        """Untracked paths of this worktree matching gitignore-syntax `patterns` (whole matching
+        directories shown once, as `dir/`)."""
+        if not patterns and pattern_file is None:
+            return []
+        args = ["ls-files", "-z", "--others", "--ignored", "--directory", "--no-empty-directory"]
+        if pattern_file is not None:
+            args.append(f"--exclude-from={pattern_file}")
+        args += [f"--exclude={p}" for p in patterns]
+        return [p for p in self.run(*args).stdout.split("\0") if p]
+
+    def ignored(self, paths: list[str]) -> set[str]:
+        """The subset of `paths` git ignores (.gitignore, info/exclude, core.excludesFile)."""
+        if not paths:
+            return set()
+        r = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
+        if r.returncode not in (0, 1):
+            raise GitError(["git", "check-ignore", "-z", "--stdin"], r.returncode, r.stderr, str(self.cwd))
+        return {p for p in r.stdout.split("\0") if p}
+
 
 def clean_env() -> dict[str, str]:
     """The process environment without variables that would redirect git to another repository."""
