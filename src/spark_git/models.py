@@ -126,3 +126,33 @@ class AuditTrail(_File):
     commits: list[dict[str, Any]] = Field(default_factory=list)
     build_verifications: list[dict[str, Any]] = Field(default_factory=list)
     events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AuditSnapshot(_File):
+    """`<task>/audit-snapshot.json`: the summary written when a task ends (cleanup or abandon); kept.
+    `task_json` is the final task.json, so the final state outlives the lock."""
+
+    schema_version: int = SCHEMA_VERSION
+    task_name: str
+    final_state: str
+    session_id: str | None = None
+    title: str | None = None
+    why: str | None = None
+    created_at: str | None = None
+    ended_at: str = Field(default_factory=now)
+    base_branch: str | None = None
+    base_commit: str | None = None
+    task_branch: str | None = None
+    task_head: str | None = None
+    landed: bool = False  # the task head is contained in the base branch
+    transitions: int = 0
+    transitions_by_state: dict[str, int] = Field(default_factory=dict)
+    agents: list[str] = Field(default_factory=list)
+    commits_total: int = 0
+    commits_by_agent: dict[str, int] = Field(default_factory=dict)
+    coordination_commits: int = 0
+    gate_runs: int = 0
+    gate_runs_passed: int = 0
+    gates_all_passed: bool | None = None  # None: no gate ran
+    archive_refs: list[dict[str, Any]] = Field(default_factory=list)
+    task_json: dict[str, Any] = Field(default_factory=dict)
