@@ -81,6 +81,8 @@ def status(
                     f"[bold]{t.task}[/bold]  {t.state}  owner {t.session_id} ({t.idle})  "
                     f"{t.task_branch} @ {(t.head or '?')[:12]} +{t.commits_beyond_base}  worktree {dirty}"
                 )
+                if t.provisioning == "in_progress":
+                    out.print(f"  [yellow]start running or interrupted: worktrees may be missing; the owner runs `spark-git start {t.task}` again to finish[/yellow]")
                 if t.agents:
                     tbl = Table(box=None, padding=(0, 2), show_edge=False)
                     for col in ("agent", "branch", "ahead", "behind", "tree", "report"):
