@@ -2,4 +2,167 @@
 
 from __future__ import annotations
 
-from . import app  # noqa: F401
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..locks import session_from
+from . import app
+from .common import Result, SessionOpt, _esc, execute
+
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
+TaskArg = Annotated[str, typer.Argument(help="Task name.")]
+
+
+def _gate_line(out, gate) -> None:
+    if gate is None:
+        return
+    if not gate.ran:
+        out.print(f"  gate {gate.gate}: none configured (nothing ran)")
+    else:
+        tests = f"  tests {gate.tests}" if gate.tests else ""
+        out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}  log {gate.log_path}")
+
+
+@app.command()
+def merge(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
+    """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
+    from .. import merge as m
+
+    def action(layout):
+        d = m.merge(layout, task, agent, session=session_from(session))
+        if not d.landed:
+            return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
+
+        def human(out):
+            out.print(f"  {d.task_branch}: {d.old_head[:12]} → {d.new_head[:12]}" + ("  (rebased)" if d.rebased else "") + (f"  ({d.stamped} commit(s) attributed)" if d.stamped else ""))
+            for c in d.landed:
+                out.print(f"  {c.sha[:12]} {_esc(c.subject)}")
+            _gate_line(out, d.gate)
+            for r in d.recovered:
+                out.print(f"  [yellow]recovered:[/yellow] {r}")
+
+        return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=human)
+
+    execute(ctx, action)
+
+
+@app.command()
+def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
+    """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
+    from .. import merge as m
+
+    def action(layout):
+        d = m.sync(layout, task, agent, session=session_from(session))
+        if d.conflicts:
+            wt = layout.agent_worktree(d.task, d.agent)
+            return Result(
+                f"{d.agent} rebased onto {d.task_head[:12]} with conflicts in {len(d.conflicts)} file(s): resolve them in {wt}",
+                d, task=d.task, status="BLOCKED", exit_code=3,
+                next=[f"cd {wt}", "edit the conflicting files, then: git add <files>", "git rebase --continue", f"spark-git merge {d.task} --agent {d.agent}"],
+                human=lambda out: [out.print(f"  conflict: {_esc(f)}") for f in d.conflicts],
+            )
+        if not d.rebased:
+            return Result(f"{d.agent} already contains the task head {d.task_head[:12]}; nothing changed", d, task=d.task)
+        return Result(f"{d.agent} rebased onto the task head {d.task_head[:12]}", d, task=d.task, next=[f"spark-git merge {d.task} --agent {d.agent}"])
+
+    execute(ctx, action)
+
+
+def _ask_on_terminal(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+@app.command()
+def approve(
+    ctx: typer.Context,
+    task: TaskArg,
+    changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
+    sha: Annotated[Optional[str], typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""
+    from .. import approvals
+    from ..errors import BadInput
+
+    def action(layout):
+        if not changes:
+            raise BadInput("say what you approve: --changes")
+        d = approvals.approve(
+            layout, task, kind="changes", sha=sha, session=session_from(session),
+            interactive=sys.stdin.isatty(), ask=_ask_on_terminal,
+        )
+        return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git complete {d.task}"])
+
+    execute(ctx, action)
+
+
+@app.command()
+def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> None:
+    """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
+    from .. import merge as m
+
+    def action(layout):
+        d = m.complete(layout, task, session=session_from(session))
+
+        def human(out):
+            out.print(f"  {d.base_branch}: {d.old_base[:12]} → {d.new_base[:12]} (approved and gated commit)")
+            _gate_line(out, d.gate)
+            if d.main_worktree_updated:
+                out.print("  the main worktree was fast-forwarded too")
+
+        return Result(f"task {d.task} landed on {d.base_branch} at {d.new_base[:12]}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
+
+    execute(ctx, action)
+
+
+@app.command()
+def who(ctx: typer.Context, task: TaskArg) -> None:
+    """Who wrote what on the task branch: commits, files and lines per agent."""
+    from .. import history
+
+    def action(layout):
+        d = history.who(layout, task)
+
+        def human(out):
+            from rich.table import Table
+
+            tbl = Table(box=None, padding=(0, 2), show_edge=False)
+            for col in ("agent", "commits", "files", "+lines", "-lines"):
+                tbl.add_column(col)
+            for w in d.agents:
+                tbl.add_row(w.agent, str(len(w.commits)), str(len(w.files)), str(w.added), str(w.removed))
+            if d.unattributed:
+                tbl.add_row("(unattributed)", str(len(d.unattributed)), "", "", "")
+            out.print(tbl)
+            for w in d.agents:
+                out.print(f"  {w.agent}: {', '.join(w.files)}")
+
+        return Result(f"{len(d.agents)} agent(s) on {d.task_branch} ({d.base_commit[:12]}..{d.head[:12]})", d, task=d.task, human=human)
+
+    execute(ctx, action)
+
+
+@app.command("log")
+def log_(ctx: typer.Context, task: TaskArg) -> None:
+    """The task branch's history with agent, gate and approval annotations."""
+    from .. import history
+
+    def action(layout):
+        d = history.log(layout, task)
+
+        def human(out):
+            for c in d.commits:
+                marks = []
+                for g in c.gates:
+                    marks.append(f"gate {g.get('gate')} {'passed' if g.get('passed') else 'failed'}")
+                for a in c.approvals:
+                    marks.append(f"approved by {a.get('by')}")
+                out.print(f"  {c.sha[:12]} [cyan]{_esc(c.agent or '?')}[/cyan] {_esc(c.subject)}" + (f"  [dim]({_esc('; '.join(marks))})[/dim]" if marks else ""))
+
+        return Result(f"{len(d.commits)} commit(s) on {d.task_branch} beyond the base", d, task=d.task, human=human)
+
+    execute(ctx, action)

@@ -1,0 +1,441 @@
+"""`merge` (agent → task), `sync` (agent catches up with the task) and `complete` (task → base).
+
+Every ref move is a compare-and-swap or a `git merge --ff-only` in the worktree that has the branch
+checked out (git moves HEAD there with its old value checked). Before an agent branch is rewritten
+(rebase, attribution stamping) its old head is kept under `refs/spark/archive/...`, so no commit is
+ever unreachable, even if the process is killed half-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import audit, faults, gates, notes, protocol
+from .errors import BadInput, Blocked, Failed
+from .git import ZERO_SHA, Git, branch_ref
+from .layout import Layout, agent_name, task_name
+from .locks import MAIN, mutex, require_owner, task_mutex_name
+from .models import AgentStatus, MainLock, TaskFile, now
+from .store import create_exclusive, read_optional, write_atomic
+from .tasks import load_task, save_task, updating
+
+ARCHIVE_PREFIX = "refs/spark/archive"
+MARKER = ".spark-merge-rebase"  # in the agent dir: "a rebase started by `merge` is in progress"
+
+
+class LandedCommit(BaseModel):
+    sha: str
+    original_sha: str | None = None  # before rebase/stamping, when it was rewritten
+    subject: str
+    files: list[str]
+
+
+class MergeData(BaseModel):
+    task: str
+    agent: str
+    task_branch: str
+    old_head: str
+    new_head: str
+    landed: list[LandedCommit]
+    rebased: bool
+    stamped: int  # commits whose message got the agent prefix / trailers
+    archive_ref: str | None
+    gate: gates.GateEvidence | None
+    recovered: list[str] = []  # leftovers of a killed merge that this one cleaned up
+
+
+class SyncData(BaseModel):
+    task: str
+    agent: str
+    task_head: str
+    agent_head: str
+    rebased: bool
+    conflicts: list[str]
+    archive_ref: str | None
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _agent_entry(tf: TaskFile, agent: str):
+    if agent not in tf.agents:
+        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=tf.task_name)
+    return tf.agents[agent]
+
+
+def _worktree(path: str, what: str, task: str) -> Git:
+    if not Path(path).is_dir():
+        raise Blocked(f"{what} {path} does not exist", next=[f"spark-git doctor {task}"], task=task)
+    return Git(path)
+
+
+def archive(git: Git, task: str, branch: str, sha: str) -> str:
+    """Keeps `sha` reachable under refs/spark/archive/<task>/<branch>/<sha12> (created by CAS)."""
+    ref = f"{ARCHIVE_PREFIX}/{task}/{branch}/{sha[:12]}"
+    cur = git.rev_parse(ref)
+    if cur is None:
+        git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git: keep {branch} before rewriting it")
+    elif cur != sha:  # 12-hex-digit collision: keep both
+        ref = f"{ref}-{sha[12:20]}"
+        if git.rev_parse(ref) is None:
+            git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git: keep {branch} before rewriting it")
+    return ref
+
+
+def _recover(layout: Layout, task: str, agent: str, wt: Git) -> list[str]:
+    """Cleans up after a merge that was killed while rebasing A's worktree (we hold the task mutex,
+    so that merge is dead). A rebase the agent started itself (`sync`) is left alone."""
+    done: list[str] = []
+    marker = layout.agent_dir(task, agent) / MARKER
+    if marker.exists():
+        if wt.rebase_in_progress():
+            wt.rebase_abort()  # back to the head recorded when the rebase started (also archived)
+            done.append(f"aborted the rebase a killed merge left in {wt.cwd}")
+        marker.unlink(missing_ok=True)
+    return done
+
+
+def _rebase_onto(layout: Layout, task: str, agent: str, wt: Git, upstream: str, leave_conflicts: bool) -> list[str]:
+    """Rebases the worktree's branch onto `upstream`. Returns the conflicting files (then the rebase
+    was aborted and everything restored, unless `leave_conflicts`)."""
+    marker = layout.agent_dir(task, agent) / MARKER
+    if not leave_conflicts:
+        write_atomic(marker, {"pid": os.getpid(), "upstream": upstream, "at": now()})
+    r = wt.rebase(upstream)
+    if r.returncode == 0 and not wt.rebase_in_progress():
+        marker.unlink(missing_ok=True)
+        return []
+    conflicts = wt.conflicted_files() if wt.rebase_in_progress() else []
+    if not wt.rebase_in_progress():
+        marker.unlink(missing_ok=True)
+        raise Failed(f"git rebase {upstream} failed in {wt.cwd}:\n{r.stderr.strip()}", task=task)
+    if not leave_conflicts:
+        wt.rebase_abort()
+        marker.unlink(missing_ok=True)
+    return conflicts or ["(rebase stopped; see `git status`)"]
+
+
+def _stamp(git: Git, commits: list[str], agent: str, task: str, onto: str) -> tuple[str, dict[str, str]]:
+    """Replays `commits` (oldest first, linear) onto `onto` with attribution added to each message.
+    Same trees, authors and dates; returns (new tip, old sha → new sha)."""
+    parent = onto
+    mapping: dict[str, str] = {}
+    for sha in commits:
+        headers, message = git.commit_object(sha)
+        env = _ident_env(headers)
+        parent = git.commit_tree(headers["tree"][0], [parent], gates.stamp_message(message, agent, task), env)
+        mapping[sha] = parent
+    return parent, mapping
+
+
+def _ident_env(headers: dict[str, list[str]]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for key, pre in (("author", "GIT_AUTHOR"), ("committer", "GIT_COMMITTER")):
+        line = headers[key][0]
+        name, _, rest = line.partition(" <")
+        email, _, date = rest.partition("> ")
+        env.update({f"{pre}_NAME": name, f"{pre}_EMAIL": email, f"{pre}_DATE": date})
+    return env
+
+
+def _update_agent_status(layout: Layout, task: str, agent: str, sha: str) -> None:
+    path = layout.agent_status(task, agent)
+    st = read_optional(path, AgentStatus) or AgentStatus(agent=agent, task=task)
+    st.last_merge_sha = sha
+    st.updated_at = now()
+    write_atomic(path, st)
+
+
+def _unmet_blocked(what: str, unmet: list[protocol.Unmet], task: str) -> Blocked:
+    return Blocked(
+        f"{what}: {len(unmet)} condition(s) not met",
+        details={"unmet": [str(u) for u in unmet]},
+        next=[u.fix for u in unmet if u.fix],
+        task=task,
+    )
+
+
+def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
+    entry = {
+        "gate": ev.gate, "command": ev.command, "result": "passed" if ev.passed else "failed", "ran": ev.ran,
+        "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "tree": ev.tree,
+        "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": session, **extra,
+    }
+    audit.record(layout, task, "build_verifications", entry, session=session)
+    if ev.commit:
+        notes.append(layout, ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})
+
+
+def _gate_failed(ev: gates.GateEvidence, task: str, what: str) -> Failed:
+    reason = ev.error or f"exit code {ev.exit_code}"
+    return Failed(
+        f"{what}: gate {ev.gate!r} failed ({reason}); log: {ev.log_path}",
+        hint="read the log, fix the code, commit, and try again",
+        details={"log_path": ev.log_path, "exit_code": ev.exit_code, "timed_out": ev.timed_out, "command": ev.command},
+        task=task,
+    )
+
+
+# -- merge -----------------------------------------------------------------------------------------
+
+
+def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> MergeData:
+    task = task_name(task)
+    agent = agent_name(agent)
+    with updating(layout, task, session) as tf:
+        entry = _agent_entry(tf, agent)
+        unmet = protocol.merge_conditions(layout, tf)
+        if unmet:
+            raise _unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
+        git = layout.git()
+        awt = _worktree(entry.worktree, f"agent {agent}'s worktree", task)
+        twt = _worktree(tf.worktree, "the task worktree", task)
+        recovered = _recover(layout, task, agent, awt)
+        if awt.rebase_in_progress():
+            raise Blocked(
+                f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
+                hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
+                next=[f"cd {awt.cwd} && git status"], task=task,
+            )
+        if awt.current_branch() != entry.branch:
+            raise Blocked(f"{awt.cwd} is on {awt.current_branch() or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
+        if twt.current_branch() != tf.task_branch:
+            raise Blocked(f"{twt.cwd} is on {twt.current_branch() or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
+        gates.check_clean(awt, f"agent {agent}'s worktree", task)
+        gates.check_clean(twt, "the task worktree", task)
+
+        task_head = git.branch_head(tf.task_branch)
+        a_head = git.branch_head(entry.branch)
+        if task_head is None or a_head is None:
+            raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
+        new = git.commits(f"{task_head}..{a_head}")
+        if not new:
+            return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
+                             rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
+
+        mode = layout.config.attribution.mode
+        messages = {sha: git.commit_object(sha)[1] for sha in new}
+        unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
+        if mode == "require" and unattributed:
+            raise Blocked(
+                f"{len(unattributed)} commit(s) on {entry.branch} are not attributed to {agent}",
+                hint=f"start each subject with '{gates.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
+                details={"commits": [f"{sha[:12]} {messages[sha].splitlines()[0] if messages[sha] else ''}" for sha in unattributed]},
+                task=task,
+            )
+
+        archive_ref = None
+        rebased = False
+        original = {sha: sha for sha in new}
+        if not git.is_ancestor(task_head, a_head):
+            archive_ref = archive(git, task, entry.branch, a_head)
+            conflicts = _rebase_onto(layout, task, agent, awt, task_head, leave_conflicts=False)
+            if conflicts:
+                raise Blocked(
+                    f"{agent}'s commits conflict with the task branch; nothing was changed",
+                    hint=f"run `spark-git sync {task} --agent {agent}`, resolve the conflicts in {awt.cwd}, `git rebase --continue`, then merge again",
+                    details={"conflicts": conflicts},
+                    next=[f"spark-git sync {task} --agent {agent}"],
+                    task=task,
+                )
+            rebased = True
+            faults.point("merge-after-rebase")
+            a_head_rebased = awt.head()
+            rebased_commits = git.commits(f"{task_head}..{a_head_rebased}")
+            # rebase keeps the order; commits already upstream are dropped (then the mapping is unknown)
+            if len(rebased_commits) == len(new):
+                original = dict(zip(rebased_commits, new))
+            else:
+                original = {sha: None for sha in rebased_commits}  # type: ignore[misc]
+            a_head = a_head_rebased
+            new = rebased_commits
+            messages = {sha: git.commit_object(sha)[1] for sha in new}
+
+        stamped = 0
+        if mode == "add" and new:
+            todo = [sha for sha in new if not (gates.attributed_to(messages[sha], agent) and f"Spark-Task: {task}" in messages[sha])]
+            if todo:
+                if archive_ref is None:
+                    archive_ref = archive(git, task, entry.branch, a_head)
+                tip, mapping = _stamp(git, new, agent, task, task_head)
+                git.update_ref(branch_ref(entry.branch), tip, a_head, message=f"spark-git merge: attribute commits to {agent}")
+                original = {mapping[s]: original.get(s) for s in new}
+                new = [mapping[s] for s in new]
+                a_head = tip
+                stamped = len(todo)
+        if not new:  # everything was already upstream after the rebase
+            return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
+                             rebased=rebased, stamped=0, archive_ref=archive_ref, gate=None, recovered=recovered)
+
+        ev = gates.run("build", layout.config.gates.build, awt.cwd, layout.logs_dir(task), layout.config.gates.timeout_s)
+        record_gate(layout, task, ev, session, agent=agent)
+        if not ev.passed:
+            raise _gate_failed(ev, task, f"{agent} was not merged into {task}")
+        if awt.head() != a_head or (ev.ran and awt.tree_of("HEAD") != ev.tree):
+            raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(awt.head() or '?')[:12]}); nothing was merged", task=task)
+        if awt.status():
+            raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in awt.status()]}, task=task)
+
+        faults.point("merge-before-ff")
+        if git.branch_head(tf.task_branch) != task_head:  # cannot happen under the task mutex; never land over it
+            raise Failed(f"task branch {tf.task_branch} moved during the merge; nothing was merged", task=task)
+        twt.merge_ff_only(a_head)
+        if twt.head() != a_head or git.branch_head(tf.task_branch) != a_head:
+            raise Failed(f"fast-forward of {tf.task_branch} did not land {a_head[:12]}", task=task)
+        faults.point("merge-after-ff")
+
+        numstat = git.numstat(f"{task_head}..{a_head}")
+        subjects = {sha: subj for sha, subj in git.log_fields(f"{task_head}..{a_head}", ["%H", "%s"])}
+        landed = [
+            LandedCommit(sha=sha, original_sha=original.get(sha) if original.get(sha) != sha else None,
+                         subject=subjects.get(sha, ""), files=[f[2] for f in numstat.get(sha, [])])
+            for sha in new
+        ]
+        at = now()
+        notes.append_many(layout, [
+            (c.sha, {"kind": "attribution", "agent": agent, "task": task, "session": session, "branch": entry.branch, "original": c.original_sha})
+            for c in landed
+        ] + [(a_head, {"kind": "landed", "task": task, "agent": agent, "session": session, "gate_tree": ev.tree, "gate_ran": ev.ran, "gate_passed": ev.passed, "log_path": ev.log_path})])
+        for c in landed:
+            audit.record(layout, task, "commits", {"sha": c.sha, "agent": agent, "branch": entry.branch, "time": at, "files": c.files, "message": c.subject, "original_sha": c.original_sha}, session=session)
+        audit.event(layout, task, "merged", session, agent=agent, old_head=task_head, new_head=a_head, commits=len(landed), rebased=rebased, stamped=stamped)
+        entry.last_merge_sha = a_head
+        _update_agent_status(layout, task, agent, a_head)
+        return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=a_head, landed=landed,
+                         rebased=rebased, stamped=stamped, archive_ref=archive_ref, gate=ev, recovered=recovered)
+
+
+# -- sync ------------------------------------------------------------------------------------------
+
+
+def sync(layout: Layout, task: str, agent: str, *, session: str | None) -> SyncData:
+    task = task_name(task)
+    agent = agent_name(agent)
+    with updating(layout, task, session) as tf:
+        entry = _agent_entry(tf, agent)
+        git = layout.git()
+        awt = _worktree(entry.worktree, f"agent {agent}'s worktree", task)
+        _recover(layout, task, agent, awt)
+        if awt.rebase_in_progress():
+            raise Blocked(
+                f"a rebase is already in progress in {awt.cwd}",
+                hint="resolve the conflicts, `git add` them and `git rebase --continue`",
+                details={"conflicts": awt.conflicted_files()}, next=[f"cd {awt.cwd} && git status"], task=task,
+            )
+        gates.check_clean(awt, f"agent {agent}'s worktree", task)
+        task_head = git.branch_head(tf.task_branch)
+        a_head = git.branch_head(entry.branch)
+        if task_head is None or a_head is None:
+            raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", task=task)
+        if git.is_ancestor(task_head, a_head):
+            return SyncData(task=task, agent=agent, task_head=task_head, agent_head=a_head, rebased=False, conflicts=[], archive_ref=None)
+        ref = archive(git, task, entry.branch, a_head)
+        conflicts = _rebase_onto(layout, task, agent, awt, task_head, leave_conflicts=True)
+        audit.event(layout, task, "synced", session, agent=agent, task_head=task_head, old_agent_head=a_head, conflicts=conflicts)
+        return SyncData(task=task, agent=agent, task_head=task_head, agent_head=awt.head() or a_head, rebased=True, conflicts=conflicts, archive_ref=ref)
+
+
+# -- complete --------------------------------------------------------------------------------------
+
+
+class CompleteData(BaseModel):
+    task: str
+    base_branch: str
+    old_base: str
+    new_base: str
+    approved_sha: str
+    gate: gates.GateEvidence
+    main_worktree_updated: bool
+
+
+def _base_worktree(git: Git, base: str) -> Path | None:
+    for wt in git.worktrees():
+        if wt.branch == base:
+            return wt.path
+    return None
+
+
+def complete(layout: Layout, task: str, *, session: str | None) -> CompleteData:
+    task = task_name(task)
+    if session is None:
+        raise Blocked("no session given: complete is run by the task's owner", hint="pass --session or export SPARK_SESSION_ID", task=task)
+    with mutex(layout, MAIN):
+        lock_path = layout.main_lock()
+        held = read_optional(lock_path, MainLock)
+        took_lock = False
+        if held is not None and held.session_id != session:
+            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
+        if held is None:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            took_lock = create_exclusive(lock_path, MainLock(session_id=session, reason=f"spark-git complete {task}", pid=os.getpid()))
+        try:
+            return _complete_locked(layout, task, session)
+        finally:
+            if took_lock:
+                lock_path.unlink(missing_ok=True)
+
+
+def _complete_locked(layout: Layout, task: str, session: str) -> CompleteData:
+    with updating(layout, task, session) as tf:
+        git = layout.git()
+        base = tf.base_branch
+        head = git.branch_head(tf.task_branch)
+        base_head = git.branch_head(base)
+        if head is None or base_head is None:
+            raise Blocked(f"branch {tf.task_branch if head is None else base} does not exist", task=task)
+        unmet: list[protocol.Unmet] = []
+        cp = tf.checkpoint
+        if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
+            unmet.append(protocol.Unmet(f"the human has not approved the changes of {task} (head {head[:12]})", f"spark-git approve {task} --changes"))
+        elif cp.commit_sha != head:
+            unmet.append(protocol.Unmet(
+                f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} (a later commit voids it)",
+                f"spark-git approve {task} --changes",
+            ))
+        if not git.is_ancestor(base_head, head):
+            unmet.append(protocol.Unmet(
+                f"{base} moved since the task branched ({base} is at {base_head[:12]}, not an ancestor of {head[:12]}): the task is not a fast-forward",
+                f"bring the task up to date: cd {tf.worktree} && git rebase {base}; then gate and approve again",
+            ))
+        twt = Git(tf.worktree)
+        if not Path(tf.worktree).is_dir():
+            unmet.append(protocol.Unmet(f"the task worktree {tf.worktree} does not exist", f"spark-git doctor {task}"))
+        else:
+            dirty = twt.status()
+            if dirty:
+                unmet.append(protocol.Unmet(f"the task worktree {tf.worktree} is not clean: {', '.join(str(d) for d in dirty[:10])}", "commit or remove the changes"))
+            elif twt.head() != head:
+                unmet.append(protocol.Unmet(f"the task worktree is not at the task head {head[:12]}"))
+        main_wt = _base_worktree(git, base)
+        if main_wt is not None:
+            dirty = Git(main_wt).status()
+            if dirty:
+                unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit, stash or remove them in {main_wt}"))
+        unmet += protocol.complete_conditions(layout, tf, head)
+        if unmet:
+            raise _unmet_blocked(f"cannot complete {task}", unmet, task)
+
+        ev = gates.run("final", layout.config.gates.final, Path(tf.worktree), layout.logs_dir(task), layout.config.gates.timeout_s)
+        record_gate(layout, task, ev, session)
+        if not ev.passed:
+            raise _gate_failed(ev, task, f"{task} was not completed")
+        if twt.head() != head or git.branch_head(tf.task_branch) != head or twt.status():
+            raise Failed(f"the task branch or worktree changed while the final gate ran; nothing landed", task=task)
+        faults.point("complete-before-ff")
+        if main_wt is not None:
+            Git(main_wt).merge_ff_only(head)  # moves HEAD (the base branch) with its old value checked
+        else:
+            git.update_ref(branch_ref(base), head, base_head, message=f"spark-git complete {task}")
+        landed = git.branch_head(base)
+        if landed != head or head != ev.commit or head != (cp.commit_sha if cp else None):
+            raise Failed(f"{base} is at {landed}, expected the approved and gated {head}", task=task)
+        faults.point("complete-after-ff")
+        notes.append(layout, head, {"kind": "completed", "task": task, "session": session, "base": base, "old_base": base_head})
+        protocol.record_transition(layout, tf, "COMPLETE", session, f"landed on {base}", {"commit": head, "old_base": base_head, "gate_log": ev.log_path})
+        audit.event(layout, task, "completed", session, base=base, old_base=base_head, new_base=head)
+        return CompleteData(task=task, base_branch=base, old_base=base_head, new_base=head, approved_sha=head, gate=ev, main_worktree_updated=main_wt is not None)

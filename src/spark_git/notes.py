@@ -1,0 +1,67 @@
+"""`refs/notes/spark`: one JSON object per line per commit (attribution, gate evidence, approvals).
+
+Every write is read → append → `notes add -f` under the notes mutex: plain `git notes append` from
+two processes at once silently loses one of the writes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from .git import Git
+from .layout import Layout
+from .locks import NOTES, mutex
+from .models import now
+
+NOTES_REF = "refs/notes/spark"
+
+
+def _ensure_rewrite_config(git: Git) -> None:
+    # Notes follow `git rebase` / `commit --amend` of annotated commits. Set once, under the notes mutex.
+    if git.config_get("notes.rewriteRef") != NOTES_REF:
+        git.config_set("notes.rewriteRef", NOTES_REF)
+    if git.config_get("notes.rewrite.rebase") != "true":
+        git.config_set("notes.rewrite.rebase", "true")
+
+
+def append_many(layout: Layout, entries: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    """Appends each (commit, object) as one line to that commit's note."""
+    git = layout.git()
+    with mutex(layout, NOTES):
+        _ensure_rewrite_config(git)
+        by_commit: dict[str, list[dict[str, Any]]] = {}
+        for sha, obj in entries:
+            by_commit.setdefault(sha, []).append({"time": now(), **obj})
+        for sha, objs in by_commit.items():
+            old = git.notes_show(NOTES_REF, sha) or ""
+            lines = [ln for ln in old.splitlines() if ln.strip()]
+            lines += [json.dumps(o, sort_keys=True) for o in objs]
+            git.notes_set(NOTES_REF, sha, "\n".join(lines) + "\n")
+
+
+def append(layout: Layout, sha: str, obj: dict[str, Any]) -> None:
+    append_many(layout, [(sha, obj)])
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    res = []
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if not ln:
+            continue
+        try:
+            obj = json.loads(ln)
+        except ValueError:
+            continue  # a line someone else wrote by hand; not ours to interpret
+        if isinstance(obj, dict):
+            res.append(obj)
+    return res
+
+
+def read(git: Git, sha: str) -> list[dict[str, Any]]:
+    return parse(git.notes_show(NOTES_REF, sha) or "")
+
+
+def read_range(git: Git, rev_range: str) -> dict[str, list[dict[str, Any]]]:
+    return {sha: parse(t) for sha, t in git.notes_of(NOTES_REF, rev_range).items()}
