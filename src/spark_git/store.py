@@ -47,6 +47,13 @@ def write_atomic(path: Path, data: BaseModel | dict[str, Any]) -> None:
     _fsync_dir(path.parent)
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """write_atomic for a text document (task.md, settings files)."""
+    tmp = _write_temp(path, text.encode())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
 def create_exclusive(path: Path, data: BaseModel | dict[str, Any]) -> bool:
     """Creates `path` with its full content, atomically, only if it does not exist. False if it did.
 

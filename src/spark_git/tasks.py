@@ -18,6 +18,7 @@ from .git import ZERO_SHA, Git, branch_ref
 from .layout import Layout, agent_name, task_name
 from .locks import WORKTREES, mint_session, mutex, require_owner, task_mutex_name
 from .models import AgentEntry, AgentStatus, AgentAddition, TaskFile, now
+from .provision import ProvisionReport
 from .store import create_exclusive, read_model, read_optional, write_atomic
 
 Progress = Callable[[str], None]
@@ -85,6 +86,7 @@ class StartData(BaseModel):
     task_worktree: str
     worktrees: list[WorktreeInfo]
     export: str
+    provisioning: list[ProvisionReport] = []  # copied files and setup runs of the worktrees created by this call
 
 
 @dataclass
@@ -114,6 +116,7 @@ def start(
     session: str | None = None,
     title: str | None = None,
     progress: Progress = _quiet,
+    no_setup: bool = False,
 ) -> StartData:
     git = layout.git()
     if task is None:
@@ -137,7 +140,7 @@ def start(
             return _start_data(layout, existing, minted, resumed=True)
         # A start of this session died half-way: finish what the lock records.
         progress(f"resuming the interrupted start of {task}")
-        return _provision(layout, existing, minted, created_lock=False, progress=progress)
+        return _provision(layout, existing, minted, created_lock=False, progress=progress, no_setup=no_setup)
 
     base_branch = base or layout.base_branch()
     base_commit = git.rev_parse(base_branch)
@@ -176,7 +179,7 @@ def start(
         raise Blocked(f"task {task!r} was just started by session {owner}", details={"owner": owner}, task=task)
     audit.record(layout, task, "state_transitions", {"from": None, "to": "INIT", "session_id": session}, session=session)
     faults.point("start-after-lock")
-    return _provision(layout, tf, minted, created_lock=True, progress=progress)
+    return _provision(layout, tf, minted, created_lock=True, progress=progress, no_setup=no_setup)
 
 
 def _blocked_by_racer(layout: Layout, task: str, session: str) -> None:
@@ -215,7 +218,7 @@ def _inconsistent(layout: Layout, task: str, what: str) -> Blocked:
     )
 
 
-def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool, progress: Progress) -> StartData:
+def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool, progress: Progress, no_setup: bool = False) -> StartData:
     task = tf.task_name
     plan = [(None, tf.task_branch, layout.task_worktree(task))] + [
         (a, e.branch, Path(e.worktree)) for a, e in tf.agents.items()
@@ -241,7 +244,18 @@ def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool
             e.hint = (e.hint + "; " if e.hint else "") + "nothing was left behind: the branches, worktrees and lock this call created were removed"
         raise
     audit.event(layout, task, "started", tf.session_id, agents=list(tf.agents), base_commit=tf.base_commit, base_branch=tf.base_branch)
-    return _start_data(layout, tf, minted, resumed=False)
+    # After the lock says "done": a failing setup command keeps the worktrees (reported, not undone).
+    reports = _setup_new(layout, task, [(a, p) for a, _, p in plan if p in created.worktrees], no_setup, progress)
+    return _start_data(layout, tf, minted, resumed=False).model_copy(update={"provisioning": reports})
+
+
+def _setup_new(layout: Layout, task: str, new: list[tuple[str | None, Path]], no_setup: bool, progress: Progress) -> list[ProvisionReport]:
+    from .provision import failure_summary, provision
+
+    reports = [provision(layout, task, agent, path, no_setup=no_setup, progress=progress) for agent, path in new]
+    if any(r.failed for r in reports):
+        audit.event(layout, task, "setup_failed", None, summary=failure_summary(reports))
+    return reports
 
 
 def _ensure_worktree(git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: _Created) -> None:
@@ -311,6 +325,7 @@ class AgentAddData(BaseModel):
     role: str
     state: str
     from_commit: str
+    provisioning: list[ProvisionReport] = []
 
 
 def add_agent(
@@ -323,6 +338,7 @@ def add_agent(
     role: str | None = None,
     guard: Callable[[TaskFile], None] | None = None,
     progress: Progress = _quiet,
+    no_setup: bool = False,
 ) -> AgentAddData:
     task = task_name(task)
     agent = agent_name(agent)
@@ -358,7 +374,8 @@ def add_agent(
         tf.agents[agent] = entry
         tf.agent_additions.append(AgentAddition(agent=agent, state=tf.state, why=why))
     audit.event(layout, task, "agent_added", session, agent=agent, state=tf.state, why=why, from_commit=head)
-    return AgentAddData(task=task, agent=agent, branch=branch, worktree=str(path), role=entry.role, state=tf.state, from_commit=head)
+    reports = _setup_new(layout, task, [(agent, path)], no_setup, progress)
+    return AgentAddData(task=task, agent=agent, branch=branch, worktree=str(path), role=entry.role, state=tf.state, from_commit=head, provisioning=reports)
 
 
 # -- abandon (a task that never did anything) ----------------------------------------------------

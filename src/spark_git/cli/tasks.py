@@ -10,10 +10,22 @@ from .. import status as status_mod
 from .. import tasks
 from ..locks import session_from
 from . import app
-from .common import Result, SessionOpt, execute, progress
+from .common import Result, SessionOpt, execute, progress, state
 
 agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
 app.add_typer(agent_app, name="agent")
+
+
+def _setup_failed(reports, nxt: list[str]) -> str | None:
+    """The setup failure line (and a retry command in `nxt`) when a post-create command failed."""
+    from ..provision import failure_summary, failures
+
+    bad = failures(reports)
+    for r in bad:
+        cmd = r.failed.command if isinstance(r.failed.command, str) else " ".join(r.failed.command)
+        nxt.append(f"cat {r.failed.log}")
+        nxt.append(f"(cd {r.worktree} && {cmd})")
+    return (failure_summary(reports) + " — the worktree is kept") if bad else None
 
 
 def _split(csv: str | None) -> list[str]:
@@ -28,12 +40,24 @@ def start(
     base: Annotated[Optional[str], typer.Option("--base", help="Commit or branch to start from (default: the base branch).")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="Human title; also derives the task name when none is given.")] = None,
     session: SessionOpt = None,
+    from_: Annotated[Optional[str], typer.Option("--from", help="Where the work is described: file, directory, #123, owner/repo#123, issue/PR URL, PROJ-123, URL or text; goes into task.md's objective.", show_default=False)] = None,
+    no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands (files are still copied).")] = False,
 ) -> None:
     """Claim a task: atomic lock, task branch + worktree, one worktree + branch per agent."""
 
     def action(layout):
         names = _split(agents) if agents is not None else list(layout.config.default_agents)
-        d = tasks.start(layout, task, names, base=base, session=session_from(session), title=title, progress=progress(ctx))
+        src = None
+        if from_ is not None:
+            from .. import sources
+
+            src = sources.read(from_, state(ctx).cwd)  # before anything is created: a bad source changes nothing
+        ttl = title or (src.title if src else None)
+        d = tasks.start(layout, task, names, base=base, session=session_from(session), title=ttl, progress=progress(ctx), no_setup=no_setup)
+        if src is not None and not d.resumed:
+            from .. import sources
+
+            sources.write_objective(layout.task_md(d.task), ttl or d.task, src)
         verb = "resumed" if d.resumed else "started"
         nxt = [f"cd {d.task_worktree}"]
         if d.session_minted:
@@ -47,6 +71,9 @@ def start(
             out.print(f"  session        {d.session_id}" + ("  [yellow](new: export it)[/yellow]" if d.session_minted else ""))
             out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
 
+        failed = _setup_failed(d.provisioning, nxt)
+        if failed:
+            return Result(f"task {d.task} {verb} with {len(d.worktrees) - 1} agent(s), but {failed}", d, task=d.task, next=nxt, human=human, status="FAIL", exit_code=1)
         return Result(f"task {d.task} {verb} with {len(d.worktrees) - 1} agent(s)", d, task=d.task, next=nxt, human=human)
 
     execute(ctx, action)
@@ -107,11 +134,16 @@ def agent_add(
     why: Annotated[str, typer.Option("--why", help="Justification, recorded in task.json.")],
     role: Annotated[Optional[str], typer.Option("--role", help="reviewer, updater or other (default: from the name).")] = None,
     session: SessionOpt = None,
+    no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands.")] = False,
 ) -> None:
     """Add an agent worktree + branch to a running task, from the current task head."""
 
     def action(layout):
-        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx))
+        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), no_setup=no_setup)
+        nxt = [f"cd {d.worktree}"]
+        failed = _setup_failed(d.provisioning, nxt)
+        if failed:
+            return Result(f"agent {d.agent} added to {d.task} at {d.worktree}, but {failed}", d, task=d.task, next=nxt, status="FAIL", exit_code=1)
         return Result(f"agent {d.agent} added to {d.task} ({d.role}) at {d.worktree}", d, task=d.task, next=[f"cd {d.worktree}"])
 
     execute(ctx, action)
