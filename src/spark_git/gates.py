@@ -134,8 +134,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float) -> GateEvidence:
-    """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says."""
+def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None) -> GateEvidence:
+    """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
+    `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...)."""
     git = Git(worktree)
     commit = git.head() or ""
     tree = git.tree_of("HEAD") if commit else ""
@@ -154,7 +155,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
         try:
             proc = subprocess.Popen(
                 argv, cwd=worktree, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=clean_env(), start_new_session=True, preexec_fn=_die_with_parent,
+                env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_die_with_parent,
             )
         except OSError as e:  # command not found, not executable
             error = f"cannot run {argv[0]!r}: {e.strerror or e}"
