@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from . import mainlock
-from .errors import CorruptState
+from .errors import BadInput, CorruptState
 from .git import Git, branch_ref
 from .layout import Layout
 from .locks import idle_for
@@ -62,6 +62,8 @@ def _dirty(path: Path) -> list[str] | None:
 
 
 def collect(layout: Layout, only: str | None = None) -> StatusData:
+    if only and not layout.task_dir(only).is_dir():
+        raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     names = [only] if only else layout.task_names()
     git = layout.git()
     heads = git.refs("refs/heads/") if names else {}
