@@ -1,4 +1,4 @@
-"""Tasks: the ownership lock, `start`, `agent add`, and `abandon` of a task that never did anything."""
+"""Tasks: the ownership lock, `start`, `agent add` (`abandon` and `cleanup` live in cleanup.py)."""
 
 from __future__ import annotations
 
@@ -376,60 +376,3 @@ def add_agent(
     audit.event(layout, task, "agent_added", session, agent=agent, state=tf.state, why=why, from_commit=head)
     reports = _setup_new(layout, task, [(agent, path)], no_setup, progress)
     return AgentAddData(task=task, agent=agent, branch=branch, worktree=str(path), role=entry.role, state=tf.state, from_commit=head, provisioning=reports)
-
-
-# -- abandon (a task that never did anything) ----------------------------------------------------
-
-
-class AbandonData(BaseModel):
-    task: str
-    removed_worktrees: list[str]
-    deleted_branches: list[str]
-    why: str
-
-
-def abandon_untouched(layout: Layout, task: str, *, why: str, session: str | None) -> AbandonData:
-    """Removes worktrees, branches and the lock of a task with no commits beyond its base.
-    Anything holding work (commits or uncommitted changes) is refused and nothing is touched."""
-    task = task_name(task)
-    if not why.strip():
-        raise BadInput("--why needs a reason; it is recorded in the audit trail")
-    git = layout.git()
-    with mutex(layout, task_mutex_name(task)):
-        tf = load_task(layout, task)
-        require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-        entries = [(None, tf.task_branch, Path(tf.worktree))] + [(a, e.branch, Path(e.worktree)) for a, e in tf.agents.items()]
-        work: list[str] = []
-        heads: dict[str, str] = {}
-        for agent, branch, path in entries:
-            head = git.branch_head(branch)
-            if head is not None:
-                heads[branch] = head
-                n = git.count(f"{tf.base_commit}..{head}")
-                if n:
-                    work.append(f"{branch}: {n} commit(s) beyond the base")
-            if path.is_dir():
-                dirty = Git(path).status()
-                if dirty:
-                    work.append(f"{path}: uncommitted changes ({', '.join(str(d) for d in dirty[:5])}{'…' if len(dirty) > 5 else ''})")
-        if work:
-            raise Blocked(
-                f"task {task!r} holds work; abandon here only removes tasks that never did anything",
-                hint="merge or archive the work first; nothing was removed",
-                details={"work": work},
-                task=task,
-            )
-        removed, deleted = [], []
-        with mutex(layout, WORKTREES):
-            registered = {wt.path.resolve() for wt in git.worktrees()}
-            for _, branch, path in reversed(entries):
-                if path.resolve() in registered:
-                    git.worktree_remove(path, force=False)
-                    removed.append(str(path))
-            git.worktree_prune()
-            for branch, head in heads.items():
-                git.delete_ref(branch_ref(branch), head, message=f"spark-git abandon {task}")
-                deleted.append(branch)
-        os.unlink(layout.task_json(task))
-    audit.event(layout, task, "abandoned", session, why=why, removed_worktrees=removed, deleted_branches=deleted)
-    return AbandonData(task=task, removed_worktrees=removed, deleted_branches=deleted, why=why)

@@ -1,5 +1,153 @@
-"""`cleanup`, `abandon`, `archive`, `doctor`, `lock break` (cleanup issue)."""
+"""`cleanup`, `abandon`, `archive list|restore`, `doctor` (cleanup issue). `lock break` lives in
+cli/mainlock.py beside the other lock commands."""
 
 from __future__ import annotations
 
-from . import app  # noqa: F401
+from typing import Annotated, Optional
+
+import typer
+
+from ..locks import session_from
+from . import app
+from .common import Result, SessionOpt, execute, state
+
+archive_app = typer.Typer(help="See and restore what cleanup/abandon archived (refs/spark/archive/...).", no_args_is_help=True)
+app.add_typer(archive_app, name="archive")
+
+
+def _end_result(d, verb: str) -> Result:
+    summary = (
+        f"task {d.task} was already {verb}" if d.already_done else
+        f"task {d.task} {verb}: {len(d.removed_worktrees)} worktree(s) removed, {len(d.deleted_branches)} branch(es) deleted, "
+        f"{len(d.archived)} archive ref(s); audit trail kept"
+    )
+    nxt = [f"cd {d.go_to}"] if d.go_to else []
+    if d.archived:
+        nxt.append(f"spark-git archive list {d.task}")
+
+    def human(out):
+        for a in d.archived:
+            out.print(f"  archived  {a.ref}  {a.sha[:12]}  ({a.what})")
+            for f in a.files:
+                out.print(f"            {f}")
+        for p in d.removed_worktrees:
+            out.print(f"  removed   {p}")
+        for b in d.deleted_branches:
+            out.print(f"  deleted   branch {b}")
+        for b in d.kept_branches:
+            out.print(f"  kept      branch {b} (not contained in the base branch; also archived)")
+        for p in d.kept_paths:
+            out.print(f"  kept      {p} (not a worktree; spark-git does not delete it)")
+        out.print(f"  snapshot  {d.snapshot}")
+        if d.go_to:
+            out.print(f"  [yellow]your working directory was removed: cd {d.go_to}[/yellow]")
+
+    return Result(summary, d, task=d.task, next=nxt, human=human)
+
+
+@app.command()
+def cleanup(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name.")],
+    force: Annotated[bool, typer.Option("--force", help="Save uncommitted changes as a commit on an archive ref, then remove.")] = False,
+    abandon_: Annotated[bool, typer.Option("--abandon", help="Allow a task that is not COMPLETE (ends it as ABANDONED; work is archived).")] = False,
+    why: Annotated[Optional[str], typer.Option("--why", help="Reason, recorded (with --abandon).")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
+    from .. import cleanup as mod
+
+    def action(layout):
+        d = mod.cleanup(layout, task, session=session_from(session), force=force, abandon=abandon_, why=why, caller=state(ctx).cwd)
+        return _end_result(d, "cleaned up" if d.final_state == "CLEANUP" else "abandoned")
+
+    execute(ctx, action)
+
+
+@app.command()
+def abandon(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name.")],
+    why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
+    session: SessionOpt = None,
+) -> None:
+    """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
+    from .. import cleanup as mod
+
+    def action(layout):
+        d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd)
+        return _end_result(d, "abandoned")
+
+    execute(ctx, action)
+
+
+@archive_app.command("list")
+def archive_list(
+    ctx: typer.Context,
+    task: Annotated[Optional[str], typer.Argument(help="Only this task's archive refs.", show_default=False)] = None,
+) -> None:
+    """List archive refs: ref, commit, date, subject."""
+    from .. import archive
+    from ..layout import task_name
+
+    def action(layout):
+        if task is not None:
+            task_name(task)
+        d = archive.list_refs(layout, task)
+
+        def human(out):
+            for e in d.entries:
+                out.print(f"  {e.ref}  {e.sha[:12]}  {e.date}  {e.subject}")
+
+        n = len(d.entries)
+        nxt = [f"spark-git archive restore {d.entries[0].ref} --branch NAME"] if d.entries else []
+        return Result(f"{n} archive ref{'s' if n != 1 else ''}", d, task=task, next=nxt, human=human)
+
+    execute(ctx, action)
+
+
+@archive_app.command("restore")
+def archive_restore(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="Archive ref (refs/spark/archive/<task>/<name> or <task>/<name>).")],
+    branch: Annotated[Optional[str], typer.Option("--branch", help="Branch to create (default: the archived name).")] = None,
+) -> None:
+    """Create a branch at an archived commit (never moves an existing branch)."""
+    from .. import archive
+
+    def action(layout):
+        d = archive.restore(layout, ref, branch)
+        return Result(f"branch {d.branch} created at {d.sha[:12]} from {d.ref}", d, next=[f"git switch {d.branch}"])
+
+    execute(ctx, action)
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    task: Annotated[Optional[str], typer.Argument(help="Only this task (the main lock and git's lock files are always checked).", show_default=False)] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what needs no judgement, archiving before anything could drop a commit.")] = False,
+    session: SessionOpt = None,
+) -> None:
+    """Find (and with --fix repair) crash leftovers: locks, worktrees, branches, state files, git lock files. Exit 1 while problems remain."""
+    from .. import doctor as mod
+
+    def action(layout):
+        d = mod.run(layout, task, fix=fix, session=session_from(session))
+        broken = [f for f in d.findings if f.broken and not f.fixed]
+
+        def human(out):
+            for f in d.findings:
+                mark = "[green]fixed[/green]" if f.fixed else ("[red]broken[/red]" if f.broken else "[dim]note[/dim]")
+                out.print(f"  {mark}  {f.where}: {f.problem}")
+                out.print(f"         repair: {f.repair}" if not f.fixed else f"         done: {f.repair}")
+
+        fixed = sum(1 for f in d.findings if f.fixed)
+        if broken:
+            summary = f"{len(broken)} problem(s) remain" + (f", {fixed} fixed" if fixed else "") + f" ({d.tasks_checked} task(s) checked)"
+            return Result(summary, d, task=task, next=[f.repair for f in broken if f.repair.startswith("spark-git")] or ([] if fix else ["spark-git doctor --fix"]),
+                          human=human, status="FAIL", exit_code=1)
+        summary = ("all repaired: " if fixed else "nothing broken: ") + f"{d.tasks_checked} task(s) checked" + (f", {fixed} fixed" if fixed else "")
+        return Result(summary, d, task=task, human=human)
+
+    execute(ctx, action)

@@ -1,4 +1,4 @@
-"""`start`, `status`, `agent add`, `abandon`."""
+"""`start`, `status`, `agent add` (`abandon` lives in cli/cleanup.py)."""
 
 from __future__ import annotations
 
@@ -148,21 +148,3 @@ def agent_add(
 
     execute(ctx, action)
 
-
-@app.command()
-def abandon(
-    ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
-    why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
-    session: SessionOpt = None,
-) -> None:
-    """Stop a task that never did anything: remove its worktrees, branches and lock."""
-
-    def action(layout):
-        d = tasks.abandon_untouched(layout, task, why=why, session=session_from(session))
-        return Result(
-            f"task {d.task} abandoned: {len(d.removed_worktrees)} worktree(s) and {len(d.deleted_branches)} branch(es) removed; audit trail kept",
-            d, task=d.task,
-        )
-
-    execute(ctx, action)
