@@ -7,7 +7,7 @@ import os
 from pydantic import BaseModel
 
 from . import audit
-from .errors import BadInput, Blocked
+from .errors import BadInput, Blocked, CorruptState
 from .layout import Layout
 from .locks import MAIN, idle_for, mutex, require_owner
 from .models import MainLock, now
@@ -24,6 +24,8 @@ class MainLockData(BaseModel):
     path: str
     forced_by: str | None = None
     why: str | None = None
+    released: bool = False  # unlock: a lock was there and is gone now
+    previous_owner: str | None = None  # unlock: who held it (None if unknown: the lock was corrupt)
 
 
 def view(layout: Layout, lock: MainLock | None, **kw) -> MainLockData:
@@ -59,12 +61,20 @@ def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockDat
 def unlock(layout: Layout, session: str | None, force: bool = False, why: str | None = None) -> MainLockData:
     if force and not (why and why.strip()):
         raise BadInput("--force needs --why: breaking someone's lock is logged with the reason")
+    problem = None
     with mutex(layout, MAIN):
-        cur = read(layout)
-        if cur is None:
+        try:
+            cur = read(layout)
+        except CorruptState as e:
+            if not force:
+                raise
+            cur, problem = None, e.message  # a human may break an unreadable lock too; logged below
+        if cur is None and problem is None:
             return view(layout, None)
-        if not force:
+        if not force and cur is not None:
             require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
         os.unlink(layout.main_lock())
-    audit.event(layout, "main", "main_unlocked", session, owner=cur.session_id, forced=force, why=why)
-    return view(layout, None, forced_by=session if force else None, why=why)
+    owner = cur.session_id if cur is not None else None
+    extra = {"problem": problem} if problem else {}
+    audit.event(layout, "main", "main_unlocked", session, owner=owner, forced=force, why=why, **extra)
+    return view(layout, None, forced_by=session if force else None, why=why, released=True, previous_owner=owner)

@@ -49,10 +49,9 @@ def unlock_main(
     def action(layout):
         if why and not force:
             raise BadInput("--why goes with --force")
-        before = mainlock.read(layout)
         d = mainlock.unlock(layout, session_from(session), force=force, why=why)
-        if before is None:
+        if not d.released:
             return Result("main worktree was not locked", d)
-        return Result(f"main worktree unlocked (was held by {before.session_id})" + (" — forced, logged" if force else ""), d)
+        return Result(f"main worktree unlocked (was held by {d.previous_owner or 'an unreadable lock'})" + (" — forced, logged" if force else ""), d)
 
     execute(ctx, action)
