@@ -107,6 +107,7 @@ def _rebase_onto(layout: Layout, task: str, agent: str, wt: Git, upstream: str, 
     if not leave_conflicts:
         write_atomic(marker, {"pid": os.getpid(), "upstream": upstream, "at": now()})
     r = wt.rebase(upstream)
+    faults.point("merge-rebase-returned")  # the rebase may be stopped on a conflict right now
     if r.returncode == 0 and not wt.rebase_in_progress():
         marker.unlink(missing_ok=True)
         return []
@@ -187,127 +188,143 @@ def _gate_failed(ev: gates.GateEvidence, task: str, what: str) -> Failed:
 def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> MergeData:
     task = task_name(task)
     agent = agent_name(agent)
-    with updating(layout, task, session) as tf:
-        entry = _agent_entry(tf, agent)
-        unmet = protocol.merge_conditions(layout, tf)
-        if unmet:
-            raise _unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
-        git = layout.git()
-        awt = _worktree(entry.worktree, f"agent {agent}'s worktree", task)
-        twt = _worktree(tf.worktree, "the task worktree", task)
-        recovered = _recover(layout, task, agent, awt)
-        if awt.rebase_in_progress():
-            raise Blocked(
-                f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
-                hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
-                next=[f"cd {awt.cwd} && git status"], task=task,
-            )
-        if awt.current_branch() != entry.branch:
-            raise Blocked(f"{awt.cwd} is on {awt.current_branch() or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
-        if twt.current_branch() != tf.task_branch:
-            raise Blocked(f"{twt.cwd} is on {twt.current_branch() or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
-        gates.check_clean(awt, f"agent {agent}'s worktree", task)
-        gates.check_clean(twt, "the task worktree", task)
+    # Like tasks.updating(), but task.json is only written when something landed ("nothing new"
+    # must change nothing, not even last_active_at).
+    with mutex(layout, task_mutex_name(task)):
+        tf = load_task(layout, task)
+        require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
+        data = _merge_locked(layout, tf, agent, session)
+        if data.landed:
+            save_task(layout, tf)
+        return data
 
-        task_head = git.branch_head(tf.task_branch)
-        a_head = git.branch_head(entry.branch)
-        if task_head is None or a_head is None:
-            raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
-        new = git.commits(f"{task_head}..{a_head}")
-        if not new:
-            return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
-                             rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
 
-        mode = layout.config.attribution.mode
-        messages = {sha: git.commit_object(sha)[1] for sha in new}
-        unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
-        if mode == "require" and unattributed:
+def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None) -> MergeData:
+    task = tf.task_name
+    entry = _agent_entry(tf, agent)
+    unmet = protocol.merge_conditions(layout, tf)
+    if unmet:
+        raise _unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
+    git = layout.git()
+    awt = _worktree(entry.worktree, f"agent {agent}'s worktree", task)
+    twt = _worktree(tf.worktree, "the task worktree", task)
+    recovered = _recover(layout, task, agent, awt)
+    if awt.rebase_in_progress():
+        raise Blocked(
+            f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
+            hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
+            next=[f"cd {awt.cwd} && git status"], task=task,
+        )
+    if awt.current_branch() != entry.branch:
+        raise Blocked(f"{awt.cwd} is on {awt.current_branch() or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
+    if twt.current_branch() != tf.task_branch:
+        raise Blocked(f"{twt.cwd} is on {twt.current_branch() or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
+    gates.check_clean(awt, f"agent {agent}'s worktree", task)
+    gates.check_clean(twt, "the task worktree", task)
+
+    task_head = git.branch_head(tf.task_branch)
+    a_head = git.branch_head(entry.branch)
+    if task_head is None or a_head is None:
+        raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
+    new = git.commits(f"{task_head}..{a_head}")
+    if not new:
+        return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
+                         rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
+
+    mode = layout.config.attribution.mode
+    messages = {sha: git.commit_object(sha)[1] for sha in new}
+    unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
+    if mode == "require" and unattributed:
+        raise Blocked(
+            f"{len(unattributed)} commit(s) on {entry.branch} are not attributed to {agent}",
+            hint=f"start each subject with '{gates.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
+            details={"commits": [f"{sha[:12]} {messages[sha].splitlines()[0] if messages[sha] else ''}" for sha in unattributed]},
+            task=task,
+        )
+
+    archive_ref = None
+    rebased = False
+    original = {sha: sha for sha in new}
+    if not git.is_ancestor(task_head, a_head):
+        had_archive = set(git.refs(f"{ARCHIVE_PREFIX}/{task}/{entry.branch}/"))
+        archive_ref = archive(git, task, entry.branch, a_head)
+        conflicts = _rebase_onto(layout, task, agent, awt, task_head, leave_conflicts=False)
+        if conflicts:
+            if archive_ref not in had_archive:  # the branch is back at a_head: leave no trace
+                git.delete_ref(archive_ref, a_head, message="spark-git merge: conflict, nothing rewritten")
             raise Blocked(
-                f"{len(unattributed)} commit(s) on {entry.branch} are not attributed to {agent}",
-                hint=f"start each subject with '{gates.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
-                details={"commits": [f"{sha[:12]} {messages[sha].splitlines()[0] if messages[sha] else ''}" for sha in unattributed]},
+                f"{agent}'s commits conflict with the task branch; nothing was changed",
+                hint=f"run `spark-git sync {task} --agent {agent}`, resolve the conflicts in {awt.cwd}, `git rebase --continue`, then merge again",
+                details={"conflicts": conflicts},
+                next=[f"spark-git sync {task} --agent {agent}"],
                 task=task,
             )
+        rebased = True
+        faults.point("merge-after-rebase")
+        a_head_rebased = awt.head()
+        rebased_commits = git.commits(f"{task_head}..{a_head_rebased}")
+        # rebase keeps the order; commits already upstream are dropped (then the mapping is unknown)
+        if len(rebased_commits) == len(new):
+            original = dict(zip(rebased_commits, new))
+        else:
+            original = {sha: None for sha in rebased_commits}  # type: ignore[misc]
+        a_head = a_head_rebased
+        new = rebased_commits
+        messages = {sha: git.commit_object(sha)[1] for sha in new}
 
-        archive_ref = None
-        rebased = False
-        original = {sha: sha for sha in new}
-        if not git.is_ancestor(task_head, a_head):
-            archive_ref = archive(git, task, entry.branch, a_head)
-            conflicts = _rebase_onto(layout, task, agent, awt, task_head, leave_conflicts=False)
-            if conflicts:
-                raise Blocked(
-                    f"{agent}'s commits conflict with the task branch; nothing was changed",
-                    hint=f"run `spark-git sync {task} --agent {agent}`, resolve the conflicts in {awt.cwd}, `git rebase --continue`, then merge again",
-                    details={"conflicts": conflicts},
-                    next=[f"spark-git sync {task} --agent {agent}"],
-                    task=task,
-                )
-            rebased = True
-            faults.point("merge-after-rebase")
-            a_head_rebased = awt.head()
-            rebased_commits = git.commits(f"{task_head}..{a_head_rebased}")
-            # rebase keeps the order; commits already upstream are dropped (then the mapping is unknown)
-            if len(rebased_commits) == len(new):
-                original = dict(zip(rebased_commits, new))
-            else:
-                original = {sha: None for sha in rebased_commits}  # type: ignore[misc]
-            a_head = a_head_rebased
-            new = rebased_commits
-            messages = {sha: git.commit_object(sha)[1] for sha in new}
+    stamped = 0
+    if mode == "add" and new:
+        todo = [sha for sha in new if not (gates.attributed_to(messages[sha], agent) and f"Spark-Task: {task}" in messages[sha])]
+        if todo:
+            if archive_ref is None:
+                archive_ref = archive(git, task, entry.branch, a_head)
+            tip, mapping = _stamp(git, new, agent, task, task_head)
+            git.update_ref(branch_ref(entry.branch), tip, a_head, message=f"spark-git merge: attribute commits to {agent}")
+            original = {mapping[s]: original.get(s) for s in new}
+            new = [mapping[s] for s in new]
+            a_head = tip
+            stamped = len(todo)
+            faults.point("merge-after-stamp")
+    if not new:  # everything was already upstream after the rebase
+        return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
+                         rebased=rebased, stamped=0, archive_ref=archive_ref, gate=None, recovered=recovered)
 
-        stamped = 0
-        if mode == "add" and new:
-            todo = [sha for sha in new if not (gates.attributed_to(messages[sha], agent) and f"Spark-Task: {task}" in messages[sha])]
-            if todo:
-                if archive_ref is None:
-                    archive_ref = archive(git, task, entry.branch, a_head)
-                tip, mapping = _stamp(git, new, agent, task, task_head)
-                git.update_ref(branch_ref(entry.branch), tip, a_head, message=f"spark-git merge: attribute commits to {agent}")
-                original = {mapping[s]: original.get(s) for s in new}
-                new = [mapping[s] for s in new]
-                a_head = tip
-                stamped = len(todo)
-        if not new:  # everything was already upstream after the rebase
-            return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
-                             rebased=rebased, stamped=0, archive_ref=archive_ref, gate=None, recovered=recovered)
+    ev = gates.run("build", layout.config.gates.build, awt.cwd, layout.logs_dir(task), layout.config.gates.timeout_s)
+    record_gate(layout, task, ev, session, agent=agent)
+    if not ev.passed:
+        raise _gate_failed(ev, task, f"{agent} was not merged into {task}")
+    if awt.head() != a_head or (ev.ran and awt.tree_of("HEAD") != ev.tree):
+        raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(awt.head() or '?')[:12]}); nothing was merged", task=task)
+    if awt.status():
+        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in awt.status()]}, task=task)
 
-        ev = gates.run("build", layout.config.gates.build, awt.cwd, layout.logs_dir(task), layout.config.gates.timeout_s)
-        record_gate(layout, task, ev, session, agent=agent)
-        if not ev.passed:
-            raise _gate_failed(ev, task, f"{agent} was not merged into {task}")
-        if awt.head() != a_head or (ev.ran and awt.tree_of("HEAD") != ev.tree):
-            raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(awt.head() or '?')[:12]}); nothing was merged", task=task)
-        if awt.status():
-            raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in awt.status()]}, task=task)
+    faults.point("merge-before-ff")
+    if git.branch_head(tf.task_branch) != task_head:  # cannot happen under the task mutex; never land over it
+        raise Failed(f"task branch {tf.task_branch} moved during the merge; nothing was merged", task=task)
+    twt.merge_ff_only(a_head)
+    if twt.head() != a_head or git.branch_head(tf.task_branch) != a_head:
+        raise Failed(f"fast-forward of {tf.task_branch} did not land {a_head[:12]}", task=task)
+    faults.point("merge-after-ff")
 
-        faults.point("merge-before-ff")
-        if git.branch_head(tf.task_branch) != task_head:  # cannot happen under the task mutex; never land over it
-            raise Failed(f"task branch {tf.task_branch} moved during the merge; nothing was merged", task=task)
-        twt.merge_ff_only(a_head)
-        if twt.head() != a_head or git.branch_head(tf.task_branch) != a_head:
-            raise Failed(f"fast-forward of {tf.task_branch} did not land {a_head[:12]}", task=task)
-        faults.point("merge-after-ff")
-
-        numstat = git.numstat(f"{task_head}..{a_head}")
-        subjects = {sha: subj for sha, subj in git.log_fields(f"{task_head}..{a_head}", ["%H", "%s"])}
-        landed = [
-            LandedCommit(sha=sha, original_sha=original.get(sha) if original.get(sha) != sha else None,
-                         subject=subjects.get(sha, ""), files=[f[2] for f in numstat.get(sha, [])])
-            for sha in new
-        ]
-        at = now()
-        notes.append_many(layout, [
-            (c.sha, {"kind": "attribution", "agent": agent, "task": task, "session": session, "branch": entry.branch, "original": c.original_sha})
-            for c in landed
-        ] + [(a_head, {"kind": "landed", "task": task, "agent": agent, "session": session, "gate_tree": ev.tree, "gate_ran": ev.ran, "gate_passed": ev.passed, "log_path": ev.log_path})])
-        for c in landed:
-            audit.record(layout, task, "commits", {"sha": c.sha, "agent": agent, "branch": entry.branch, "time": at, "files": c.files, "message": c.subject, "original_sha": c.original_sha}, session=session)
-        audit.event(layout, task, "merged", session, agent=agent, old_head=task_head, new_head=a_head, commits=len(landed), rebased=rebased, stamped=stamped)
-        entry.last_merge_sha = a_head
-        _update_agent_status(layout, task, agent, a_head)
-        return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=a_head, landed=landed,
-                         rebased=rebased, stamped=stamped, archive_ref=archive_ref, gate=ev, recovered=recovered)
+    numstat = git.numstat(f"{task_head}..{a_head}")
+    subjects = {sha: subj for sha, subj in git.log_fields(f"{task_head}..{a_head}", ["%H", "%s"])}
+    landed = [
+        LandedCommit(sha=sha, original_sha=original.get(sha) if original.get(sha) != sha else None,
+                     subject=subjects.get(sha, ""), files=[f[2] for f in numstat.get(sha, [])])
+        for sha in new
+    ]
+    at = now()
+    notes.append_many(layout, [
+        (c.sha, {"kind": "attribution", "agent": agent, "task": task, "session": session, "branch": entry.branch, "original": c.original_sha})
+        for c in landed
+    ] + [(a_head, {"kind": "landed", "task": task, "agent": agent, "session": session, "gate_tree": ev.tree, "gate_ran": ev.ran, "gate_passed": ev.passed, "log_path": ev.log_path})])
+    for c in landed:
+        audit.record(layout, task, "commits", {"sha": c.sha, "agent": agent, "branch": entry.branch, "time": at, "files": c.files, "message": c.subject, "original_sha": c.original_sha}, session=session)
+    audit.event(layout, task, "merged", session, agent=agent, old_head=task_head, new_head=a_head, commits=len(landed), rebased=rebased, stamped=stamped)
+    entry.last_merge_sha = a_head
+    _update_agent_status(layout, task, agent, a_head)
+    return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=a_head, landed=landed,
+                     rebased=rebased, stamped=stamped, archive_ref=archive_ref, gate=ev, recovered=recovered)
 
 
 # -- sync ------------------------------------------------------------------------------------------
