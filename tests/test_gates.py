@@ -1,0 +1,109 @@
+"""Command gates: failure, timeout (whole process group killed), missing command, no gate, pytest counts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from fixtures.repo import git, write
+from spark_git import gates
+from tests.mergekit import PY, Task, config
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie (exited, not yet reaped by init) is not running either.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
+    gate = [PY, "-c", "import sys; print('compiling...'); print('ERROR: 2 tests broke', file=sys.stderr); sys.exit(4)"]
+    t = Task(tmp_path, ["a1"], config(build=gate))
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    old = t.head()
+    r = t.merge("a1")
+    assert r.returncode == 1, r
+    assert t.head() == old and git(t.wt(), "rev-parse", "HEAD") == old
+    log = Path(r.json["data"]["log_path"])
+    assert log.parent == t.root / "logs" and log.name.endswith("-build.log")
+    text = log.read_text()
+    assert "compiling..." in text and "ERROR: 2 tests broke" in text
+    assert r.json["data"]["exit_code"] == 4
+    bv = t.audit()["build_verifications"][-1]
+    assert bv["result"] == "failed" and bv["exit_code"] == 4 and bv["log_path"] == str(log)
+    assert "last_merge_sha" not in t.task_json()["agents"]["a1"] or t.task_json()["agents"]["a1"]["last_merge_sha"] is None
+
+
+def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = write(tmp_path / "hang.py", (
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "print('started child', child.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    ))
+    t = Task(tmp_path, ["a1"], config(build=[PY, str(script)], timeout=2))
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    old = t.head()
+    r = t.merge("a1")
+    assert r.returncode == 1, r
+    assert r.json["data"]["timed_out"] is True and "timed out" in r.json["summary"]
+    assert t.head() == old
+    child = int(pidfile.read_text())
+    assert _gone(child), f"gate child {child} still running"
+    assert "started child" in Path(r.json["data"]["log_path"]).read_text()
+
+
+def test_missing_gate_command_is_a_clear_fail(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1"], config(build=["no-such-gate-command-xyz", "--check"]))
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    old = t.head()
+    r = t.merge("a1")
+    assert r.returncode == 1, r
+    assert "cannot run 'no-such-gate-command-xyz'" in r.json["summary"] and r.json["data"]["log_path"]
+    assert t.head() == old
+    t2 = Task(tmp_path / "shell", ["a1"], config(build="no-such-gate-command-xyz"))
+    t2.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    r = t2.merge("a1")
+    assert r.returncode == 1 and r.json["data"]["exit_code"] == 127, r
+
+
+def test_no_gate_configured_merges_and_records_that_none_ran(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1"], config())
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    r = t.merge("a1")
+    assert r.returncode == 0, r
+    assert r.json["data"]["gate"]["ran"] is False and r.json["data"]["gate"]["command"] is None
+    assert t.audit()["build_verifications"][-1]["ran"] is False
+
+
+def test_pytest_gate_records_test_counts(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1"], config(build=[PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "checks"]),
+             files={"checks/test_x.py": "def test_a():\n    pass\n\ndef test_b():\n    pass\n", "README.md": "r\n"})
+    t.commit("a1", {"checks/test_y.py": "import pytest\n\n@pytest.mark.skip(reason='demo')\ndef test_c():\n    pass\n"}, "[a1] more checks")
+    r = t.merge("a1")
+    assert r.returncode == 0, r
+    assert r.json["data"]["gate"]["tests"] == {"passed": 2, "skipped": 1}
+    assert t.audit()["build_verifications"][-1]["tests"] == {"passed": 2, "skipped": 1}
+
+
+def test_pytest_summary_parsing() -> None:
+    out = "....F\n=========== 3 passed, 1 failed, 2 errors, 1 skipped, 5 warnings in 0.12s ===========\n"
+    assert gates.pytest_counts(out) == {"passed": 3, "failed": 1, "errors": 2, "skipped": 1, "warnings": 5}
+    assert gates.pytest_counts("4 passed in 0.01s\n") == {"passed": 4}
+    assert gates.pytest_counts("no summary here\n") is None
+    assert gates.is_pytest("python -m pytest -q") and gates.is_pytest(["/usr/bin/pytest"]) and not gates.is_pytest("make test")
+
+
+def test_stamp_message_adds_prefix_and_trailers_once() -> None:
+    assert gates.stamp_message("fix bug\n", "a1", "t") == "[a1] fix bug\n\nSpark-Agent: a1\nSpark-Task: t\n"
+    body = "fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\n"
+    assert gates.stamp_message(body, "a1", "t") == "[a1] fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\nSpark-Agent: a1\nSpark-Task: t\n"
+    stamped = gates.stamp_message("fix bug\n", "a1", "t")
+    assert gates.stamp_message(stamped, "a1", "t") == stamped
