@@ -1,0 +1,44 @@
+"""Helpers for hook tests: Claude-Code-shaped events fed to the real CLI on stdin, and a way to put
+a task into a protocol state before `spark-git advance` exists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from fixtures.repo import Run
+
+# The protocol's forward path; walking it keeps transition_log consistent with the state.
+FORWARD = ["INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION"]
+
+
+def event(cwd: Path, tool: str, session: str = "claude-session-1", **tool_input: str) -> dict:
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": str(cwd),
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+    }
+
+
+def hook(ev: dict, env: dict | None = None, sub: str = "pre-tool-use") -> Run:
+    r = subprocess.run([sys.executable, "-m", "spark_git", "hook", sub], input=json.dumps(ev), capture_output=True, text=True, env=env, cwd=ev.get("cwd") if Path(str(ev.get("cwd"))).is_dir() else None, timeout=60)
+    return Run(r.returncode, r.stdout, r.stderr, ["hook", sub])
+
+
+def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> None:
+    """Moves `task` along FORWARD to `target` through protocol.record_transition under the task
+    mutex, so task.json's transition_log (and the audit trail) stay consistent with its state.
+    Replace with `spark-git advance` once the state-machine issue lands."""
+    from spark_git import protocol, tasks
+    from spark_git.layout import Layout
+
+    layout = Layout.discover(repo)
+    with tasks.updating(layout, task, session) as tf:
+        i = FORWARD.index(tf.state)
+        for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
+            protocol.record_transition(layout, tf, to, session, "test setup (no advance command yet)")
