@@ -1,4 +1,4 @@
-"""Archive refs: `refs/spark/archive/<task>/<name>`, written by compare-and-swap before anything could
+"""Archive refs: `refs/spark/archive/<task>/<name>/<sha12>`, written by compare-and-swap before anything could
 drop a commit (a branch deleted, a worktree removed, a rebase aborted). Uncommitted work is archived as
 a commit of the worktree's whole state (untracked files included) whose parent is its HEAD."""
 
@@ -28,31 +28,36 @@ class Archived(BaseModel):
     files: list[str] = []  # for uncommitted work: the files it holds
 
 
-def ref_for(task: str, name: str) -> str:
-    return f"{PREFIX}{task}/{name}"
+def ref_for(task: str, name: str, sha: str) -> str:
+    return f"{PREFIX}{task}/{name}/{sha[:12]}"
 
 
 def keep(layout: Layout, task: str, name: str, sha: str, what: str, session: str | None = None) -> Archived:
-    """Makes `sha` reachable from an archive ref. Idempotent: an existing ref already holding `sha`
-    (or a descendant of it) is reused; a ref holding something else is never moved: a numbered
-    sibling (`name.2`, `name.3`, ...) is written instead."""
+    """Makes `sha` reachable from `refs/spark/archive/<task>/<name>/<sha12>` (the same scheme `merge`
+    uses before it rewrites a branch). Idempotent; an existing ref is never moved."""
     git = layout.git()
-    n = 1
-    while True:
-        ref = ref_for(task, name if n == 1 else f"{name}.{n}")
-        cur = git.rev_parse(ref)
-        if cur is not None and (cur == sha or git.is_ancestor(sha, cur)):
-            return Archived(ref=ref, sha=cur, what=what)
-        if cur is None:
-            try:
-                git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
-            except GitError:
-                if git.rev_parse(ref) is None:
-                    raise
-                continue  # someone wrote it between our look and our CAS: look again
-            audit.event(layout, task, "archived", session, ref=ref, sha=sha, what=what)
-            return Archived(ref=ref, sha=sha, what=what)
-        n += 1
+    ref = ref_for(task, name, sha)
+    cur = git.rev_parse(ref)
+    if cur is None:
+        try:
+            git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
+        except GitError:
+            if git.rev_parse(ref) != sha:
+                raise
+            return Archived(ref=ref, sha=sha, what=what)  # a racer archived the same commit
+        audit.event(layout, task, "archived", session, ref=ref, sha=sha, what=what)
+    elif cur != sha:  # 12-hex-digit prefix collision: keep both
+        return _keep_long(layout, task, name, sha, what, session)
+    return Archived(ref=ref, sha=sha, what=what)
+
+
+def _keep_long(layout: Layout, task: str, name: str, sha: str, what: str, session: str | None) -> Archived:
+    git = layout.git()
+    ref = f"{ref_for(task, name, sha)}-{sha[12:20]}"
+    if git.rev_parse(ref) is None:
+        git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
+        audit.event(layout, task, "archived", session, ref=ref, sha=sha, what=what)
+    return Archived(ref=ref, sha=sha, what=what)
 
 
 def snapshot_commit(wt: Git, message: str) -> Sha:
@@ -100,7 +105,8 @@ def list_refs(layout: Layout, task: str | None = None) -> ArchiveListData:
     entries = []
     for line in out.splitlines():
         sha, ref, date, subject = (line.split("\x1f") + ["", "", "", ""])[:4]
-        t, _, name = ref[len(PREFIX):].partition("/")
+        t, _, rest = ref[len(PREFIX):].partition("/")
+        name = rest.rsplit("/", 1)[0] if "/" in rest else rest
         entries.append(ArchiveEntry(ref=ref, task=t, name=name, sha=sha, date=date, subject=subject))
     return ArchiveListData(entries=entries)
 
@@ -126,7 +132,8 @@ def restore(layout: Layout, ref: str, branch: str | None = None) -> RestoreData:
     sha = git.rev_parse(ref)
     if sha is None:
         raise BadInput(f"no archive ref {ref}", hint="`spark-git archive list` shows them", next=["spark-git archive list"])
-    name = branch or ref.rsplit("/", 1)[-1]
+    rest = ref[len(PREFIX):].split("/")
+    name = branch or ("/".join(rest[1:-1]) if len(rest) >= 3 else rest[-1])
     if not git.is_valid_branch_name(name) or name.startswith("-"):
         raise BadInput(f"bad branch name {name!r} (git check-ref-format --branch)", hint="pass --branch NAME")
     if git.branch_head(name) is not None:

@@ -242,6 +242,8 @@ def _subject_agent(subject: str) -> str | None:
 
 
 def _gate_passed(entry: dict) -> bool:
+    if entry.get("result") in ("passed", "failed"):
+        return entry["result"] == "passed"
     if isinstance(entry.get("passed"), bool):
         return entry["passed"]
     ev = entry.get("evidence")

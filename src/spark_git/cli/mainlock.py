@@ -12,7 +12,7 @@ from ..locks import mint_session, session_from
 from . import app
 from .common import Result, SessionOpt, execute
 
-lock_app = typer.Typer(help="Take locks: the main-worktree lock.", no_args_is_help=True)
+lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
 unlock_app = typer.Typer(help="Release locks: the main-worktree lock.", no_args_is_help=True)
 app.add_typer(lock_app, name="lock")
 app.add_typer(unlock_app, name="unlock")
@@ -53,5 +53,27 @@ def unlock_main(
         if not d.released:
             return Result("main worktree was not locked", d)
         return Result(f"main worktree unlocked (was held by {d.previous_owner or 'an unreadable lock'})" + (" — forced, logged" if force else ""), d)
+
+    execute(ctx, action)
+
+
+@lock_app.command("break")
+def lock_break(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name, or `main` for the main-worktree lock.")],
+    why: Annotated[str, typer.Option("--why", help="Why the owner's lock is broken; recorded in the audit trail and a git note.")],
+    session: SessionOpt = None,
+) -> None:
+    """A human takes over a task lock (the task becomes your session's); a missing or corrupt task.json is rebuilt from git and the audit trail. Logged."""
+    from .. import doctor
+
+    def action(layout):
+        d = doctor.break_lock(layout, task, why=why, session=session_from(session))
+        if d.task == "main":
+            return Result(f"main-worktree lock broken (was {d.previous_owner or 'corrupt or free'}); logged", d)
+        how = "rebuilt from git and the audit trail" if d.rebuilt else f"taken from {d.previous_owner} ({d.idle})"
+        logged = "logged in the audit trail" + (f" and as a note on {d.noted_on[:12]}" if d.noted_on else "")
+        return Result(f"task {d.task} now owned by {d.new_owner}: lock {how}; {logged}", d, task=d.task,
+                      next=[f"spark-git status {d.task}", f"spark-git doctor {d.task}"])
 
     execute(ctx, action)
