@@ -35,6 +35,7 @@ class Transition(_File):
     session_id: str | None = None
     reason: str | None = None
     evidence: dict[str, Any] = Field(default_factory=dict)
+    protocol: str | None = None  # "light": recorded without the state conditions
 
 
 class AgentEntry(_File):
@@ -60,6 +61,7 @@ class Checkpoint(_File):
     approved: bool = False
     approved_at: str | None = None
     approved_by: str | None = None
+    task_md_sha256: str | None = None  # plan approval: the task.md it approved
 
 
 class TaskFile(_File):
@@ -112,6 +114,11 @@ class AgentStatus(_File):
     feedback: str | None = None
     report_path: str | None = None
     updated_at: str = Field(default_factory=now)
+    task_state: str | None = None  # the task's state when the agent reported
+    task_head: str | None = None  # the task head when the agent reported
+    blocking: list[str] = Field(default_factory=list)  # SCOPE_NEGOTIATION: items that must be fixed now
+    deferrable: list[str] = Field(default_factory=list)  # items that may become follow-ups
+    scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
 
 
 class AuditTrail(_File):

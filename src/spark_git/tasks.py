@@ -31,12 +31,19 @@ def _quiet(_: str) -> None:
 # -- reading and updating task.json ------------------------------------------------------------
 
 
-def load_task(layout: Layout, task: str) -> TaskFile:
+def load_task(layout: Layout, task: str, *, check: bool = True) -> TaskFile:
+    """`check=False` is the escape hatch for `doctor`/`audit`: read a task.json whose state its
+    transition_log cannot explain (hand-edited); every other command refuses it (exit 3)."""
     path = layout.task_json(task)
     try:
-        return read_model(path, TaskFile)
+        tf = read_model(path, TaskFile)
     except FileNotFoundError:
         raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task) from None
+    if check:
+        from .protocol import check_consistent
+
+        check_consistent(layout, tf)
+    return tf
 
 
 def save_task(layout: Layout, tf: TaskFile) -> None:
