@@ -42,3 +42,16 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
         i = FORWARD.index(tf.state)
         for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
             protocol.record_transition(layout, tf, to, session, "test setup (no advance command yet)")
+
+
+def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:
+    """The real CLI in `cwd` (any repo, unlike conftest's `cli`), with SPARK_SESSION_ID=session."""
+    import os
+
+    from fixtures.repo import spark
+
+    e = dict(os.environ)
+    if session is not None:
+        e["SPARK_SESSION_ID"] = session
+    e.update(env or {})
+    return spark(cwd, *args, env=e, input=input)

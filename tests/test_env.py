@@ -1,0 +1,105 @@
+"""`spark-git env`: SPARK_* of a worktree and a SPARK_PORT unique across the repo's live worktrees,
+reused once a worktree (or its task's lock) is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from fixtures.repo import make_repo, spark_argv
+from tests.hookutil import run_cli
+
+CONFIG = "[ports]\nstart = 45500\nend = 45599\n"
+
+
+def _env_all(repo: Path, task: str, agents: list[str | None]) -> dict[str | None, dict]:
+    """Runs `spark-git env --json` for every worktree at once (they race for the ports mutex)."""
+    e = dict(os.environ)
+    procs = {
+        a: subprocess.Popen(spark_argv("env", task, *(["--agent", a] if a else []), "--json"), cwd=repo, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for a in agents
+    }
+    out = {}
+    for a, p in procs.items():
+        so, se = p.communicate(timeout=120)
+        assert p.returncode == 0, se
+        out[a] = json.loads(so)["data"]
+    return out
+
+
+def test_ports_unique_across_20_worktrees_and_reused_after_cleanup(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    agents = [f"a{i:02d}" for i in range(19)]
+    assert run_cli(repo, "start", "t1", "--agents", ",".join(agents)).returncode == 0
+    got = _env_all(repo, "t1", [None, *agents])
+    ports = [int(d["vars"]["SPARK_PORT"]) for d in got.values()]
+    assert len(set(ports)) == 20 and sorted(ports) == list(range(45500, 45520))
+    # asking again gives each worktree the port it already has
+    again = _env_all(repo, "t1", [None, "a05"])
+    assert again[None]["vars"]["SPARK_PORT"] == got[None]["vars"]["SPARK_PORT"]
+    assert again["a05"]["vars"]["SPARK_PORT"] == got["a05"]["vars"]["SPARK_PORT"]
+    recorded = json.loads((tmp_path / "repo.tasks" / "ports.json").read_text())
+    assert sorted(e["port"] for e in recorded["ports"]) == sorted(ports)
+
+    # a second task gets ports no live worktree holds
+    assert run_cli(repo, "start", "t2", "--agents", "b1").returncode == 0
+    t2 = _env_all(repo, "t2", [None, "b1"])
+    assert sorted(int(d["vars"]["SPARK_PORT"]) for d in t2.values()) == [45520, 45521]
+
+    # the first task ends: its worktrees and lock go, so its ports are free again (no call to envs)
+    r = run_cli(repo, "abandon", "t1", "--why", "test")
+    assert r.returncode == 0, r
+    assert not (tmp_path / "repo.tasks" / "t1" / "code").exists()
+    assert run_cli(repo, "start", "t3", "--agents", "c1").returncode == 0
+    t3 = _env_all(repo, "t3", [None, "c1"])
+    assert sorted(int(d["vars"]["SPARK_PORT"]) for d in t3.values()) == [45500, 45501]
+    assert {a: d["vars"]["SPARK_PORT"] for a, d in _env_all(repo, "t2", [None, "b1"]).items()} == {a: d["vars"]["SPARK_PORT"] for a, d in t2.items()}
+
+
+def test_env_prints_every_variable_for_bash_fish_and_json(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    assert run_cli(repo, "start", "t1", "--agents", "a1", session="sess-9").returncode == 0
+    root = tmp_path / "repo.tasks" / "t1"
+    r = run_cli(repo, "env", "t1", "--agent", "a1", session=None)
+    assert r.returncode == 0, r
+    want = {
+        "SPARK_TASK": "t1", "SPARK_AGENT": "a1", "SPARK_SESSION_ID": "sess-9",
+        "SPARK_WORKTREE": str(root / "agents" / "a1" / "code"), "SPARK_TASK_WORKTREE": str(root / "code"), "SPARK_PORT": "45500",
+    }
+    assert r.stdout == "".join(f"export {k}={v}\n" for k, v in want.items())
+    # bash output really sets the variables
+    sh = subprocess.run(["bash", "-c", f"{r.stdout}\nprintenv SPARK_WORKTREE SPARK_PORT"], capture_output=True, text=True)
+    assert sh.stdout == f"{want['SPARK_WORKTREE']}\n45500\n"
+    fish = run_cli(repo, "env", "t1", "--agent", "a1", "--shell", "fish")
+    assert fish.stdout.splitlines()[0] == "set -gx SPARK_TASK 't1';" and "set -gx SPARK_PORT '45500';" in fish.stdout
+    js = run_cli(repo, "env", "t1", "--agent", "a1", "--shell", "json")
+    assert json.loads(js.stdout) == want
+    task_env = run_cli(repo, "env", "t1", "--json").json["data"]
+    assert task_env["vars"]["SPARK_WORKTREE"] == str(root / "code") and task_env["vars"]["SPARK_AGENT"] == ""
+    assert task_env["vars"]["SPARK_PORT"] == "45501"
+
+
+def test_env_bad_input(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    assert run_cli(repo, "start", "t1").returncode == 0
+    assert run_cli(repo, "env", "nope").returncode == 2
+    r = run_cli(repo, "env", "t1", "--agent", "ghost")
+    assert r.returncode == 2 and "no agent 'ghost'" in r.stderr
+    assert run_cli(repo, "env", "t1", "--shell", "zsh").returncode == 2
+    assert not (tmp_path / "repo.tasks" / "ports.json").exists()  # nothing allocated by refused calls
+
+
+def test_release_frees_explicitly(tmp_path: Path) -> None:
+    from spark_git import envs
+    from spark_git.layout import Layout
+
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
+    layout = Layout.discover(repo)
+    assert envs.allocate(layout, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
+    assert envs.allocate(layout, "t1", None, layout.task_worktree("t1")) == 45501
+    assert envs.release(layout, "t1", "a1") == [45500]
+    assert [e.port for e in envs.PortsFile.model_validate_json((tmp_path / "repo.tasks" / "ports.json").read_text()).ports] == [45501]
+    assert envs.release(layout, "t1", all_of_task=True) == [45501]
