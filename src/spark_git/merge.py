@@ -182,6 +182,32 @@ def _gate_failed(ev: gates.GateEvidence, task: str, what: str) -> Failed:
     )
 
 
+def _record_unrecorded_landing(layout: Layout, tf: TaskFile, agent: str, a_head: str, task_head: str, session: str | None) -> list[str]:
+    """A merge killed after its fast-forward but before its notes: A's head is on the task branch but
+    was never recorded. Record it now (attribution from the trailers the merge stamped)."""
+    entry = tf.agents[agent]
+    git = layout.git()
+    if a_head in (entry.last_merge_sha, tf.base_commit) or not git.is_ancestor(a_head, task_head):
+        return []
+    if any(o.get("kind") == "landed" for o in notes.read(git, a_head)):
+        return []
+    since = entry.last_merge_sha if entry.last_merge_sha and git.is_ancestor(entry.last_merge_sha, a_head) else tf.base_commit
+    mine = [(sha, subj) for sha, subj, body in git.log_fields(f"{since}..{a_head}", ["%H", "%s", "%B"], "--first-parent")
+            if gates.trailer_agent(body) == agent]
+    if not mine:
+        return []
+    gate = [o for o in notes.read(git, a_head) if o.get("kind") == "gate"]
+    notes.append_many(layout, [(sha, {"kind": "attribution", "agent": agent, "task": tf.task_name, "session": session, "branch": entry.branch, "recovered": True}) for sha, _ in mine]
+                      + [(a_head, {"kind": "landed", "task": tf.task_name, "agent": agent, "session": session, "recovered": True,
+                                   "gate_passed": bool(gate and gate[-1].get("passed")), "gate_tree": gate[-1].get("tree") if gate else None})])
+    stats = git.numstat(f"{since}..{a_head}")
+    for sha, subj in reversed(mine):
+        audit.record(layout, tf.task_name, "commits", {"sha": sha, "agent": agent, "branch": entry.branch, "files": [f[2] for f in stats.get(sha, [])], "message": subj, "recovered": True}, session=session)
+    entry.last_merge_sha = a_head
+    _update_agent_status(layout, tf.task_name, agent, a_head)
+    return [f"recorded {len(mine)} commit(s) of {agent} that a killed merge landed without notes"]
+
+
 # -- merge -----------------------------------------------------------------------------------------
 
 
@@ -194,7 +220,7 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> Merg
         tf = load_task(layout, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
         data = _merge_locked(layout, tf, agent, session)
-        if data.landed:
+        if data.landed or data.recovered:
             save_task(layout, tf)
         return data
 
@@ -228,6 +254,7 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     new = git.commits(f"{task_head}..{a_head}")
     if not new:
+        recovered += _record_unrecorded_landing(layout, tf, agent, a_head, task_head, session)
         return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
                          rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
 
