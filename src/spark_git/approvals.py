@@ -52,9 +52,17 @@ def approve(
 ) -> ApproveData:
     """`ask(prompt)` returns what the human typed (only called when `interactive`)."""
     task = task_name(task)
-    if kind != "changes":
-        raise BadInput(f"approve --{kind} is not supported yet")  # the state-machine issue adds --plan
+    if kind not in ("changes", "plan"):
+        raise BadInput(f"approve --{kind} is not supported")
+    from . import protocol
+
     tf = load_task(layout, task)
+    unmet = protocol.approve_conditions(layout, tf, kind)
+    if unmet:
+        raise protocol.refuse(f"cannot approve the {kind} of {task}", unmet, task)
+    digest = protocol.task_md_digest(layout, task) if kind == "plan" else None
+    if kind == "plan" and digest is None:
+        raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
     git = layout.git()
     head = git.branch_head(tf.task_branch)
     if head is None:
@@ -71,8 +79,9 @@ def approve(
     if interactive:
         assert ask is not None
         subject = git.log_fields(f"-1", ["%s"], target)[0][0] if target else ""
+        what = f"the plan of task {task!r} ({layout.task_md(task)}, sha256 {digest[:12]})" if digest else f"the changes of task {task!r} at {target[:12]} ({subject})"
         typed = ask(
-            f"Approve the changes of task {task!r} at {target[:12]} ({subject})?\n"
+            f"Approve {what}?\n"
             f"Type the task name to approve, anything else to refuse: "
         ).strip()
         if typed != task:
@@ -92,8 +101,14 @@ def approve(
         if sha is None and cur_head != target:
             raise Blocked(f"the task head moved from {target[:12]} to {(cur_head or '?')[:12]} while you were confirming; nothing was recorded", task=task)
         at = now()
-        cur.checkpoint = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_at=at, approved_by=by)
-        cur.checkpoint.via = via  # type: ignore[attr-defined]  (extra field, kept by the model)
+        if kind == "plan":
+            if protocol.approve_conditions(layout, cur, kind) or protocol.task_md_digest(layout, task) != digest:
+                raise Blocked(f"the task or its task.md changed while you were confirming; nothing was recorded", task=task)
+            cur.plan_approval = Checkpoint(type="plan", commit_sha=target, presented_at=presented_at, approved=True, approved_at=at, approved_by=by, task_md_sha256=digest)
+            cur.plan_approval.via = via  # type: ignore[attr-defined]
+        else:
+            cur.checkpoint = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_at=at, approved_by=by)
+            cur.checkpoint.via = via  # type: ignore[attr-defined]  (extra field, kept by the model)
     notes.append(layout, target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})
     audit.event(layout, task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
     return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=at, approved_by=by, via=via)

@@ -129,17 +129,17 @@ def read_status(layout: Layout, task: str, agent: str) -> AgentStatus | None:
 
 
 def task_md_sections(text: str) -> dict[str, str]:
-    """Heading line (without #) → body up to the next heading of the same or a higher level."""
+    """Heading line (without #) → its body, up to the next heading (HTML comments do not count)."""
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     out: dict[str, str] = {}
-    cur: tuple[str, int] | None = None
+    cur: str | None = None
     body: list[str] = []
     for line in text.splitlines() + ["# <end>"]:
-        m = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
-        if m and (cur is None or len(m.group(1)) <= cur[1]):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
             if cur is not None:
-                out[cur[0]] = "\n".join(body).strip()
-            cur, body = (m.group(2), len(m.group(1))), []
+                out[cur] = "\n".join(body).strip()
+            cur, body = m.group(1), []
         else:
             body.append(line)
     return out

@@ -81,6 +81,7 @@ def approve(
     ctx: typer.Context,
     task: TaskArg,
     changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
+    plan: Annotated[bool, typer.Option("--plan", help="Approve the task's plan (task.md, in SYNTHESIS).")] = False,
     sha: Annotated[Optional[str], typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
     session: SessionOpt = None,
 ) -> None:
@@ -89,12 +90,14 @@ def approve(
     from ..errors import BadInput
 
     def action(layout):
-        if not changes:
-            raise BadInput("say what you approve: --changes")
+        if changes == plan:
+            raise BadInput("say what you approve: --changes or --plan (one of them)")
         d = approvals.approve(
-            layout, task, kind="changes", sha=sha, session=session_from(session),
+            layout, task, kind="plan" if plan else "changes", sha=sha, session=session_from(session),
             interactive=sys.stdin.isatty(), ask=_ask_on_terminal,
         )
+        if plan:
+            return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git advance {d.task}"])
         return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git complete {d.task}"])
 
     execute(ctx, action)

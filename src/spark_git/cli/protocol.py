@@ -2,4 +2,117 @@
 
 from __future__ import annotations
 
-from . import app  # noqa: F401
+from typing import Annotated, Optional
+
+import typer
+
+from ..locks import session_from
+from . import app
+from .common import Result, SessionOpt, execute, state
+
+TaskArg = Annotated[str, typer.Argument(help="Task name.")]
+
+
+@app.command()
+def advance(
+    ctx: typer.Context,
+    task: TaskArg,
+    to: Annotated[Optional[str], typer.Option("--to", help="Target state (default: the next state of the task's variant).")] = None,
+    why: Annotated[Optional[str], typer.Option("--why", help="Justification (needed to go back to REQUIREMENTS).")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
+    from .. import protocol
+
+    def action(layout):
+        d = protocol.advance(layout, task, to, session=session_from(session), why=why)
+
+        def human(out):
+            for w in d.waived:
+                out.print(f"  [yellow]not enforced (protocol light):[/yellow] {w}")
+            out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")
+
+        return Result(f"task {d.task}: {d.from_state} → {d.to}", d, task=d.task, human=human,
+                      next=[f"spark-git status {d.task}"] + [f"spark-git advance {d.task} --to {s}" for s in d.next_states[:1]])
+
+    execute(ctx, action)
+
+
+@app.command()
+def classify(
+    ctx: typer.Context,
+    task: TaskArg,
+    files: Annotated[Optional[list[str]], typer.Option("--files", help="Paths the task touches (repeatable; default: the task branch's diff against its base).")] = None,
+    risk: Annotated[Optional[str], typer.Option("--risk", help="Override: HIGH, MEDIUM or LOW (needs --why).")] = None,
+    why: Annotated[Optional[str], typer.Option("--why", help="Reason for --risk; logged.")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """Decide the risk level, workflow variant and required agents; create their worktrees; write task.md."""
+    from .. import classify as cl
+
+    def action(layout):
+        flat = [p for f in (files or []) for p in f.split(",")]
+        d = cl.classify(layout, task, files=flat or None, risk=risk, why=why, session=session_from(session))
+        dec = d.decision
+
+        def human(out):
+            for r in dec.reasons:
+                out.print(f"  {r}")
+            out.print(f"  agents: {', '.join(dec.agents) or '-'}" + (f"  (added: {', '.join(d.added_agents)})" if d.added_agents else ""))
+            out.print(f"  task.md: {d.task_md}" + ("" if d.task_md_written else " (kept as it was)"))
+
+        return Result(f"task {d.task}: risk {dec.level}, variant {dec.variant}", d, task=d.task, human=human, next=[f"spark-git advance {d.task}"])
+
+    execute(ctx, action)
+
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    task: TaskArg,
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name.")],
+    status: Annotated[str, typer.Option("--status", help="WORKING, COMPLETE, BLOCKED or ERROR.")],
+    decision: Annotated[Optional[str], typer.Option("--decision", help="Reviewers: APPROVED or REJECTED (bound to the current task head).")] = None,
+    feedback: Annotated[Optional[str], typer.Option("--feedback", help="Review feedback or the error message.")] = None,
+    work_remaining: Annotated[Optional[str], typer.Option("--work-remaining", help="Updaters: what is left ('none' when done).")] = None,
+    report_file: Annotated[Optional[str], typer.Option("--report", help="Path of the agent's report (default: <task>/<task>-<agent>-requirements.md).")] = None,
+    blocking: Annotated[Optional[list[str]], typer.Option("--blocking", help="SCOPE_NEGOTIATION: an item that must be fixed now (repeatable).")] = None,
+    deferrable: Annotated[Optional[list[str]], typer.Option("--deferrable", help="SCOPE_NEGOTIATION: an item that may wait (repeatable).")] = None,
+    scope: Annotated[Optional[str], typer.Option("--scope", help="SCOPE_NEGOTIATION decision: RESOLVE_NOW or DEFER.")] = None,
+    session: SessionOpt = None,
+) -> None:
+    """An agent reports its status (writes agents/<agent>/status.json)."""
+    from .. import reports
+
+    def action(layout):
+        d = reports.report(layout, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
+                           work_remaining=work_remaining, report_path=report_file, blocking=blocking, deferrable=deferrable, scope=scope,
+                           cwd=state(ctx).cwd)
+        s = d.status
+        extra = f" {s.decision} for {s.last_review_sha[:12]}" if s.decision and s.last_review_sha else ""
+        return Result(f"{d.agent} ({d.role}) reports {s.status}{extra} on {d.task} (round {s.round}, task in {d.task_state})", d, task=d.task,
+                      next=[f"spark-git status {d.task}"])
+
+    execute(ctx, action)
+
+
+@app.command("audit")
+def audit_cmd(ctx: typer.Context, task: TaskArg) -> None:
+    """The task's audit trail as a timeline, with protocol smells flagged."""
+    from .. import reports
+
+    def action(layout):
+        d = reports.audit_view(layout, task)
+
+        def human(out):
+            for e in d.timeline:
+                out.print(f"  {e.at[:19]}  [cyan]{e.kind:<19}[/cyan] {e.text}")
+            for a in d.agents:
+                out.print(f"  agent {a.agent}: {a.reports} report(s) {a.first_report[:19]} … {a.last_report[:19]}, last {a.last_status}  ({a.working_dir})")
+            for s in d.smells:
+                out.print(f"  [red]smell:[/red] {s}")
+
+        n = len(d.smells)
+        return Result(f"audit of {d.task}: {len(d.timeline)} event(s), {n} smell{'s' if n != 1 else ''}", d, task=d.task, human=human)
+
+    execute(ctx, action)

@@ -139,7 +139,9 @@ def agent_add(
     """Add an agent worktree + branch to a running task, from the current task head."""
 
     def action(layout):
-        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), no_setup=no_setup)
+        from ..protocol import agent_add_guard
+
+        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
         nxt = [f"cd {d.worktree}"]
         failed = _setup_failed(d.provisioning, nxt)
         if failed:

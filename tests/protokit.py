@@ -1,0 +1,77 @@
+"""Shared set-up for the protocol tests: a repo under protocol "full", a started task, and helpers that
+drive it with spark-git commands and commits in the agent worktrees only."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from fixtures.repo import Run, commit, git, make_repo, spark
+
+FULL_CONFIG = """\
+[gates]
+build = ["sh", "-c", "test ! -e stop.flag"]
+[approval]
+allow_non_interactive = true
+"""
+
+
+class P:
+    def __init__(self, tmp: Path, task: str = "t1", title: str | None = None, config: str = FULL_CONFIG, agents: str | None = None,
+                 files: dict[str, str] | None = None) -> None:
+        files = files or {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\n"}
+        self.repo = make_repo(tmp / "repo", files, config=config)
+        self.task = task
+        self.root = tmp / "repo.tasks" / task
+        args = ["start", task] + (["--title", title] if title else []) + (["--agents", agents] if agents is not None else ["--agents", ""])
+        r = self.spark(*args)
+        assert r.returncode == 0, r
+
+    def spark(self, *args: str, session: str | None = "s1", input: str | None = None) -> Run:
+        e = dict(os.environ)
+        e.pop("SPARK_SESSION_ID", None)
+        if session is not None:
+            e["SPARK_SESSION_ID"] = session
+        return spark(self.repo, *args, env=e, input=input)
+
+    def ok(self, *args: str, **kw) -> dict:
+        r = self.spark("--json", *args, **kw)
+        assert r.returncode == 0, r
+        return r.json
+
+    def advance(self, to: str | None = None, **kw) -> Run:
+        return self.spark("--json", "advance", self.task, *(["--to", to] if to else []), **kw)
+
+    def go(self, to: str | None = None, why: str | None = None) -> dict:
+        r = self.spark("--json", "advance", self.task, *(["--to", to] if to else []), *(["--why", why] if why else []))
+        assert r.returncode == 0, r
+        return r.json["data"]
+
+    def report(self, agent: str, status: str = "COMPLETE", *extra: str) -> dict:
+        return self.ok("report", self.task, "--agent", agent, "--status", status, *extra)
+
+    def wt(self, agent: str | None = None) -> Path:
+        return self.root / "code" if agent is None else self.root / "agents" / agent / "code"
+
+    def commit(self, agent: str, files: dict[str, str], msg: str) -> str:
+        return commit(self.wt(agent), files, f"[{agent}] {msg}")
+
+    def head(self) -> str:
+        return git(self.repo, "rev-parse", self.task)
+
+    def state(self) -> str:
+        return self.task_json()["state"]
+
+    def task_json(self) -> dict:
+        return json.loads((self.root / "task.json").read_text())
+
+    def snapshot(self) -> tuple[bytes, bytes]:
+        return (self.root / "task.json").read_bytes(), (self.root / "audit-trail.json").read_bytes()
+
+    def requirements(self, agent: str, text: str = "needs: something\n") -> None:
+        (self.root / f"{self.task}-{agent}-requirements.md").write_text(text)
+
+    def plans(self, agents: list[str]) -> None:
+        md = self.root / "task.md"
+        md.write_text(md.read_text() + "".join(f"\n## Implementation Plan: {a}\n\n{a} does its part.\n" for a in agents))
