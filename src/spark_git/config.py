@@ -87,14 +87,23 @@ class Config(_Strict):
     def _task_template(cls, v: str) -> str:
         if "{task}" not in v:
             raise ValueError("must contain {task}")
-        return v
+        return _check_template(v, "{task}")
 
     @field_validator("agent_branch_template")
     @classmethod
     def _agent_template(cls, v: str) -> str:
         if "{task}" not in v or "{agent}" not in v:
             raise ValueError("must contain {task} and {agent}")
-        return v
+        return _check_template(v, "{task} and {agent}")
+
+
+def _check_template(v: str, allowed: str) -> str:
+    # Any other placeholder ("{nope}", "{0}", a stray brace) would fail later in str.format.
+    try:
+        v.format(task="t", agent="a")
+    except (KeyError, IndexError, ValueError, AttributeError) as e:
+        raise ValueError(f"may only use the placeholders {allowed} ({type(e).__name__}: {e})") from None
+    return v
 
 
 def format_validation_error(source: str, err: ValidationError, prefix: str = "") -> str:
