@@ -1,0 +1,176 @@
+"""`spark-git schema` is the contract: the JSON each command actually prints with --json (and each
+file spark-git writes) validates against the schema `spark-git schema NAME` prints, and against the
+pydantic model behind it. jsonschema is not a dependency: a small validator for the subset pydantic
+emits lives here, strict about undocumented keys."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from fixtures.repo import commit, make_repo, spark_argv
+from tests.hookutil import run_cli
+
+CONFIG = """protocol = "light"
+[approval]
+allow_non_interactive = true
+[ports]
+start = 45700
+end = 45799
+"""
+
+
+def validate(value: Any, schema: dict, root: dict, path: str = "$") -> list[str]:
+    """Errors of `value` against `schema` (refs into root's $defs). Objects may only carry keys the
+    schema names unless it says additionalProperties."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return validate(value, root["$defs"][name], root, path)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [validate(value, s, root, path) for s in schema[key]]
+            return [] if any(not o for o in options) else [f"{path}: matches none of {key}: {options}"]
+    errs: list[str] = []
+    if "allOf" in schema:
+        for s in schema["allOf"]:
+            errs += validate(value, s, root, path)
+    if "const" in schema and value != schema["const"]:
+        errs.append(f"{path}: {value!r} != const {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errs.append(f"{path}: {value!r} not in {schema['enum']}")
+    t = schema.get("type")
+    if t is not None:
+        kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "null": type(None), "array": list, "object": dict}
+        ok = any(isinstance(value, kinds[k]) and not (k in ("integer", "number") and isinstance(value, bool)) for k in ([t] if isinstance(t, str) else t))
+        if not ok:
+            return errs + [f"{path}: {type(value).__name__} is not {t}"]
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        errs.append(f"{path}: {value!r} does not match {schema['pattern']}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            errs += validate(item, schema["items"], root, f"{path}[{i}]")
+    if isinstance(value, dict) and (t == "object" or "properties" in schema):
+        props = schema.get("properties", {})
+        for req in schema.get("required", []):
+            if req not in value:
+                errs.append(f"{path}: missing required {req!r}")
+        extra = schema.get("additionalProperties", "strict")
+        for k, v in value.items():
+            if k in props:
+                errs += validate(v, props[k], root, f"{path}.{k}")
+            elif isinstance(extra, dict):
+                errs += validate(v, extra, root, f"{path}.{k}")
+            elif extra is not True:
+                errs.append(f"{path}: key {k!r} is not in the schema")
+    return errs
+
+
+class Contract:
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        r = run_cli(repo, "schema", "--json")
+        assert r.returncode == 0, r
+        envelope = r.json
+        self.schemas: dict[str, dict] = envelope["data"]["schemas"]
+        assert not validate(envelope["data"], self.schemas["schema"], self.schemas["schema"])
+        self.checked: set[str] = {"schema"}
+
+    def check(self, name: str, value: Any) -> None:
+        from spark_git import schema as mod
+
+        s = self.schemas[name]
+        errs = validate(value, s, s)
+        assert not errs, f"{name}: {errs}"
+        mod.model_of(name).model_validate(value)  # the model that produced it accepts it back
+        self.checked.add(name)
+
+    def run(self, name: str, *args: str, ok: bool = True, **kw) -> dict:
+        r = run_cli(self.repo, *args, "--json", **kw)
+        env = r.json  # exactly one JSON object on stdout
+        assert not validate(env, self.schemas["envelope"], self.schemas["envelope"]), env
+        if ok:
+            assert r.returncode == 0 and env["status"] == "OK", r
+            self.check(name, env["data"])
+        else:
+            assert r.returncode != 0 and env["status"] in ("BLOCKED", "FAIL"), r
+            self.check("error", env["data"])
+        return env
+
+
+def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", "app.py": "x = 1\n"}, config=CONFIG)
+    root = tmp_path / "repo.tasks"
+    c = Contract(repo)
+    # one schema per name, also one at a time
+    one = run_cli(repo, "schema", "task.json", "--json").json["data"]
+    assert one["names"] == ["task.json"] and one["schemas"]["task.json"] == c.schemas["task.json"]
+
+    c.run("start", "start", "t1", "--agents", "a1,a2")
+    c.run("status", "status")
+    c.run("classify", "classify", "t1", "--files", "app.py")
+    c.run("advance", "advance", "t1")
+    c.run("report", "report", "t1", "--agent", "a1", "--status", "WORKING")
+    c.run("audit", "audit", "t1")
+    c.run("agent add", "agent", "add", "t1", "a3", "--why", "more hands")
+    c.run("env", "env", "t1", "--agent", "a1")
+    ev = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "compact"}
+    d = c.run("hook session-start", "hook", "session-start", input=json.dumps(ev))
+    assert [t["task"] for t in d["data"]["tasks"]] == ["t1"]
+    c.run("hooks install", "hooks", "install")
+    c.run("hooks uninstall", "hooks", "uninstall")
+    c.run("lock main", "lock", "main", session="s-main")
+    c.check("main-lock.json", json.loads((root / "main" / "task.json").read_text()))
+    c.run("unlock main", "unlock", "main", session="s-main")
+    c.run("error", "start", "t1", session="intruder", ok=False)  # BLOCKED: owned by s1
+
+    commit(root / "t1" / "agents" / "a1" / "code", {"feature.py": "y = 2\n"}, "[a1] add feature")
+    c.run("merge", "merge", "t1", "--agent", "a1")
+    c.run("sync", "sync", "t1", "--agent", "a2")
+    c.run("who", "who", "t1")
+    c.run("log", "log", "t1")
+    c.check("task.json", json.loads((root / "t1" / "task.json").read_text()))
+    c.check("status.json", json.loads((root / "t1" / "agents" / "a1" / "status.json").read_text()))
+    c.check("ports.json", json.loads((root / "ports.json").read_text()))
+    c.check("config", tomllib.loads((repo / ".spark-git.toml").read_text()))
+    c.run("approve", "approve", "t1", "--changes")
+    c.run("complete", "complete", "t1")
+    c.run("cleanup", "cleanup", "t1")
+    c.check("audit-trail.json", json.loads((root / "t1" / "audit-trail.json").read_text()))
+    c.check("audit-snapshot.json", json.loads((root / "t1" / "audit-snapshot.json").read_text()))
+    c.run("archive list", "archive", "list")
+    c.run("start", "start", "t2", "--agents", "b1")
+    commit(root / "t2" / "agents" / "b1" / "code", {"wip.py": "z = 3\n"}, "[b1] wip")
+    c.run("lock break", "lock", "break", "t2", "--why", "owner went away", session="human")
+    c.run("abandon", "abandon", "t2", "--why", "changed our minds", session="human")
+    refs = c.run("archive list", "archive", "list")["data"]
+    if "doctor" in c.schemas:
+        c.run("doctor", "doctor")
+
+    # every schema the registry offers was exercised by a real command or file
+    untested = set(c.schemas) - c.checked - {"envelope", "archive restore"}
+    assert not untested, f"schemas with no output checked against them: {sorted(untested)}"
+    assert refs is not None
+
+
+def test_every_cli_command_has_a_schema() -> None:
+    """Each command `spark-git --help` lists (and each sub-command of a group) is in the registry,
+    except `hook pre-tool-use`, which speaks Claude Code's exit-code protocol, not JSON."""
+    from spark_git import schema as mod
+
+    def commands(*prefix: str) -> list[str]:
+        out = subprocess.run(spark_argv(*prefix, "--help"), capture_output=True, text=True).stdout
+        block = out.split("Commands:", 1)[1] if "Commands:" in out else ""
+        return [ln.split()[0] for ln in block.splitlines() if ln.startswith("  ") and ln.split()]
+
+    names = []
+    for cmd in commands():
+        subs = commands(cmd)
+        names += [f"{cmd} {s}" for s in subs] if subs else [cmd]
+    missing = [n for n in names if n not in mod.COMMANDS and n != "hook pre-tool-use"]
+    assert not missing, f"commands without a schema: {missing}"
+    assert all(mod.model_of(n) is not None for n in names if n in mod.COMMANDS), [n for n in names if n in mod.COMMANDS and mod.model_of(n) is None]
