@@ -103,3 +103,18 @@ def test_release_frees_explicitly(tmp_path: Path) -> None:
     assert envs.release(layout, "t1", "a1") == [45500]
     assert [e.port for e in envs.PortsFile.model_validate_json((tmp_path / "repo.tasks" / "ports.json").read_text()).ports] == [45501]
     assert envs.release(layout, "t1", all_of_task=True) == [45501]
+
+
+def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:
+    out = tmp_path / "gate-env.out"
+    cfg = CONFIG + f'[gates]\nbuild = ["sh", "-c", "printenv SPARK_TASK SPARK_AGENT SPARK_WORKTREE SPARK_PORT > {out}; env | grep -c ^GIT_DIR= >> {out}; true"]\n'
+    repo = make_repo(tmp_path / "repo", config=cfg)
+    assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
+    port = run_cli(repo, "env", "t1", "--agent", "a1", "--json").json["data"]["vars"]["SPARK_PORT"]
+    from fixtures.repo import commit
+
+    wt = tmp_path / "repo.tasks" / "t1" / "agents" / "a1" / "code"
+    commit(wt, {"x.py": "1\n"}, "[a1] x")
+    r = run_cli(repo, "merge", "t1", "--agent", "a1", env={"GIT_DIR": str(tmp_path / "not-a-repo")})
+    assert r.returncode == 0, r
+    assert out.read_text().splitlines() == ["t1", "a1", str(wt), port, "0"]

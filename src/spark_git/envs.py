@@ -107,8 +107,9 @@ def release(layout: Layout, task: str, agent: str | None = None, *, all_of_task:
     return freed
 
 
-def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
-    """SPARK_* for one worktree of a task (allocates its port if needed)."""
+def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
+    """SPARK_* for one worktree of a task (allocates its port if needed). need_port=False: an
+    exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
     from .tasks import load_task
 
     tf = load_task(layout, task)
@@ -116,13 +117,19 @@ def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str
         raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
     task_wt = layout.task_worktree(task)
     wt = Path(tf.agents[agent].worktree) if agent else task_wt
+    try:
+        port = str(allocate(layout, task, agent, wt))
+    except Blocked:
+        if need_port:
+            raise
+        port = ""
     return {
         "SPARK_TASK": task,
         "SPARK_AGENT": agent or "",
         "SPARK_SESSION_ID": session or tf.session_id,
         "SPARK_WORKTREE": str(wt),
         "SPARK_TASK_WORKTREE": str(task_wt),
-        "SPARK_PORT": str(allocate(layout, task, agent, wt)),
+        "SPARK_PORT": port,
     }
 
 
@@ -130,7 +137,7 @@ def for_worktree(layout: Layout, task: str, agent: str | None = None, session: s
     """The environment gates and setup commands run with: the process environment without variables
     that would point git at another repository, plus SPARK_* of the worktree."""
     env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
-    env.update(spark_vars(layout, task, agent, session))
+    env.update(spark_vars(layout, task, agent, session, need_port=False))
     return env
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import audit, faults, gates, notes, protocol
+from . import audit, envs, faults, gates, notes, protocol
 from .errors import BadInput, Blocked, Failed
 from .git import ZERO_SHA, Git, branch_ref
 from .layout import Layout, agent_name, task_name
@@ -108,11 +108,12 @@ def _rebase_onto(layout: Layout, task: str, agent: str, wt: Git, upstream: str, 
         write_atomic(marker, {"pid": os.getpid(), "upstream": upstream, "at": now()})
     r = wt.rebase(upstream)
     faults.point("merge-rebase-returned")  # the rebase may be stopped on a conflict right now
-    if r.returncode == 0 and not wt.rebase_in_progress():
+    stopped = wt.rebase_in_progress()
+    if r.returncode == 0 and not stopped:
         marker.unlink(missing_ok=True)
         return []
-    conflicts = wt.conflicted_files() if wt.rebase_in_progress() else []
-    if not wt.rebase_in_progress():
+    conflicts = wt.conflicted_files() if stopped else []
+    if not stopped:
         marker.unlink(missing_ok=True)
         raise Failed(f"git rebase {upstream} failed in {wt.cwd}:\n{r.stderr.strip()}", task=task)
     if not leave_conflicts:
@@ -259,7 +260,7 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
                          rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
 
     mode = layout.config.attribution.mode
-    messages = {sha: git.commit_object(sha)[1] for sha in new}
+    messages = git.messages(f"{task_head}..{a_head}")
     unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
     if mode == "require" and unattributed:
         raise Blocked(
@@ -297,7 +298,7 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
             original = {sha: None for sha in rebased_commits}  # type: ignore[misc]
         a_head = a_head_rebased
         new = rebased_commits
-        messages = {sha: git.commit_object(sha)[1] for sha in new}
+        messages = git.messages(f"{task_head}..{a_head}")
 
     stamped = 0
     if mode == "add" and new:
@@ -316,7 +317,7 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
         return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
                          rebased=rebased, stamped=0, archive_ref=archive_ref, gate=None, recovered=recovered)
 
-    ev = gates.run("build", layout.config.gates.build, awt.cwd, layout.logs_dir(task), layout.config.gates.timeout_s)
+    ev = gates.run("build", layout.config.gates.build, awt.cwd, layout.logs_dir(task), layout.config.gates.timeout_s, env=envs.for_worktree(layout, task, agent))
     record_gate(layout, task, ev, session, agent=agent)
     if not ev.passed:
         raise _gate_failed(ev, task, f"{agent} was not merged into {task}")
@@ -464,7 +465,7 @@ def _complete_locked(layout: Layout, task: str, session: str) -> CompleteData:
         if unmet:
             raise _unmet_blocked(f"cannot complete {task}", unmet, task)
 
-        ev = gates.run("final", layout.config.gates.final, Path(tf.worktree), layout.logs_dir(task), layout.config.gates.timeout_s)
+        ev = gates.run("final", layout.config.gates.final, Path(tf.worktree), layout.logs_dir(task), layout.config.gates.timeout_s, env=envs.for_worktree(layout, task))
         record_gate(layout, task, ev, session)
         if not ev.passed:
             raise _gate_failed(ev, task, f"{task} was not completed")
