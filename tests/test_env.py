@@ -107,7 +107,7 @@ def test_release_frees_explicitly(tmp_path: Path) -> None:
 
 def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:
     out = tmp_path / "gate-env.out"
-    cfg = CONFIG + f'[gates]\nbuild = ["sh", "-c", "printenv SPARK_TASK SPARK_AGENT SPARK_WORKTREE SPARK_PORT > {out}; env | grep -c ^GIT_DIR= >> {out}; true"]\n'
+    cfg = 'protocol = "light"\n' + CONFIG + f'[gates]\nbuild = ["sh", "-c", "printenv SPARK_TASK SPARK_AGENT SPARK_WORKTREE SPARK_PORT > {out}; env | grep -c ^GIT_DIR= >> {out}; true"]\n'
     repo = make_repo(tmp_path / "repo", config=cfg)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
     port = run_cli(repo, "env", "t1", "--agent", "a1", "--json").json["data"]["vars"]["SPARK_PORT"]
