@@ -256,7 +256,18 @@ class Git:
         return p if p.is_absolute() else self.cwd / p
 
     def rebase_in_progress(self) -> bool:
-        return self.git_path("rebase-merge").exists() or self.git_path("rebase-apply").exists()
+        paths = self.run("rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply").lines
+        return any((Path(p) if Path(p).is_absolute() else self.cwd / p).exists() for p in paths)
+
+    def messages(self, rev_range: str) -> dict[str, str]:
+        """Full message of every commit in `rev_range`, in one git call."""
+        out = self.run("log", "--format=%H%x1f%B%x1e", rev_range).stdout
+        res: dict[str, str] = {}
+        for rec in out.split("\x1e"):
+            sha, sep, msg = rec.lstrip("\n").partition("\x1f")
+            if sep:
+                res[sha] = msg
+        return res
 
     def rebase(self, upstream: str) -> Out:
         """`git rebase upstream` in this worktree; never opens an editor, never stashes. Not checked:

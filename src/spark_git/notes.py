@@ -19,9 +19,10 @@ NOTES_REF = "refs/notes/spark"
 
 def _ensure_rewrite_config(git: Git) -> None:
     # Notes follow `git rebase` / `commit --amend` of annotated commits. Set once, under the notes mutex.
-    if git.config_get("notes.rewriteRef") != NOTES_REF:
+    cur = dict(ln.split(" ", 1) for ln in git.run("config", "--get-regexp", r"^notes\.rewrite", check=False).lines if " " in ln)
+    if cur.get("notes.rewriteref") != NOTES_REF:
         git.config_set("notes.rewriteRef", NOTES_REF)
-    if git.config_get("notes.rewrite.rebase") != "true":
+    if cur.get("notes.rewrite.rebase") != "true":
         git.config_set("notes.rewrite.rebase", "true")
 
 
