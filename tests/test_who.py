@@ -1,0 +1,44 @@
+"""`spark-git who` / `log`: attribution from notes, falling back to the trailer, then the subject prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures.repo import commit, git
+from tests.mergekit import PY, Task, config
+
+
+def test_who_sources_and_sync_then_merge(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1", "a2"], config(build=[PY, "-c", "pass"], attribution="off"))
+    t.commit("a1", {"a.txt": "1\n2\n3\n"}, "plain subject by a1")  # off: lands as is, the note says a1
+    assert t.merge("a1").returncode == 0
+    # Commits made straight on the task branch carry no notes: trailer, then prefix, else unattributed.
+    c_trailer = commit(t.wt(), {"b.txt": "b\n"}, "by hand\n\nSpark-Agent: a9")
+    c_prefix = commit(t.wt(), {"c.txt": "c\n"}, "[a8] by hand too")
+    c_none = commit(t.wt(), {"README.md": "changed\n"}, "nobody's")
+    # a2 catches up with sync (clean rebase), then merges
+    t.commit("a2", {"d.txt": "d\n"}, "[a2] d")
+    r = t.spark("--json", "sync", "t1", "--agent", "a2")
+    assert r.returncode == 0 and r.json["data"]["rebased"] is True and r.json["data"]["conflicts"] == [], r
+    assert git(t.repo, "merge-base", "--is-ancestor", t.head(), t.head("a2")) == ""
+    assert t.merge("a2").returncode == 0
+    r = t.spark("--json", "who", "t1")
+    assert r.returncode == 0, r
+    d = r.json["data"]
+    got = {w["agent"]: (w["files"], w["added"], w["removed"], len(w["commits"])) for w in d["agents"]}
+    assert got == {
+        "a1": (["a.txt"], 3, 0, 1), "a2": (["d.txt"], 1, 0, 1), "a8": (["c.txt"], 1, 0, 1), "a9": (["b.txt"], 1, 0, 1),
+    }
+    assert d["unattributed"] == [c_none]
+    sources = {c["sha"]: c["agent_source"] for c in t.spark("--json", "log", "t1").json["data"]["commits"]}
+    assert sources[c_trailer] == "trailer" and sources[c_prefix] == "prefix" and sources[c_none] is None
+    human = t.spark("who", "t1")
+    assert human.returncode == 0 and "(unattributed)" in human.stdout and "a9" in human.stdout
+
+
+def test_who_of_unknown_task_is_bad_input(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1"], config())
+    r = t.spark("--json", "who", "nope")
+    assert r.returncode == 2, r
+    r = t.spark("--json", "who", "t1")
+    assert r.returncode == 0 and r.json["data"]["agents"] == [] and r.json["data"]["unattributed"] == []
