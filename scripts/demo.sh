@@ -23,5 +23,35 @@ say spark-git start add-docs --agents docs-updater,docs-reviewer --title "Add us
 say spark-git status
 say spark-git abandon add-docs --why "demo: nothing was done"
 say spark-git status
+
+# -- gated merges: agents commit, merge through the build gate, human approval, complete ----------
+# The demo's config: the light protocol (no state machine), a build gate that runs the tests, and
+# approval.allow_non_interactive = true ONLY because this demo has no human at a terminal to type the
+# task name; a real repository leaves it false.
+cat > .spark-git.toml <<'TOML'
+protocol = "light"
+[gates]
+build = "python3 -c 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3); print(\"tests ok\")'"
+final = "python3 -c 'import calc; assert calc.add(2, 3) == 5; print(\"final ok\")'"
+timeout_s = 60
+[approval]
+allow_non_interactive = true
+TOML
+git add .spark-git.toml && git commit -q -m "spark-git config: build gate, light protocol"
+say spark-git start add-mul --agents coder,docs --title "Add multiplication"
+T="$WORK/app.tasks/add-mul"
+say bash -c "cd $T/agents/docs/code && printf '# app\n\nadd(a, b) and mul(a, b).\n' > README.md && git commit -qam 'document mul' && git log --oneline -1"
+say bash -c "cd $T/agents/coder/code && printf 'def add(a, b):\n    return a - b  # oops\n\ndef mul(a, b):\n    return a * b\n' > calc.py && git commit -qam 'add mul' && git log --oneline -1"
+say spark-git merge add-mul --agent docs
+echo "(the next merge is refused by the build gate: exit 1, the task branch does not move)"
+say spark-git merge add-mul --agent coder || echo "exit code $?"
+say bash -c "cd $T/agents/coder/code && sed -i 's/return a - b  # oops/return a + b/' calc.py && git commit -qam 'fix add' && git log --oneline -2"
+say spark-git merge add-mul --agent coder
+say spark-git who add-mul
+say spark-git log add-mul
+say spark-git approve add-mul --changes
+say spark-git complete add-mul
+say git log --oneline -5 main
+say spark-git status add-mul
 echo
 echo "demo finished in $WORK"
