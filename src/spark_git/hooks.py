@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
@@ -23,10 +21,13 @@ DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 DOC_DIRS = ("docs", "doc")
 
 
-@dataclass(frozen=True)
 class Decision:
-    allow: bool
-    reason: str  # one line
+    # Plain classes, not dataclasses: importing dataclasses and building them costs ~20 ms per call.
+    __slots__ = ("allow", "reason")
+
+    def __init__(self, allow: bool, reason: str) -> None:
+        self.allow = allow
+        self.reason = reason  # one line
 
     @property
     def exit_code(self) -> int:
@@ -39,11 +40,13 @@ ALLOW_UNTOUCHED = Decision(True, "")  # not a spark-git repo: say nothing
 # -- finding the repo without git ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Repo:
-    main: Path  # main worktree (resolved)
-    common: Path  # git common dir (resolved)
-    tasks_root: Path  # resolved
+    __slots__ = ("main", "common", "tasks_root")
+
+    def __init__(self, main: Path, common: Path, tasks_root: Path) -> None:
+        self.main = main  # main worktree (resolved)
+        self.common = common  # git common dir (resolved)
+        self.tasks_root = tasks_root  # resolved
 
 
 def _real(p: str | Path) -> Path:
@@ -89,15 +92,16 @@ def find_repo(start: Path) -> Repo | None:
 def _tasks_root(main: Path) -> Path:
     root: str | None = None
     try:
-        import tomllib
-
         ded = main / ".spark-git.toml"
+        pp = main / "pyproject.toml"
         if ded.is_file():
+            import tomllib  # only when there is a config to read
+
             root = tomllib.loads(ded.read_text()).get("tasks_root")
-        else:
-            pp = main / "pyproject.toml"
-            if pp.is_file():
-                root = tomllib.loads(pp.read_text()).get("tool", {}).get("spark-git", {}).get("tasks_root")
+        elif pp.is_file():
+            import tomllib
+
+            root = tomllib.loads(pp.read_text()).get("tool", {}).get("spark-git", {}).get("tasks_root")
     except (OSError, ValueError):
         root = None  # the full CLI reports a bad config; the hook falls back to the default
     if not isinstance(root, str) or not root:
@@ -109,12 +113,14 @@ def _tasks_root(main: Path) -> Path:
 # -- where a path is ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Place:
-    kind: str  # "agent" (an agent worktree), "task" (a task worktree), "taskdir" (task files), "root", "main", "outside"
-    task: str | None = None
-    agent: str | None = None
-    rel: tuple[str, ...] = ()  # path parts inside the worktree / task dir
+    __slots__ = ("kind", "task", "agent", "rel")
+
+    def __init__(self, kind: str, task: str | None = None, agent: str | None = None, rel: tuple[str, ...] = ()) -> None:
+        self.kind = kind  # "agent" (an agent worktree), "task" (a task worktree), "taskdir" (task files), "root", "main", "outside"
+        self.task = task
+        self.agent = agent
+        self.rel = rel  # path parts inside the worktree / task dir
 
 
 def locate(repo: Repo, p: Path) -> Place:
@@ -259,6 +265,8 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _simple_commands(cmd: str) -> list[list[str]]:
+    import shlex  # only Bash decisions need it
+
     lex = shlex.shlex(cmd, posix=True, punctuation_chars=";&|()")
     lex.whitespace = " \t\r"
     lex.whitespace_split = True
