@@ -19,11 +19,11 @@ allow_non_interactive = true
 
 class P:
     def __init__(self, tmp: Path, task: str = "t1", title: str | None = None, config: str = FULL_CONFIG, agents: str | None = None,
-                 files: dict[str, str] | None = None) -> None:
+                 files: dict[str, str] | None = None, repo: Path | None = None) -> None:
         files = files or {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\n"}
-        self.repo = make_repo(tmp / "repo", files, config=config)
+        self.repo = repo or make_repo(tmp / "repo", files, config=config)
         self.task = task
-        self.root = tmp / "repo.tasks" / task
+        self.root = self.repo.parent / f"{self.repo.name}.tasks" / task
         args = ["start", task] + (["--title", title] if title else []) + (["--agents", agents] if agents is not None else ["--agents", ""])
         r = self.spark(*args)
         assert r.returncode == 0, r
@@ -35,18 +35,29 @@ class P:
             e["SPARK_SESSION_ID"] = session
         return spark(self.repo, *args, env=e, input=input)
 
+    inproc = False  # True: successful set-up steps run the CLI in this process (no interpreter start-up)
+
     def ok(self, *args: str, **kw) -> dict:
+        if self.inproc and not kw:
+            return self.fast(*args)
         r = self.spark("--json", *args, **kw)
         assert r.returncode == 0, r
         return r.json
+
+    def fast(self, *args: str, session: str = "s1") -> dict:
+        from typer.testing import CliRunner
+
+        from spark_git.cli import AppState, app
+
+        r = CliRunner().invoke(app, list(args), obj=AppState(json=True, cwd=self.repo), env={"SPARK_SESSION_ID": session})
+        assert r.exit_code == 0, (args, r.exit_code, r.output, r.exception)
+        return json.loads(r.stdout.strip().splitlines()[-1])
 
     def advance(self, to: str | None = None, **kw) -> Run:
         return self.spark("--json", "advance", self.task, *(["--to", to] if to else []), **kw)
 
     def go(self, to: str | None = None, why: str | None = None) -> dict:
-        r = self.spark("--json", "advance", self.task, *(["--to", to] if to else []), *(["--why", why] if why else []))
-        assert r.returncode == 0, r
-        return r.json["data"]
+        return self.ok("advance", self.task, *(["--to", to] if to else []), *(["--why", why] if why else []))["data"]
 
     def report(self, agent: str, status: str = "COMPLETE", *extra: str) -> dict:
         return self.ok("report", self.task, "--agent", agent, "--status", status, *extra)
@@ -75,3 +86,18 @@ class P:
     def plans(self, agents: list[str]) -> None:
         md = self.root / "task.md"
         md.write_text(md.read_text() + "".join(f"\n## Implementation Plan: {a}\n\n{a} does its part.\n" for a in agents))
+
+    def status_file(self, agent: str) -> Path:
+        return self.root / "agents" / agent / "status.json"
+
+    def set_status(self, agent: str, **fields) -> None:
+        path = self.status_file(agent)
+        data = json.loads(path.read_text())
+        data.update(fields)
+        path.write_text(json.dumps(data))
+
+    def edit_task_json(self, **fields) -> None:
+        path = self.root / "task.json"
+        data = json.loads(path.read_text())
+        data.update(fields)
+        path.write_text(json.dumps(data, indent=2))

@@ -379,12 +379,13 @@ def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
 
 def g_review(ctx: Ctx) -> list[Unmet]:
     out = _owner(ctx) + _clean_task_worktree(ctx)
-    if out:
-        return out
     since = entered_at(ctx.tf, VALIDATION)
     missing = _build_on_head(ctx, since)
-    if not missing or ctx.dry:
-        return [] if ctx.dry else missing
+    if not missing:
+        return out
+    if out or ctx.dry:  # the gate runs at `advance` once everything else holds
+        return out + [Unmet(f"gates.build has not passed on the task head {(_head(ctx) or '?')[:12]} since entering VALIDATION (advance runs it once the other conditions hold)",
+                            ctx.advance_cmd(REVIEW))] if not ctx.dry else out
     # No fresh result on this head: run the build gate here, on the task worktree.
     from . import gates
 
@@ -561,14 +562,14 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         if unmet and (full or owner_unmet):
             raise refuse(f"cannot advance {task} from {frm} to {to}", unmet, task, hint=f"nothing was changed; the conditions of {frm} → {to} are listed")
         waived = [str(u) for u in unmet]
-        evidence = {k: v for k, v in ctx.evidence.items() if not k.startswith("_")}
         head = _head(ctx)
+        _effects(layout, tf, frm, to, ctx, head)
+        evidence = {k: v for k, v in ctx.evidence.items() if not k.startswith("_")}
         evidence["task_head"] = head
         if waived:
             evidence["waived"] = waived
         if why:
             evidence["why"] = why
-        _effects(layout, tf, frm, to, ctx, head)
         record_transition(layout, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
         if "_record_build" in ctx.evidence:
             audit.record(layout, task, "build_verifications", ctx.evidence["_record_build"], session=session)

@@ -28,6 +28,7 @@ class AgentView(BaseModel):
     behind: int | None  # commits on the task branch not on the agent branch
     dirty: list[str] | None
     report: AgentStatus | None = None
+    flags: list[str] = []  # never reported, ERROR/BLOCKED, WORKING without update, stale approval
 
 
 class TaskView(BaseModel):
@@ -47,6 +48,18 @@ class TaskView(BaseModel):
     provisioning: str | None = None
     agents: list[AgentView] = []
     problem: str | None = None  # corrupt or missing lock
+    risk: str | None = None
+    variant: str | None = None
+    protocol: str | None = None
+    next_states: list["NextState"] = []  # legal next states and what blocks each
+
+
+class NextState(BaseModel):
+    state: str
+    blockers: list[str]
+
+
+TaskView.model_rebuild()
 
 
 class StatusData(BaseModel):
@@ -69,6 +82,7 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
     heads = git.refs("refs/heads/") if names else {}
     views: list[TaskView] = []
     jobs = []
+    protocol_views: list[tuple[TaskView, TaskFile]] = []
     with ThreadPoolExecutor(max_workers=4) as pool:
         for name in names:
             view = TaskView(task=name)
@@ -91,7 +105,9 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
                 state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
                 last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=head, base_branch=tf.base_branch,
                 worktree=tf.worktree, worktree_exists=wt.is_dir(), provisioning=tf.provisioning,
+                risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
             )
+            protocol_views.append((view, tf))
             if head:
                 jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
             jobs.append((view, "dirty", pool.submit(_dirty, wt)))
@@ -119,6 +135,8 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
                     setattr(obj, k, v)
             else:
                 setattr(obj, attr, val)
+    for view, tf in protocol_views:
+        _protocol_view(layout, view, tf)
     lock = None
     try:
         lock = mainlock.read(layout)
@@ -126,3 +144,36 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
     except CorruptState as e:
         main = mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
     return StatusData(tasks_root=str(layout.tasks_root), main_lock=main, tasks=views)
+
+
+def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
+    """Next legal states with their blockers, and the agents that need a look."""
+    from . import protocol
+    from .errors import SparkError
+    from .locks import human_duration
+    from .models import now, parse_time
+
+    problem = protocol.inconsistency(tf)
+    if problem:
+        view.problem = f"task.json was edited by hand ({problem}); every command refuses it: run `spark-git doctor {tf.task_name}`"
+        return
+    limit = layout.config.stale_minutes * 60
+    t_now = parse_time(now())
+    for av in view.agents:
+        r = av.report
+        if r is None or r.status == "NEW":
+            av.flags.append("never reported")
+            continue
+        if r.status in ("ERROR", "BLOCKED"):
+            av.flags.append(f"{r.status}: {r.feedback or '(no message)'}")
+        if r.status == "WORKING":
+            age = (t_now - parse_time(r.updated_at)).total_seconds()
+            if age > limit:
+                av.flags.append(f"WORKING without an update for {human_duration(age)}")
+        if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head:
+            av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
+    try:
+        for state, unmet in protocol.blockers(layout, tf, None).items():
+            view.next_states.append(NextState(state=state, blockers=[str(u) for u in unmet]))
+    except SparkError as e:  # status never fails because of one task's protocol view
+        view.problem = f"cannot evaluate the protocol conditions: {e.message}"

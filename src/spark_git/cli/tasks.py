@@ -119,11 +119,29 @@ def status(
                         rep = a.report.status if a.report else "-"
                         tbl.add_row(a.name, a.branch, str(a.ahead if a.ahead is not None else "?"), str(a.behind if a.behind is not None else "?"), tree, rep)
                     out.print(tbl)
+                    for a in t.agents:
+                        for f in a.flags:
+                            out.print(f"  [yellow]⚑ {a.name}: {f}[/yellow]")
+                _render_next_states(out, t)
 
         n = len(d.tasks)
         return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human)
 
     execute(ctx, action)
+
+
+def _render_next_states(out, t) -> None:
+    from rich.markup import escape
+
+    if t.risk:
+        out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
+    for n in t.next_states:
+        if not n.blockers:
+            out.print(f"  next: {n.state} [green]ready[/green] (spark-git advance {t.task} --to {n.state})")
+            continue
+        out.print(f"  next: {n.state} blocked by:")
+        for b in n.blockers:
+            out.print(f"    - {escape(b)}")
 
 
 @agent_app.command("add")
