@@ -80,6 +80,8 @@ def is_full(layout: Layout) -> bool:
 
 
 def _legal_anywhere(frm: str | None, to: str) -> bool:
+    if to == "ABANDONED" and frm not in ("CLEANUP", "ABANDONED"):  # `abandon` ends a task from any live state
+        return True
     return any(to in table.get(frm or "", []) for table in VARIANTS.values())
 
 
@@ -102,6 +104,12 @@ def inconsistency(tf: TaskFile) -> str | None:
     if tf.state != log[-1].to:
         return f"state is {tf.state} but the last recorded transition leads to {log[-1].to}"
     return None
+
+
+def consistency_problems(layout: Layout, tf: TaskFile) -> list[str]:
+    """For `doctor`: what about task.json's state its transition_log cannot explain."""
+    problem = inconsistency(tf)
+    return [problem] if problem else []
 
 
 def check_consistent(layout: Layout, tf: TaskFile) -> None:
