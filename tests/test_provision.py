@@ -28,7 +28,8 @@ def _repo(tmp_path: Path, setup: str = "[]") -> Path:
         },
         config=f"[worktree]\ninclude = [\"extra.cfg\"]\nsetup = {setup}\n[ports]\nstart = 45300\nend = 45399\n",
     )
-    write(repo / ".gitignore", ".env\n*.local\nsecrets/\nscratch.txt\nextra.cfg\n")
+    write(repo / ".gitignore", ".env\n*.local\nsecrets/\nscratch.txt\nextra.cfg\n.claude/settings.local.json\n")
+    write(repo / ".claude" / "settings.local.json", '{"hooks": {}}\n')
     git(repo, "commit", "-qam", "ignore extra.cfg")
     write(repo / ".env", "API_KEY=abc\n")
     write(repo / "conf.local", "debug=1\n")
@@ -54,6 +55,7 @@ def test_ignored_included_files_appear_in_every_new_worktree(tmp_path: Path, cli
         assert (wt / ".env").read_bytes() == b"API_KEY=abc\n"
         assert (wt / "conf.local").read_text() == "debug=1\n"
         assert (wt / "extra.cfg").read_text() == "from config\n"  # pattern from the config
+        assert (wt / ".claude" / "settings.local.json").read_text() == '{"hooks": {}}\n'  # always, when ignored
         assert (wt / "secrets" / "token").read_text() == "t0k3n\n"
         assert not (wt / "scratch.txt").exists()  # ignored but not named
         assert not (wt / "stolen.local").exists() and not (wt / "stolen.local").is_symlink()
@@ -64,7 +66,7 @@ def test_ignored_included_files_appear_in_every_new_worktree(tmp_path: Path, cli
     assert [p["worktree"] for p in reps] == [str(w) for w in wts]
     for p in reps:
         assert sorted(p["skipped_symlinks"]) == ["secrets/outdir", "stolen.local"]
-        assert sorted(p["copied"]) == [".env", "conf.local", "extra.cfg", "secrets/env-link", "secrets/token"]
+        assert sorted(p["copied"]) == [".claude/settings.local.json", ".env", "conf.local", "extra.cfg", "secrets/env-link", "secrets/token"]
 
 
 def test_failing_setup_keeps_the_worktree_and_a_log(tmp_path: Path, cli_in) -> None:

@@ -388,7 +388,8 @@ class Git:
         directories shown once, as `dir/`)."""
         if not patterns and pattern_file is None:
             return []
-        args = ["ls-files", "-z", "--others", "--ignored", "--directory", "--no-empty-directory"]
+        # (no --no-empty-directory: with it, git skips files inside untracked directories)
+        args = ["ls-files", "-z", "--others", "--ignored", "--directory"]
         if pattern_file is not None:
             args.append(f"--exclude-from={pattern_file}")
         args += [f"--exclude={p}" for p in patterns]

@@ -23,6 +23,7 @@ from . import envs
 from .layout import Layout
 
 INCLUDE_FILE = ".worktreeinclude"
+CLAUDE_LOCAL = ".claude/settings.local.json"
 
 
 class SetupRun(BaseModel):
@@ -68,7 +69,9 @@ def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
     inc = src_root / INCLUDE_FILE
     pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
     git = layout.git()
-    candidates = git.untracked_matching(list(layout.config.worktree.include), pattern_file)
+    # Claude Code's local settings (with `hooks install --scope local`) go wherever agents work.
+    patterns = [*layout.config.worktree.include, CLAUDE_LOCAL]  # a middle slash anchors it at the root
+    candidates = git.untracked_matching(patterns, pattern_file)
     if not candidates:
         return
     ignored = git.ignored([c.rstrip("/") for c in candidates])
