@@ -141,6 +141,9 @@ def start(
 
     if existing is not None:
         require_owner(f"task {task!r}", existing.session_id, existing.last_active_at, session, task=task)
+        from .protocol import check_consistent
+
+        check_consistent(layout, existing)  # a hand-edited task is refused here too
         if existing.provisioning == "done":
             if not layout.task_worktree(task).is_dir():
                 raise _inconsistent(layout, task, "its lock exists but its task worktree does not")
