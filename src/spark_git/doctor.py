@@ -76,7 +76,7 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
         _check_task(ctx, name)
     _check_main_lock(ctx)
     _check_prunable(ctx, names if only else None)
-    _check_git_locks(ctx)
+    _check_git_locks(ctx, names if only else None)
     if fix:
         for f, fn, task in ctx.findings:
             if fn is None:
@@ -189,9 +189,13 @@ def _check_state_log(ctx: _Ctx, tf: TaskFile) -> None:
     from . import protocol
 
     check = getattr(protocol, "consistency_problems", None)
-    if callable(check):  # the state machine's own view, when it offers one
+    mismatch = bool(tf.transition_log) and tf.transition_log[-1].to != tf.state
+    if callable(check):  # the state machine's own view of what the log cannot explain
         for problem in check(ctx.layout, tf):
-            ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem), repair=f"inspect {ctx.layout.task_json(tf.task_name)}"))
+            if mismatch and str(problem).startswith("state is"):
+                continue  # the plain state/log mismatch: reported below, with its fix
+            ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
+                            repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
     if tf.transition_log and tf.transition_log[-1].to != tf.state:
         last = tf.transition_log[-1].to
         task = tf.task_name
@@ -199,7 +203,7 @@ def _check_state_log(ctx: _Ctx, tf: TaskFile) -> None:
         def fix() -> None:
             from .tasks import load_task, save_task
 
-            cur = load_task(ctx.layout, task)
+            cur = load_task(ctx.layout, task, check=False)
             if cur.transition_log and cur.transition_log[-1].to != cur.state:
                 old = cur.state
                 cur.state = cur.transition_log[-1].to  # type: ignore[assignment]
@@ -236,7 +240,7 @@ def _check_worktree(ctx: _Ctx, tf: TaskFile, label: str, path: Path, branch: str
                 lambda: _readd(ctx, task, wt, path, branch), task)
         return
     wg = Git(path)
-    op = wg.operation_in_progress()
+    op = _operation(path)
     if op is not None:
         from .merge import MARKER
 
@@ -265,6 +269,33 @@ def _check_worktree(ctx: _Ctx, tf: TaskFile, label: str, path: Path, branch: str
         return
     ctx.add(Finding(where=where, kind="wrong-branch", problem=problem, repair=f"--fix: archive HEAD, then git switch {branch} in {path}"),
             lambda: _switch(ctx, task, label, path, branch), task)
+
+
+def _admin_dir(worktree: Path) -> Path | None:
+    """The worktree's own git dir, read from its `.git` file (no git process: doctor looks at every worktree)."""
+    dotgit = worktree / ".git"
+    if dotgit.is_dir():
+        return dotgit
+    try:
+        text = dotgit.read_text()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    d = Path(text.partition(":")[2].strip())
+    return d if d.is_absolute() else (worktree / d).resolve()
+
+
+def _operation(worktree: Path) -> str | None:
+    d = _admin_dir(worktree)
+    if d is None:
+        return None
+    if (d / "rebase-merge").exists() or (d / "rebase-apply").exists():
+        return "rebase"
+    for name, what in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (d / name).exists():
+            return what
+    return None
 
 
 def _repair(ctx: _Ctx, path: Path) -> None:
@@ -407,7 +438,7 @@ def _check_prunable(ctx: _Ctx, only: list[str] | None) -> None:
 LOCK_GLOBS = ("*.lock", "refs/**/*.lock", "worktrees/*/*.lock", "logs/**/*.lock")
 
 
-def _check_git_locks(ctx: _Ctx) -> None:
+def _check_git_locks(ctx: _Ctx, only: list[str] | None) -> None:
     common = ctx.layout.repo.common_dir
     found = sorted({p for g in LOCK_GLOBS for p in common.glob(g) if p.is_file() and not _inside(p, ctx.layout.spark_dir)})
     if not found:
@@ -415,12 +446,27 @@ def _check_git_locks(ctx: _Ctx) -> None:
     running = _git_processes(ctx.layout)
     for p in found:
         rel = p.relative_to(common)
+        where = _lock_owner(ctx, common, rel) or "git"
+        if only is not None and where != "git" and where.split("/")[0] not in only:
+            continue
         if running:
-            ctx.add(Finding(where="git", kind="git-lock-busy", broken=False, problem=f"{rel} exists while git process(es) {', '.join(map(str, running))} run in this repo",
+            ctx.add(Finding(where=where, kind="git-lock-busy", broken=False, problem=f"{rel} exists while git process(es) {', '.join(map(str, running))} run in this repo",
                             repair="wait for them; run doctor again"))
             continue
-        ctx.add(Finding(where="git", kind="git-lock-stale", problem=f"stale {rel} left by a killed git process (no git process runs in this repo)",
+        ctx.add(Finding(where=where, kind="git-lock-stale", problem=f"stale {rel} left by a killed git process (no git process runs in this repo)",
                         repair=f"--fix: rm {p}"), lambda p=p: _unlink_stale(ctx, p))
+
+
+def _lock_owner(ctx: _Ctx, common: Path, rel: Path) -> str | None:
+    """The task whose worktree a `worktrees/<name>/*.lock` belongs to (None: repo-wide lock)."""
+    if rel.parts[0] != "worktrees" or len(rel.parts) < 3:
+        return None
+    try:
+        wt = Path((common / "worktrees" / rel.parts[1] / "gitdir").read_text().strip()).parent
+    except OSError:
+        return None
+    task, agent = ctx.layout.locate(wt)
+    return f"{task}/{agent or 'task'}" if task else None
 
 
 def _unlink_stale(ctx: _Ctx, p: Path) -> None:
@@ -559,7 +605,6 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
         except ValueError:
             continue
     state = log[-1].to if log else "INIT"
-    log.append(Transition(from_state=state, to=state, session_id=session, reason="lock break: task.json rebuilt from git and the audit trail"))
     agents = {}
     adir = layout.task_dir(task) / "agents"
     for d in sorted(adir.iterdir()) if adir.is_dir() else []:
