@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from fixtures.repo import git, make_repo, spark, spark_argv, write
+from fixtures.repo import git, make_repo, spark, write
 
 N_TASKS = 50
 
@@ -28,16 +28,26 @@ BROKEN: dict[str, tuple[str, str, bool]] = {
 }
 
 
-def build_fleet(root: Path, env: dict[str, str], parallel: int = 4) -> Path:
-    """A repo with N_TASKS tasks of one agent each (started `parallel` at a time), then BROKEN applied."""
+FLEET_SCRIPT = """
+import sys
+from pathlib import Path
+from spark_git.layout import Layout
+from spark_git import tasks
+layout = Layout.discover(Path(sys.argv[1]))
+for name in sys.argv[2:]:
+    tasks.start(layout, name, ["a1"], session="s1")
+"""
+
+
+def build_fleet(root: Path, env: dict[str, str]) -> Path:
+    """A repo with N_TASKS tasks of one agent each, then BROKEN applied. The tasks are started by the
+    library in one process (the same code `spark-git start` runs, without 50 interpreter start-ups)."""
+    import sys
+
     repo = make_repo(root / "repo", {"README.md": "# fleet\n"}, config='protocol = "light"\n')
     names = [f"t{i:02d}" for i in range(N_TASKS)]
-    e = {**env, "SPARK_SESSION_ID": "s1"}
-    for i in range(0, len(names), parallel):
-        procs = [subprocess.Popen(spark_argv("start", n, "--agents", "a1"), cwd=repo, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for n in names[i:i + parallel]]
-        for p in procs:
-            _, err = p.communicate()
-            assert p.returncode == 0, err
+    r = subprocess.run([sys.executable, "-c", FLEET_SCRIPT, str(repo), *names], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
     break_tasks(repo, env)
     return repo
 
