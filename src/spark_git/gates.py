@@ -38,9 +38,10 @@ class GateEvidence(BaseModel):
     error: str | None = None
 
 
-def check_clean(git: Git, what: str, task: str | None = None) -> None:
-    """Blocked, listing the files, unless the worktree has no modified, staged or untracked files."""
-    dirty = git.status()
+def check_clean(git: Git, what: str, task: str | None = None, dirty: list | None = None) -> None:
+    """Blocked, listing the files, unless the worktree has no modified, staged or untracked files.
+    `dirty`: the worktree's status when the caller already has it."""
+    dirty = git.status() if dirty is None else dirty
     if dirty:
         raise Blocked(
             f"{what} is not clean: {len(dirty)} modified, staged or untracked file(s)",
@@ -138,8 +139,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
     """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
     `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...)."""
     git = Git(worktree)
-    commit = git.head() or ""
-    tree = git.tree_of("HEAD") if commit else ""
+    commit, tree = git.head_and_tree() or ("", "")
     started = now()
     if not command:
         return GateEvidence(gate=gate, command=None, ran=False, passed=True, tree=tree, commit=commit, worktree=str(worktree), time=started)

@@ -259,6 +259,27 @@ class Git:
         paths = self.run("rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply").lines
         return any((Path(p) if Path(p).is_absolute() else self.cwd / p).exists() for p in paths)
 
+    def branch_and_status(self) -> tuple[LocalBranch | None, list[StatusEntry]]:
+        """The checked-out branch (None: detached) and `status()`, in one git call."""
+        out = self.run("status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all").stdout
+        header, _, rest = out.partition("\0")
+        name = header.removeprefix("## ").split("...", 1)[0].split(" [", 1)[0]
+        branch = None if name.startswith("HEAD (no branch)") else LocalBranch(name.removeprefix("No commits yet on "))
+        entries: list[StatusEntry] = []
+        parts: Iterator[str] = iter(rest.split("\0"))
+        for item in parts:
+            if not item:
+                continue
+            if item[0] in "RC":
+                next(parts, None)
+            entries.append(StatusEntry(item[:2], item[3:]))
+        return branch, entries
+
+    def head_and_tree(self) -> tuple[Sha, str] | None:
+        r = self.run("rev-parse", "--quiet", "HEAD", "HEAD^{tree}", check=False)
+        lines = r.lines
+        return (Sha(lines[0]), lines[1]) if r.returncode == 0 and len(lines) == 2 else None
+
     def messages(self, rev_range: str) -> dict[str, str]:
         """Full message of every commit in `rev_range`, in one git call."""
         out = self.run("log", "--format=%H%x1f%B%x1e", rev_range).stdout

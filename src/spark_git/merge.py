@@ -242,15 +242,17 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
             hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
             next=[f"cd {awt.cwd} && git status"], task=task,
         )
-    if awt.current_branch() != entry.branch:
-        raise Blocked(f"{awt.cwd} is on {awt.current_branch() or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
-    if twt.current_branch() != tf.task_branch:
-        raise Blocked(f"{twt.cwd} is on {twt.current_branch() or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
-    gates.check_clean(awt, f"agent {agent}'s worktree", task)
-    gates.check_clean(twt, "the task worktree", task)
+    a_branch, a_dirty = awt.branch_and_status()
+    t_branch, t_dirty = twt.branch_and_status()
+    if a_branch != entry.branch:
+        raise Blocked(f"{awt.cwd} is on {a_branch or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
+    if t_branch != tf.task_branch:
+        raise Blocked(f"{twt.cwd} is on {t_branch or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
+    gates.check_clean(awt, f"agent {agent}'s worktree", task, a_dirty)
+    gates.check_clean(twt, "the task worktree", task, t_dirty)
 
-    task_head = git.branch_head(tf.task_branch)
-    a_head = git.branch_head(entry.branch)
+    heads = git.refs(branch_ref(tf.task_branch), branch_ref(entry.branch))  # one git call for both
+    task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     new = git.commits(f"{task_head}..{a_head}")
@@ -321,16 +323,18 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
     record_gate(layout, task, ev, session, agent=agent)
     if not ev.passed:
         raise _gate_failed(ev, task, f"{agent} was not merged into {task}")
-    if awt.head() != a_head or (ev.ran and awt.tree_of("HEAD") != ev.tree):
-        raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(awt.head() or '?')[:12]}); nothing was merged", task=task)
-    if awt.status():
-        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in awt.status()]}, task=task)
+    after = awt.head_and_tree()
+    if after is None or after[0] != a_head or ev.commit != a_head:  # same commit id ⇒ same tree
+        raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(after[0] if after else '?')[:12]}); nothing was merged", task=task)
+    left = awt.status()
+    if left:
+        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task)
 
     faults.point("merge-before-ff")
     if git.branch_head(tf.task_branch) != task_head:  # cannot happen under the task mutex; never land over it
         raise Failed(f"task branch {tf.task_branch} moved during the merge; nothing was merged", task=task)
     twt.merge_ff_only(a_head)
-    if twt.head() != a_head or git.branch_head(tf.task_branch) != a_head:
+    if git.branch_head(tf.task_branch) != a_head:  # the task worktree is on that branch (checked above)
         raise Failed(f"fast-forward of {tf.task_branch} did not land {a_head[:12]}", task=task)
     faults.point("merge-after-ff")
 
@@ -472,6 +476,8 @@ def _complete_locked(layout: Layout, task: str, session: str) -> CompleteData:
         if twt.head() != head or git.branch_head(tf.task_branch) != head or twt.status():
             raise Failed(f"the task branch or worktree changed while the final gate ran; nothing landed", task=task)
         faults.point("complete-before-ff")
+        if git.branch_head(base) != base_head:  # a human committed on the base meanwhile: land nothing
+            raise Failed(f"{base} moved while {task} was being completed ({base_head[:12]} → {(git.branch_head(base) or '?')[:12]}); nothing landed", task=task)
         if main_wt is not None:
             Git(main_wt).merge_ff_only(head)  # moves HEAD (the base branch) with its old value checked
         else:
