@@ -21,6 +21,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
         r = spark(repo, "start", t, "--agents", "a1,a2", env=env)
         assert r.returncode == 0, r
     put_in_state(repo, "t1", "IMPLEMENTATION")
+    st = spark(repo, "status", "t1", "--json", env=env)  # the hand-edit check accepts the helper's log
+    assert st.returncode == 0 and st.json["data"]["tasks"][0]["state"] == "IMPLEMENTATION" and st.json["data"]["tasks"][0]["problem"] is None, st
     root = base / "repo.tasks"
     hook_env = {k: v for k, v in env.items() if k != "SPARK_SESSION_ID"}
     return {"repo": repo, "root": root, "env": hook_env, "base": base}

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from fixtures.repo import commit, make_repo, spark_argv
+from fixtures.repo import commit, make_repo
 from tests.hookutil import run_cli
 
 CONFIG = """protocol = "light"
@@ -158,19 +157,24 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
 
 
 def test_every_cli_command_has_a_schema() -> None:
-    """Each command `spark-git --help` lists (and each sub-command of a group) is in the registry,
-    except `hook pre-tool-use`, which speaks Claude Code's exit-code protocol, not JSON."""
+    """Each command of the CLI (each sub-command of a group) is in the registry, except
+    `hook pre-tool-use`, which speaks Claude Code's exit-code protocol, not JSON. The typer app is
+    walked in-process (the command tree typer builds), which is what `--help` prints."""
+    import typer
+
     from spark_git import schema as mod
+    from spark_git.cli import app
 
-    def commands(*prefix: str) -> list[str]:
-        out = subprocess.run(spark_argv(*prefix, "--help"), capture_output=True, text=True).stdout
-        block = out.split("Commands:", 1)[1] if "Commands:" in out else ""
-        return [ln.split()[0] for ln in block.splitlines() if ln.startswith("  ") and ln.split()]
+    def walk(cmd, prefix: str = "") -> list[str]:
+        if getattr(cmd, "commands", None):  # a group
+            return [n for name, sub in sorted(cmd.commands.items()) for n in walk(sub, f"{prefix} {name}".strip())]
+        return [prefix]
 
-    names = []
-    for cmd in commands():
-        subs = commands(cmd)
-        names += [f"{cmd} {s}" for s in subs] if subs else [cmd]
+    names = walk(typer.main.get_command(app))
+    assert "start" in names and "hooks install" in names and "hook session-start" in names
     missing = [n for n in names if n not in mod.COMMANDS and n != "hook pre-tool-use"]
     assert not missing, f"commands without a schema: {missing}"
-    assert all(mod.model_of(n) is not None for n in names if n in mod.COMMANDS), [n for n in names if n in mod.COMMANDS and mod.model_of(n) is None]
+    absent = [n for n in names if n in mod.COMMANDS and mod.model_of(n) is None]
+    assert not absent, f"registry names a model that does not exist: {absent}"
+    stale = [n for n in mod.COMMANDS if n not in names]
+    assert not stale, f"registry names commands the CLI does not have: {stale}"
