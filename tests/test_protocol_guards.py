@@ -392,6 +392,16 @@ def test_validation_back_to_requirements_needs_a_reason(world: World) -> None:
     assert len(unmet) == 2
 
 
+def test_agents_cannot_join_in_validation(world: World) -> None:
+    p = walk(world, "walk", "VALIDATION")
+    before = p.snapshot()
+    r = p.spark("--json", "agent", "add", p.task, "late-updater", "--why", "one more")
+    assert r.returncode == 3 and "agents can join only in" in r.json["summary"], r
+    assert "go back to REQUIREMENTS" in r.json["data"]["hint"] and f"spark-git advance {p.task} --to REQUIREMENTS --why '...'" in r.json["next"]
+    assert p.snapshot() == before and git(p.repo, "branch", "--list", f"task-{p.task}-agent-late-updater") == ""
+    assert not (p.root / "agents" / "late-updater").exists()
+
+
 # -- REVIEW → AWAITING_USER_APPROVAL, REVIEW → IMPLEMENTATION (rejection loop), complete ---------------------
 
 AWAITING_CASES: dict[str, Case] = {
@@ -421,6 +431,10 @@ def test_rejection_loops_back_to_implementation(world: World) -> None:
     p.report(REV, "COMPLETE", "--decision", "REJECTED", "--feedback", "rename the variable")
     d = p.go("IMPLEMENTATION")
     assert d["evidence"]["feedback"] == {REV: "rename the variable"}
+    d = p.ok("agent", "add", p.task, "extra-reviewer", "--why", "security eyes")["data"]  # allowed in IMPLEMENTATION
+    assert d["state"] == "IMPLEMENTATION" and d["role"] == "reviewer"
+    assert p.task_json()["agent_additions"][-1] == {**p.task_json()["agent_additions"][-1], "agent": "extra-reviewer", "why": "security eyes"}
+    p.report("extra-reviewer", "COMPLETE", "--decision", "APPROVED")
     p.report(UP, "COMPLETE", "--work-remaining", "none")
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
     p.go("VALIDATION"), p.go("REVIEW")
