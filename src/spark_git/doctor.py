@@ -110,7 +110,8 @@ def _check_task(ctx: _Ctx, task: str) -> None:
                         repair=f"spark-git lock break {task} --why TEXT  (keeps the corrupt file beside it and rebuilds the lock from git and the audit trail for your session)"))
         return
     if tf is None:
-        trees = [p for p in ctx.registered if _inside(p, layout.task_dir(task))]
+        root = layout.task_dir(task).resolve()
+        trees = [p for p in ctx.registered if p.is_relative_to(root)]
         if trees or layout.task_worktree(task).is_dir():
             ctx.add(Finding(where=task, kind="worktree-without-lock",
                             problem=f"worktree(s) {', '.join(map(str, trees or [layout.task_worktree(task)]))} exist but no task.json owns them",
@@ -356,10 +357,10 @@ def _check_strays(ctx: _Ctx, tf: TaskFile, expected: set[Path]) -> None:
     """Worktrees under the task dir and agent branches of this task that task.json does not name: left
     by a killed `agent add`. Archived (if they hold anything new) and removed."""
     task = tf.task_name
-    root = ctx.layout.task_dir(task)
+    root = ctx.layout.task_dir(task).resolve()
     named = {e.branch for e in tf.agents.values()} | {tf.task_branch}
     for p, wt in ctx.registered.items():
-        if p in expected or not _inside(p, root):
+        if p in expected or not p.is_relative_to(root):  # registered paths are already resolved
             continue
         ctx.handled.add(p)
         ctx.add(Finding(where=task, kind="stray-worktree", problem=f"worktree {p} ({wt.branch or 'detached'}) is not in task.json (an interrupted `agent add`?)",
