@@ -116,3 +116,21 @@ def test_complete_without_main_checked_out_moves_the_ref_by_cas(tmp_path: Path) 
     r = t.spark("--json", "complete", "t1")
     assert r.returncode == 0, r
     assert git(t.repo, "rev-parse", "main") == t.head() and r.json["data"]["main_worktree_updated"] is False
+
+
+def test_complete_killed_then_run_again(tmp_path: Path) -> None:
+    marker = tmp_path / "final-ok"
+    marker.write_text("ok")
+    t = _task(tmp_path, marker)
+    assert t.spark("approve", "t1", "--changes").returncode == 0
+    base, head = git(t.repo, "rev-parse", "main"), t.head()
+    r = t.spark("--json", "complete", "t1", env={"SPARK_FAULT_KILL_AT": "gate-final-running"})
+    assert r.returncode == -9 and git(t.repo, "rev-parse", "main") == base, r
+    r = t.spark("--json", "complete", "t1", env={"SPARK_FAULT_KILL_AT": "complete-after-ff"})
+    assert r.returncode == -9 and git(t.repo, "rev-parse", "main") == head, r  # landed, not yet recorded
+    assert (t.root.parent / "main" / "task.json").exists()  # the dead process's main lock
+    r = t.spark("--json", "complete", "t1")
+    assert r.returncode == 0, r
+    assert git(t.repo, "rev-parse", "main") == head and t.task_json()["state"] == "COMPLETE"
+    assert not (t.root.parent / "main" / "task.json").exists()
+    assert git(t.repo, "fsck", "--no-progress", "--no-dangling") == "" and git(t.repo, "status", "--porcelain") == ""

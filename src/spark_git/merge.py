@@ -416,12 +416,14 @@ def complete(layout: Layout, task: str, *, session: str | None) -> CompleteData:
     with mutex(layout, MAIN):
         lock_path = layout.main_lock()
         held = read_optional(lock_path, MainLock)
-        took_lock = False
+        reason = f"spark-git complete {task}"
+        # Ours from a complete that was killed before releasing it: take it over (and release it).
+        took_lock = held is not None and held.session_id == session and held.reason == reason
         if held is not None and held.session_id != session:
             require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
         if held is None:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
-            took_lock = create_exclusive(lock_path, MainLock(session_id=session, reason=f"spark-git complete {task}", pid=os.getpid()))
+            took_lock = create_exclusive(lock_path, MainLock(session_id=session, reason=reason, pid=os.getpid()))
         try:
             return _complete_locked(layout, task, session)
         finally:
