@@ -398,7 +398,9 @@ def g_review(ctx: Ctx) -> list[Unmet]:
     from . import gates
 
     cfg = ctx.layout.config.gates
-    ev = gates.run("build", cfg.build, Path(ctx.tf.worktree), ctx.layout.logs_dir(ctx.task), cfg.timeout_s)
+    from .envs import for_worktree
+
+    ev = gates.run("build", cfg.build, Path(ctx.tf.worktree), ctx.layout.logs_dir(ctx.task), cfg.timeout_s, env=for_worktree(ctx.layout, ctx.task))
     if not ev.passed:
         return [Unmet(f"gates.build failed on the task head {(_head(ctx) or '?')[:12]} ({ev.error or f'exit code {ev.exit_code}'}); log: {ev.log_path}",
                       f"fix it in IMPLEMENTATION: the reviewers reject, then {ctx.advance_cmd(IMPLEMENTATION)}")]
