@@ -53,5 +53,11 @@ say spark-git approve add-mul --changes
 say spark-git complete add-mul
 say git log --oneline -5 main
 say spark-git status add-mul
+echo "(cleanup runs from inside the task worktree it removes, and says where to go)"
+say bash -c "cd $T/code && spark-git cleanup add-mul"
+say git worktree list
+say git branch
+say ls "$T"
+say spark-git doctor
 echo
 echo "demo finished in $WORK"
