@@ -146,6 +146,7 @@ def test_main_worktree_needs_the_main_lock(world) -> None:
         ("main", "ls; rm -rf ../repo.tasks/t2", ["spark-git cleanup"]),
         ("main", "rm ../repo.tasks/t1/task.json", ["spark-git cleanup"]),
         ("main", "git branch -D t2", ["spark-git abandon"]),
+        ("a1", "git update-ref refs/heads/main HEAD", ["spark-git complete"]),
     ],
 )
 def test_bash_commands_that_bypass_the_gates_are_blocked(world, where: str, command: str, words: list[str]) -> None:
@@ -220,3 +221,13 @@ def test_fast_path_imports_nothing_heavy(world) -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=world["env"])
     assert r.stdout.strip().endswith("0 []"), r
+
+
+def test_standing_outside_the_repo_does_not_dodge_the_rules(world) -> None:
+    t, code, _, a2 = paths(world)
+    # from the task directory (no git worktree there) and from an unrelated directory
+    for cwd in (t, world["base"]):
+        check(hook(event(cwd, "Write", file_path=str(a2 / "x.py")), world["env"]), 2, "agent a2's worktree")
+    check(hook(event(t, "Write", file_path="code/src/app.py"), world["env"]), 2, "IMPLEMENTATION")
+    check(hook(event(t, "Bash", command="rm -rf agents/a2"), world["env"]), 2, "spark-git cleanup")
+    check(hook(event(t, "Write", file_path="task.md"), world["env"]), 0)

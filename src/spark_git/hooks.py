@@ -176,20 +176,40 @@ def holds_main_lock(repo: Repo, event: dict) -> bool:
 # -- the decision -------------------------------------------------------------------------------
 
 
+def repo_around(p: Path) -> Repo | None:
+    """The repo `p` is in, or whose default tasks root (`<main>.tasks`) `p` is in: a coordinator
+    standing in `<repo>.tasks/<task>/` is not inside any git worktree."""
+    repo = find_repo(p)
+    if repo is not None:
+        return repo
+    for d in (_real(p), *_real(p).parents):
+        if d.name.endswith(".tasks") and len(d.name) > len(".tasks"):
+            main = d.with_name(d.name[: -len(".tasks")])
+            if (main / ".git").is_dir():
+                found = find_repo(main)
+                return found if found is not None and found.tasks_root == d else None
+    return None
+
+
 def pre_tool_use(event: dict) -> Decision:
     cwd = event.get("cwd") or os.getcwd()
-    repo = find_repo(Path(cwd))
-    if repo is None or not repo.tasks_root.is_dir():
-        return ALLOW_UNTOUCHED
     tool = event.get("tool_name") or ""
     tin = event.get("tool_input") or {}
     if not isinstance(tin, dict):
         tin = {}
+    repo = repo_around(Path(cwd))
     if tool in WRITE_TOOLS:
         target = tin.get("file_path") or tin.get("notebook_path")
         if not isinstance(target, str) or not target:
-            return Decision(True, f"spark-git: allowed: {tool} names no path")
+            return Decision(True, f"spark-git: allowed: {tool} names no path") if repo else ALLOW_UNTOUCHED
+        if repo is None:  # standing outside, writing in? judge by where the write lands
+            t = Path(os.path.expanduser(target))
+            repo = repo_around((t if t.is_absolute() else Path(cwd) / t).parent)
+        if repo is None or not repo.tasks_root.is_dir():
+            return ALLOW_UNTOUCHED
         return decide_write(repo, _real(cwd), Path(cwd), target, event)
+    if repo is None or not repo.tasks_root.is_dir():
+        return ALLOW_UNTOUCHED
     if tool == "Bash":
         cmd = tin.get("command")
         if not isinstance(cmd, str):
@@ -418,6 +438,14 @@ def _check_git(repo: Repo, here: Path, args: list[str], branches: dict[str, str]
                     f"spark-git: blocked: `git worktree {rest[0]} {a}` touches a worktree of task {t.task}; "
                     f"use `spark-git cleanup {t.task}` (after complete) or `spark-git abandon {t.task} --why ...`",
                 )
+    if sub == "update-ref":
+        hit = [a.removeprefix("refs/heads/") for a in positional if a.startswith("refs/heads/") and a.removeprefix("refs/heads/") in branches]
+        if hit:
+            return Decision(
+                False,
+                f"spark-git: blocked: `git update-ref` would move {branches[hit[0]]} ({hit[0]}) past the gates; "
+                "use `spark-git merge <task> --agent <A>` or `spark-git complete <task>`",
+            )
     if sub == "branch" and any(a in ("-D", "-d", "--delete", "-f", "--force", "-m", "-M") for a in rest):
         hit = [a for a in positional if a in branches]
         if hit:
