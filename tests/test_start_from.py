@@ -51,7 +51,18 @@ def test_from_file(world) -> None:
     assert r.json["task"] == task
     assert json.loads((world["root"] / task / "task.json").read_text())["title"] == "Add OAuth2 login"
     md = objective(world, task)
-    assert md.startswith("# Add OAuth2 login\n\n## Objective\n\n") and "Users sign in with GitHub." in md and str(spec) in md
+    assert md.splitlines()[1:5] == ["# Add OAuth2 login", "", "## Task Objective", ""]
+    assert "> Users sign in with GitHub." in md and str(spec) in md
+    assert "> # Add OAuth2 login" in md  # the source's own headings are quoted, not sections of task.md
+
+    # classify turns it into the protocol's template and keeps the objective; the task.md check passes
+    c = run_cli(world["repo"], "classify", task, "--files", "README.md", "--json", env=world["env"])
+    assert c.returncode == 0 and c.json["data"]["task_md_written"] is True, c
+    md = objective(world, task)
+    assert "## Scope" in md and "## Stakeholder Agent Reports" in md and "> Users sign in with GitHub." in md
+    assert md.index("## Task Objective") < md.index("> Users sign in with GitHub.") < md.index("## Scope")
+    a = run_cli(world["repo"], "advance", task, "--json", env=world["env"])
+    assert a.returncode == 0 and a.json["data"]["to"] == "CLASSIFIED", a
 
 
 def test_from_directory_reads_readme_and_requirements(world) -> None:
@@ -138,4 +149,5 @@ def test_from_plain_text_and_explicit_name_and_title(world) -> None:
     assert "Pin every dependency." in objective(world, r.json["task"])
     r = start(world, "mine", "--title", "My title", "--from", "some text")
     assert r.returncode == 0 and r.json["task"] == "mine"
-    assert objective(world, "mine").startswith("# My title\n\n## Objective\n\nsome text")
+    assert objective(world, "mine").splitlines()[1:5] == ["# My title", "", "## Task Objective", ""]
+    assert "> some text" in objective(world, "mine")

@@ -152,9 +152,12 @@ def classify(
         cur.risk, cur.variant = d.level, d.variant
         cur.required_agents = list(dict.fromkeys([*d.agents, *cur.required_agents]))
         cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  (extra field)
-        written = not md.is_file()
+        from .sources import carried_objective, with_objective
+
+        carried = carried_objective(md)  # task.md written by `start --from`: keep its objective
+        written = not md.is_file() or carried is not None
         if written:
-            write_text_atomic(md, task_md_template(cur, d, layout))
+            write_text_atomic(md, with_objective(task_md_template(cur, d, layout), carried))
     audit.event(layout, task, "classified", session, level=d.level, variant=d.variant, agents=d.agents, reasons=d.reasons,
                 keywords=d.keywords, override=d.override, paths=[m.model_dump() for m in d.paths])
     return ClassifyData(task=task, decision=d, added_agents=added, task_md=str(md), task_md_written=written)

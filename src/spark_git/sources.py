@@ -167,21 +167,59 @@ def _url(arg: str, cwd: Path) -> Source:
     return Source(kind="url", ref=arg, title=title or arg, text=f"{text}\n\nSource: {arg}")
 
 
+MARKER = "<!-- spark-git start --from: classify replaces this file with its template and keeps the objective -->"
+OBJECTIVE = "Task Objective"  # the section name the protocol's task.md check looks for
+
+
+def objective_body(src: Source) -> str:
+    # A blockquote: headings inside the ingested text do not become sections of task.md.
+    quoted = "\n".join(f"> {ln}" if ln.strip() else ">" for ln in src.text.splitlines())
+    return f"{quoted}\n\n_From {src.kind}: {src.ref}_"
+
+
 def write_objective(task_md: Path, title: str, src: Source) -> None:
-    """Puts the source text under `## Objective` of task.md (replacing that section's body when the
-    file exists, creating a minimal plan document when it does not)."""
+    """Puts the source text under `## Task Objective` of task.md: replaces that section's body when
+    task.md exists; otherwise writes a task.md holding the objective, which `classify` later turns
+    into its full template (see carried_objective)."""
     from .store import write_text_atomic
 
-    body = f"{src.text}\n\n_From {src.kind}: {src.ref}_\n"
+    body = objective_body(src)
     if task_md.is_file():
         doc = task_md.read_text()
-        m = re.search(r"^##\s+Objective\s*$", doc, re.MULTILINE)
+        m = re.search(r"^##\s+(Task\s+)?Objective\s*$", doc, re.MULTILINE)
         if m:
-            nxt = re.search(r"^##\s", doc[m.end():], re.MULTILINE)
+            nxt = re.search(r"^#{1,2}\s", doc[m.end():], re.MULTILINE)
             end = m.end() + nxt.start() if nxt else len(doc)
-            doc = doc[: m.end()] + "\n\n" + body + ("\n" if nxt else "") + doc[end:]
+            doc = doc[: m.end()] + "\n\n" + body + "\n" + ("\n" if nxt else "") + doc[end:]
         else:
-            doc = doc.rstrip("\n") + "\n\n## Objective\n\n" + body
+            doc = doc.rstrip("\n") + f"\n\n## {OBJECTIVE}\n\n{body}\n"
     else:
-        doc = f"# {title}\n\n## Objective\n\n{body}"
+        doc = f"{MARKER}\n# {title}\n\n## {OBJECTIVE}\n\n{body}\n"
     write_text_atomic(task_md, doc)
+
+
+def carried_objective(task_md: Path) -> str | None:
+    """The objective of a task.md that only `start --from` wrote (marker present, no other section
+    added), for classify to carry into its template; None otherwise (task.md is then left alone)."""
+    try:
+        doc = task_md.read_text()
+    except OSError:
+        return None
+    if not doc.startswith(MARKER):
+        return None
+    m = re.search(rf"^##\s+{OBJECTIVE}\s*$", doc, re.MULTILINE)
+    if not m or re.search(r"^#{1,6}\s", doc[m.end():], re.MULTILINE):
+        return None
+    return doc[m.end():].strip("\n")
+
+
+def with_objective(template: str, objective: str | None) -> str:
+    """`template` with the body of its `## Task Objective` section replaced by `objective`."""
+    if objective is None:
+        return template
+    m = re.search(rf"^##\s+{OBJECTIVE}\s*$", template, re.MULTILINE)
+    if not m:
+        return template.rstrip("\n") + f"\n\n## {OBJECTIVE}\n\n{objective}\n"
+    nxt = re.search(r"^#{1,2}\s", template[m.end():], re.MULTILINE)
+    end = m.end() + nxt.start() if nxt else len(template)
+    return template[: m.end()] + "\n\n" + objective + "\n" + ("\n" if nxt else "") + template[end:]
