@@ -191,3 +191,30 @@ def test_doctor_reports_idle_lock_of_another_session_as_a_note(repo: Path) -> No
     assert f["kind"] == "lock-idle" and "owned by session s1, idle" in f["problem"] and f["repair"].startswith("spark-git lock break t1 --why")
     mine = doctor(repo, session="s1")
     assert mine.json["data"]["findings"] == []
+
+
+def test_git_lock_files_are_stale_only_when_no_git_runs_and_spark_mutexes_are_never_touched(repo: Path) -> None:
+    e = {**os.environ, "SPARK_SESSION_ID": "s1"}
+    assert spark(repo, "start", "t1", "--agents", "a1", env=e).returncode == 0
+    common = repo / ".git"
+    mutexes = {p: p.read_bytes() for p in (common / "spark").glob("*.lock")}
+    assert mutexes  # start took the task and worktrees mutexes
+    stale = [common / "index.lock", common / "refs/heads/t1.lock"]
+    for p in stale:
+        p.write_text("")
+    # A git process standing in the repo (waiting on stdin): its lock files may be live.
+    busy = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        r = doctor(repo, "--fix")
+        assert r.returncode == 0, r  # a busy lock is a note, not a problem
+        assert {f["kind"] for f in r.json["data"]["findings"]} == {"git-lock-busy"}
+        assert all(p.exists() for p in stale)
+    finally:
+        busy.communicate(b"")
+    r = doctor(repo)
+    assert r.returncode == 1 and {f["kind"] for f in r.json["data"]["findings"]} == {"git-lock-stale"}, r
+    r = doctor(repo, "--fix")
+    assert r.returncode == 0 and r.json["data"]["fixed"] == 2, r
+    assert not any(p.exists() for p in stale)
+    assert {p: p.read_bytes() for p in (common / "spark").glob("*.lock")} == mutexes
+    assert doctor(repo).json["data"]["findings"] == []
