@@ -231,3 +231,16 @@ def test_standing_outside_the_repo_does_not_dodge_the_rules(world) -> None:
     check(hook(event(t, "Write", file_path="code/src/app.py"), world["env"]), 2, "IMPLEMENTATION")
     check(hook(event(t, "Bash", command="rm -rf agents/a2"), world["env"]), 2, "spark-git cleanup")
     check(hook(event(t, "Write", file_path="task.md"), world["env"]), 0)
+
+
+def test_a_repo_whose_tasks_all_ended_is_untouched(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    env = {**os.environ, "SPARK_SESSION_ID": "s1"}
+    assert spark(repo, "start", "t1", env=env).returncode == 0
+    blocked = hook(event(repo, "Write", file_path="README.md"))
+    assert blocked.returncode == 2 and "main lock" in blocked.stderr  # while a task is live
+    assert spark(repo, "abandon", "t1", "--why", "done", env=env).returncode == 0
+    assert (tmp_path / "repo.tasks" / "t1").is_dir()  # the audit trail stays
+    for ev in (event(repo, "Write", file_path="README.md"), event(repo, "Bash", command="git merge t1")):
+        r = hook(ev)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r

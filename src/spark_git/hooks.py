@@ -191,6 +191,15 @@ def repo_around(p: Path) -> Repo | None:
     return None
 
 
+def active(repo: Repo) -> bool:
+    """Some task lock (or the main lock) exists. A repo whose tasks all ended is left alone like one
+    that never used spark-git (its main worktree needs no main lock then)."""
+    try:
+        return any(os.path.isfile(os.path.join(e.path, "task.json")) for e in os.scandir(repo.tasks_root) if e.is_dir())
+    except OSError:
+        return False
+
+
 def pre_tool_use(event: dict) -> Decision:
     cwd = event.get("cwd") or os.getcwd()
     tool = event.get("tool_name") or ""
@@ -205,10 +214,10 @@ def pre_tool_use(event: dict) -> Decision:
         if repo is None:  # standing outside, writing in? judge by where the write lands
             t = Path(os.path.expanduser(target))
             repo = repo_around((t if t.is_absolute() else Path(cwd) / t).parent)
-        if repo is None or not repo.tasks_root.is_dir():
+        if repo is None or not active(repo):
             return ALLOW_UNTOUCHED
         return decide_write(repo, _real(cwd), Path(cwd), target, event)
-    if repo is None or not repo.tasks_root.is_dir():
+    if repo is None or not active(repo):
         return ALLOW_UNTOUCHED
     if tool == "Bash":
         cmd = tin.get("command")
