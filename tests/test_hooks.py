@@ -244,3 +244,14 @@ def test_a_repo_whose_tasks_all_ended_is_untouched(tmp_path: Path) -> None:
     for ev in (event(repo, "Write", file_path="README.md"), event(repo, "Bash", command="git merge t1")):
         r = hook(ev)
         assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
+
+
+def test_configured_tasks_root_is_honoured(tmp_path: Path) -> None:
+    """The fast path reads tasks_root from .spark-git.toml (or pyproject.toml) itself."""
+    for name, text in ((".spark-git.toml", 'tasks_root = "../elsewhere"\n'), ("pyproject.toml", '[tool.spark-git]\ntasks_root = "../elsewhere"\n')):
+        repo = make_repo(tmp_path / name / "repo", {"README.md": "x\n", name: text})
+        env = {**os.environ, "SPARK_SESSION_ID": "s1"}
+        assert spark(repo, "start", "t1", "--agents", "a1,a2", env=env).returncode == 0
+        root = tmp_path / name / "elsewhere" / "t1"
+        check(hook(event(root / "agents" / "a1" / "code", "Write", file_path=str(root / "agents" / "a2" / "code" / "x.py"))), 2, "agent a2's worktree")
+        check(hook(event(root / "agents" / "a1" / "code", "Write", file_path="x.py")), 0)
