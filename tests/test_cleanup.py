@@ -170,3 +170,13 @@ def test_cleanup_by_another_session_is_blocked(lrepo: Path) -> None:
     r = spark(lrepo, "cleanup", "t1", "--json", env={**os.environ, "SPARK_SESSION_ID": "s2"})
     assert r.returncode == 3 and "owned by session s1" in r.json["summary"], r
     assert snapshot(lrepo) == before
+
+
+def test_cleanup_refuses_when_the_task_branch_moved_past_main_after_complete(lrepo: Path) -> None:
+    root = completed_task(lrepo)
+    commit(root / "code", {"late.txt": "late\n"}, "a commit after complete, never landed")
+    before = snapshot(lrepo)
+    r = run(lrepo, "cleanup", "t1", "--json")
+    assert r.returncode == 3, r
+    assert any("not contained in main" in u for u in r.json["data"]["unmet"]) and "spark-git complete t1" in r.json["next"]
+    assert snapshot(lrepo) == before

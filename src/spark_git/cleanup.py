@@ -77,6 +77,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
                 next=[f"spark-git complete {task}", f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
                 details={"state": tf.state}, task=task,
             )
+        if final == "CLEANUP" and tf.state == "COMPLETE":
+            _check_guard(layout, tf, session)
         git = layout.git()
         trees = _trees(layout, tf, git)
         dirty = [t for t in trees if t.dirty]
@@ -133,6 +135,15 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
     audit.event(layout, task, kind, session, why=why, removed_worktrees=data.removed_worktrees,
                 deleted_branches=data.deleted_branches, kept_branches=data.kept_branches, archived=[a.ref for a in archived])
     return data
+
+
+def _check_guard(layout: Layout, tf: TaskFile, session: str | None) -> None:
+    """The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base)."""
+    from . import protocol
+
+    unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(layout, tf, session))
+    if unmet:
+        raise protocol.refuse(f"cleanup of task {tf.task_name!r}", unmet, tf.task_name)
 
 
 def _inside(p: Path, root: Path) -> bool:
