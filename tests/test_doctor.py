@@ -218,3 +218,10 @@ def test_git_lock_files_are_stale_only_when_no_git_runs_and_spark_mutexes_are_ne
     assert not any(p.exists() for p in stale)
     assert {p: p.read_bytes() for p in (common / "spark").glob("*.lock")} == mutexes
     assert doctor(repo).json["data"]["findings"] == []
+
+
+def test_doctor_of_an_unknown_task_is_bad_input(repo: Path) -> None:
+    r = doctor(repo, "nope")
+    assert r.returncode == 2 and "no task 'nope'" in r.json["summary"], r
+    r = doctor(repo, "Bad/Name")
+    assert r.returncode == 2 and "bad task name" in r.json["summary"], r

@@ -70,6 +70,10 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     git = layout.git()
     if only is not None:
         task_name(only)
+        if not layout.task_dir(only).is_dir():
+            from .errors import BadInput
+
+            raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     ctx = _Ctx(layout, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, dict(git.refs("refs/heads/")))
     names = [only] if only else layout.task_names()
     for name in names:
