@@ -191,6 +191,10 @@ def test_doctor_reports_idle_lock_of_another_session_as_a_note(repo: Path) -> No
     assert f["kind"] == "lock-idle" and "owned by session s1, idle" in f["problem"] and f["repair"].startswith("spark-git lock break t1 --why")
     mine = doctor(repo, session="s1")
     assert mine.json["data"]["findings"] == []
+    # Any mutating command of the owner refreshes last_active_at: the lock is no longer idle.
+    assert spark(repo, "agent", "add", "t1", "a9", "--why", "more hands", env=e).returncode == 0
+    assert json.loads(lock.read_text())["last_active_at"] > "2026-01-01T00:00:00.000000Z"
+    assert doctor(repo, session="s2").json["data"]["findings"] == []
 
 
 def test_git_lock_files_are_stale_only_when_no_git_runs_and_spark_mutexes_are_never_touched(repo: Path) -> None:
