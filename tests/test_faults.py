@@ -111,3 +111,30 @@ def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, cap
     with capsys.disabled():
         print(f"\nfault injection: {len(exercised)} distinct kill points exercised:\n  " + "\n  ".join(exercised))
     assert len(set(exercised)) >= 25, exercised
+
+
+def test_sigkill_during_abandon_keeps_commits_and_uncommitted_files(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"}, config=CONFIG)
+    tasks_root = tmp_path / "repo.tasks"
+    env = {**os.environ, "SPARK_SESSION_ID": "s1"}
+    agent_commits: list[str] = []
+    killed = 0
+    for i, how in enumerate([3, 8, "end-after-archive", "end-after-transition", "end-after-worktrees"]):
+        t = f"a{i}"
+        assert spark(repo, "start", t, "--agents", "a1", env=env).returncode == 0
+        wt = tasks_root / t / "agents/a1/code"
+        agent_commits.append(commit(wt, {f"{t}.txt": "committed\n"}, "[a1] committed work"))
+        (wt / "draft.txt").write_text(f"uncommitted draft of {t}\n")
+        r = spark(repo, "abandon", t, "--why", "stop", "--json", env=_kill_env(env, how))
+        assert r.returncode == -signal.SIGKILL, (how, str(r))
+        killed += 1
+        _check_invariants(repo, tasks_root, agent_commits, f"abandon killed at {how!r}")
+        _doctor_fixes_everything(repo, env, f"abandon killed at {how!r}")
+        r = spark(repo, "abandon", t, "--why", "stop", "--json", env=env)
+        assert r.returncode == 0, (how, str(r))
+        _check_invariants(repo, tasks_root, agent_commits, f"after abandon {t}")
+        # The draft is on an archive ref, byte for byte.
+        drafts = [ref for ref in git(repo, "for-each-ref", "--format=%(refname)", f"refs/spark/archive/{t}/").split() if "/uncommitted-a1/" in ref]
+        assert drafts and all(git(repo, "show", f"{ref}:draft.txt") == f"uncommitted draft of {t}" for ref in drafts), drafts
+        assert not wt.exists() and not (tasks_root / t / "task.json").exists()
+    assert killed == 5
