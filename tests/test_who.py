@@ -42,3 +42,16 @@ def test_who_of_unknown_task_is_bad_input(tmp_path: Path) -> None:
     assert r.returncode == 2, r
     r = t.spark("--json", "who", "t1")
     assert r.returncode == 0 and r.json["data"]["agents"] == [] and r.json["data"]["unattributed"] == []
+
+
+def test_notes_follow_a_rebase_of_the_task_branch(tmp_path: Path) -> None:
+    t = Task(tmp_path, ["a1"], config(attribution="off"))
+    t.commit("a1", {"a.txt": "a\n"}, "plain subject")  # no prefix, no trailer: only the note attributes it
+    assert t.merge("a1").returncode == 0
+    landed = t.head()
+    commit(t.repo, {"main-only.txt": "m\n"}, "main moved")
+    git(t.wt(), "rebase", "-q", "main")  # what `complete` tells you to do when main moved
+    rebased = t.head()
+    assert rebased != landed
+    commits = t.spark("--json", "log", "t1").json["data"]["commits"]
+    assert [(c["sha"], c["agent"], c["agent_source"]) for c in commits] == [(rebased, "a1", "note")]

@@ -69,6 +69,9 @@ def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]
     if head is None:
         raise Blocked(f"task branch {tf.task_branch} does not exist", task=task)
     rng = f"{tf.base_commit}..{head}"
+    base_now = git.branch_head(tf.base_branch)
+    if tf.state not in ("COMPLETE", "CLEANUP") and base_now and base_now != head and git.is_ancestor(base_now, head):
+        rng = f"{base_now}..{head}"  # the task was rebased onto a newer base: its commits start there
     recs = git.log_fields(rng, ["%H", "%s", "%B"], "--first-parent")
     stats = git.numstat(rng)
     by_sha = notes.read_range(git, rng)
