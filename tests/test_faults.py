@@ -25,10 +25,9 @@ SCHEDULE: list[tuple[object, object, object, object, object, object]] = [
     # start      merge a1   merge a2 (rebases)       approve  complete          cleanup
     (1,          2,         3,                       1,       2,                3),
     (4,          6,         8,                       2,       5,                7),
-    (11,         15,        19,                      4,       13,               18),
     ("start-after-lock", "merge-after-stamp", "merge-rebase-returned", 5, "complete-before-ff", "end-after-archive"),
     (14,         "merge-before-ff", "merge-after-ff", 6,      "complete-after-ff", "end-after-snapshot"),
-    (9,          12,        "merge-after-rebase",    3,       17,               "end-after-worktrees"),
+    (11,         15,        "merge-after-rebase",    3,       13,               "end-after-worktrees"),
 ]
 
 
