@@ -59,5 +59,14 @@ say git worktree list
 say git branch
 say ls "$T"
 say spark-git doctor
+say spark-git audit add-mul
+echo
+echo "(the same repository under the default protocol = \"full\": every state change is checked)"
+sed -i 's/^protocol = "light"/protocol = "full"/' .spark-git.toml && git commit -qam "spark-git config: full protocol"
+say spark-git start fix-typo --title "Fix a typo in the README"
+say spark-git advance fix-typo || echo "exit code $?"
+say spark-git classify fix-typo --files README.md
+say spark-git advance fix-typo
+say spark-git status fix-typo
 echo
 echo "demo finished in $WORK"
