@@ -157,11 +157,13 @@ def _check_files(ctx: _Ctx, task: str) -> None:
             aside = path.with_name(f"{path.name}.corrupt-{now().replace(':', '')}")
             what = f"move it to {aside.name}" + (" and start a fresh one" if fresh else "")
             ctx.add(Finding(where=task, kind=f"{path.name.removesuffix('.json')}-corrupt", problem=e.message, repair=f"--fix: {what} (nothing is deleted)"),
-                    _fix_corrupt(ctx, task, path, aside, fresh), task)
+                    _fix_corrupt(ctx, task, path, aside, fresh, model), task)
 
 
-def _fix_corrupt(ctx: _Ctx, task: str, path: Path, aside: Path, fresh: Callable[[], BaseModel] | None) -> Callable[[], None]:
+def _fix_corrupt(ctx: _Ctx, task: str, path: Path, aside: Path, fresh: Callable[[], BaseModel] | None, model: type[BaseModel]) -> Callable[[], None]:
     def fix() -> None:
+        if _parses(path, model):
+            return  # repaired (or rewritten) since we looked
         os.replace(path, aside)
         if fresh is not None:
             write_atomic(path, fresh())
@@ -312,6 +314,9 @@ def _repair(ctx: _Ctx, path: Path) -> None:
 
 def _readd(ctx: _Ctx, task: str, wt: Worktree | None, path: Path, branch: str) -> None:
     with mutex(ctx.layout, WORKTREES):
+        now_wt = {w.path.resolve(): w for w in ctx.git.worktrees()}.get(path.resolve())
+        if now_wt is not None and not now_wt.prunable and path.is_dir():
+            return  # someone re-created it since we looked
         if wt is not None and wt.detached and wt.head:
             archive.keep(ctx.layout, task, f"detached-{path.parent.name}", wt.head, f"detached HEAD of vanished {path}", ctx.session)
         ctx.git.worktree_prune()
@@ -322,6 +327,8 @@ def _readd(ctx: _Ctx, task: str, wt: Worktree | None, path: Path, branch: str) -
 
 
 def _abort(ctx: _Ctx, task: str, label: str, path: Path, op: str, branch: str) -> None:
+    if _operation(path) != op:
+        return  # finished or aborted by its owner (e.g. the merge we waited for) since we looked
     wg = Git(path)
     dirty = [str(e) for e in wg.status()]
     if dirty:
@@ -339,6 +346,8 @@ def _abort(ctx: _Ctx, task: str, label: str, path: Path, op: str, branch: str) -
 
 def _switch(ctx: _Ctx, task: str, label: str, path: Path, branch: str) -> None:
     wg = Git(path)
+    if wg.current_branch() == branch:
+        return
     head = wg.rev_parse("HEAD")
     if head and not ctx.contained(head, branch_ref(branch)):
         archive.keep(ctx.layout, task, f"head-{label}", head, f"HEAD of {path} before switching to {branch}", ctx.session)
@@ -381,7 +390,15 @@ def _check_strays(ctx: _Ctx, tf: TaskFile, expected: set[Path]) -> None:
                     lambda b=b, sha=sha: _drop_branch(ctx, tf, b, sha), task)
 
 
+def _named_now(ctx: _Ctx, task: str) -> set[str]:
+    """Branches task.json names now (re-read under the task mutex: an `agent add` may have finished)."""
+    cur = read_optional(ctx.layout.task_json(task), TaskFile)
+    return {e.branch for e in cur.agents.values()} | {cur.task_branch} if cur else set()
+
+
 def _remove_stray(ctx: _Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
+    if wt.branch and wt.branch in _named_now(ctx, tf.task_name):
+        return
     label = p.parent.name if p.name == "code" else p.name
     if p.is_dir():
         dirty = [str(e) for e in Git(p).status()]
@@ -398,6 +415,8 @@ def _remove_stray(ctx: _Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
 
 
 def _drop_branch(ctx: _Ctx, tf: TaskFile, b: str, sha: str) -> None:
+    if b in _named_now(ctx, tf.task_name):
+        return
     if not ctx.contained(sha, branch_ref(tf.task_branch), tf.base_branch):
         archive.keep(ctx.layout, tf.task_name, b, sha, f"stray branch {b}", ctx.session)
     with mutex(ctx.layout, WORKTREES):
