@@ -40,5 +40,7 @@ def test_light_advance_records_and_lists_waived_conditions(tmp_path: Path) -> No
     assert trail["state_transitions"][-1]["evidence"]["waived"] == d["waived"]
     r = p.advance("REVIEW")  # the legal table still holds
     assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["REQUIREMENTS"]
+    r = p.advance("NOPE")
+    assert r.returncode == 2 and "unknown state 'NOPE'" in r.json["summary"]
     r = p.advance(session="s2")  # and so does the lock
     assert r.returncode == 3 and any("held by session s1" in u for u in r.json["data"]["unmet"])

@@ -548,6 +548,11 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
     task = task_name(task)
     if to is not None:
         to = to.strip().upper()
+        known = {s for table in VARIANTS.values() for s in table}
+        if to not in known:
+            from .errors import BadInput
+
+            raise BadInput(f"unknown state {to!r}: use one of {', '.join(VARIANTS['full'])}", task=task)
     with updating(layout, task, session, owner=False) as tf:
         legal = next_states(tf)
         frm = tf.state
