@@ -448,7 +448,10 @@ def test_awaiting_to_complete_only_by_complete_with_approval(world: World) -> No
     assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["COMPLETE"]
     refused(p, ["advance", p.task, "--to", "COMPLETE"], ["performed by `spark-git complete`"])
     refused(p, ["complete", p.task], ["has not approved the changes"])
+    nxt = p.ok("status", p.task)["data"]["tasks"][0]["next_states"]
+    assert nxt == [{"state": "COMPLETE", "blockers": [f"the human has not approved the changes at {p.head()[:12]}  → spark-git approve walk --changes"]}]
     p.ok("approve", p.task, "--changes")
+    assert "next: COMPLETE ready (spark-git complete walk)" in p.spark("status", p.task).stdout
     p.ok("complete", p.task)
     assert git(p.repo, "rev-parse", "main") == p.head() and p.state() == "COMPLETE"
 

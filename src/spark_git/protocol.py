@@ -476,6 +476,11 @@ def g_reopen(ctx: Ctx) -> list[Unmet]:
 
 
 def g_complete(ctx: Ctx) -> list[Unmet]:
+    if ctx.dry:  # status: what `complete` still waits for (it also runs the final gate)
+        cp, head = ctx.tf.checkpoint, _head(ctx)
+        if cp is None or not cp.approved or cp.commit_sha != head:
+            return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
+        return []
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
 
 

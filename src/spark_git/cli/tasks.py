@@ -137,7 +137,8 @@ def _render_next_states(out, t) -> None:
         out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
     for n in t.next_states:
         if not n.blockers:
-            out.print(f"  next: {n.state} [green]ready[/green] (spark-git advance {t.task} --to {n.state})")
+            how = f"spark-git complete {t.task}" if n.state == "COMPLETE" else f"spark-git advance {t.task} --to {n.state}"
+            out.print(f"  next: {n.state} [green]ready[/green] ({how})")
             continue
         out.print(f"  next: {n.state} blocked by:")
         for b in n.blockers:
