@@ -5,6 +5,7 @@ show it; doctor reads it anyway."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,11 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> P:
 
     with pytest.MonkeyPatch.context() as mp:
         env = sealed_env(tmp_path_factory.mktemp("home"))
+        for k in list(os.environ):
+            if k not in env:
+                mp.delenv(k)
         for k, v in env.items():
             mp.setenv(k, v)
-        mp.delenv("SPARK_SESSION_ID", raising=False)
         p = P(tmp_path_factory.mktemp("h"), agents="code-updater", config=CFG)
         p.commit("code-updater", {"a.txt": "a\n"}, "work")
         tf = json.loads((p.root / "task.json").read_text())
