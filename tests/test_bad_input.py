@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,18 @@ def test_commits_unaffected_by_refusals(repo: Path, cli) -> None:
     assert snapshot(repo) != before
     write(repo.parent / "repo.tasks" / "junk", "x")
     assert snapshot(repo)["tasks"] != before["tasks"]
+
+
+def test_fast_branch_name_check_never_accepts_what_git_refuses(tmp_path: Path) -> None:
+    from spark_git.git import _plainly_valid_branch
+
+    names = [
+        "a", "t1", "task-t1-agent-a1", "work/t1", "work/t1--a", "a.b", "a_b", "a..b", "a.", "a.lock", "a.lock/b",
+        "x/.hidden", ".a", "-a", "a/", "/a", "a//b", "a@{b", "@", "HEAD", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[b",
+        "a\\b", "A", "ü", "a\x01", "a/b.lock", "a/b.", "0", "9-", "a-", "a_", "x" * 200, "feat/ab/cd", "a.b.c",
+    ]
+    for name in names:
+        git_ok = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=tmp_path, capture_output=True).returncode == 0
+        if _plainly_valid_branch(name):
+            assert git_ok, name
+    assert _plainly_valid_branch("task-t1-agent-a1") and _plainly_valid_branch("work/t1")

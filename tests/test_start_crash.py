@@ -74,6 +74,11 @@ def check_after_kill(repo: Path, cli, task: str, base: str) -> str:
         assert not task_dir.exists()
         assert task_branches(repo, task) == {} and registered(repo, task_dir) == {}
         kind = "before-lock"
+    elif json.loads((task_dir / "task.json").read_text())["provisioning"] == "done":
+        # Killed after the lock said "done" (while copying ignored files into the new worktrees):
+        # every worktree is there; a second start is a plain resume.
+        assert_complete(repo, task, base)
+        kind = "after-done"
     else:
         lock = json.loads((task_dir / "task.json").read_text())
         assert lock["provisioning"] == "in_progress" and lock["session_id"] == "s1"

@@ -8,6 +8,7 @@ helper processes. Refs move only by compare-and-swap (`update-ref <ref> <new> <o
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,20 @@ class StatusEntry:
 
     def __str__(self) -> str:
         return f"{self.code} {self.path}"
+
+
+# Components of lowercase letters, digits, '.', '_', '-' that start with a letter or digit: a subset of
+# what `git check-ref-format --branch` accepts once '..', a trailing '.' and '.lock' are excluded.
+_PLAIN_BRANCH = re.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*")
+
+
+def _plainly_valid_branch(name: str) -> bool:
+    return (
+        _PLAIN_BRANCH.fullmatch(name) is not None
+        and ".." not in name
+        and not name.endswith(".")
+        and not any(c.endswith(".lock") for c in name.split("/"))
+    )
 
 
 def branch_ref(branch: str) -> str:
@@ -149,6 +164,8 @@ class Git:
         return LocalBranch(r.stdout.strip()) if r.returncode == 0 else None
 
     def is_valid_branch_name(self, name: str) -> bool:
+        if _plainly_valid_branch(name):
+            return True  # saves a git process per name; anything unusual still goes to git
         return self.run("check-ref-format", "--branch", name, check=False).returncode == 0
 
     def refs(self, *patterns: str) -> dict[str, Sha]:

@@ -237,9 +237,10 @@ def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool
         with mutex(layout, WORKTREES):
             git = layout.git()
             registered = {wt.path.resolve(): wt for wt in git.worktrees()}
+            heads = git.refs("refs/heads/")  # one call instead of a rev-parse per branch
             for i, (agent, branch, path) in enumerate(plan, 1):
                 progress(f"[{i}/{len(plan)}] worktree {path} on branch {branch}")
-                _ensure_worktree(git, tf.base_commit, branch, path, registered, created)
+                _ensure_worktree(git, tf.base_commit, branch, path, registered, created, heads)
         for agent in tf.agents:
             sp = layout.agent_status(task, agent)
             if not sp.exists():
@@ -267,9 +268,9 @@ def _setup_new(layout: Layout, task: str, new: list[tuple[str | None, Path]], no
     return reports
 
 
-def _ensure_worktree(git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: _Created) -> None:
+def _ensure_worktree(git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: _Created, heads: dict | None = None) -> None:
     ref = branch_ref(branch)
-    if git.rev_parse(ref) is None:
+    if (ref not in heads) if heads is not None else (git.rev_parse(ref) is None):
         git.update_ref(ref, base_commit, ZERO_SHA, message=f"spark-git start: create {branch}")
         created.branches.append((ref, base_commit))
     wt = registered.get(path.resolve())
