@@ -45,6 +45,7 @@ say bash -c "cd $T/agents/coder/code && printf 'def add(a, b):\n    return a - b
 say spark-git merge add-mul --agent docs
 echo "(the next merge is refused by the build gate: exit 1, the task branch does not move)"
 say spark-git merge add-mul --agent coder || echo "exit code $?"
+say bash -c "cat \$(ls -t $T/logs/*-build.log | head -1)"
 say bash -c "cd $T/agents/coder/code && sed -i 's/return a - b  # oops/return a + b/' calc.py && git commit -qam 'fix add' && git log --oneline -2"
 say spark-git merge add-mul --agent coder
 say spark-git who add-mul
