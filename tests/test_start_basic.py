@@ -141,3 +141,31 @@ def test_abandon_untouched_task_removes_everything_but_the_audit_trail(repo: Pat
     # The name can be used again.
     r = cli("start", "t1", "--agents", "a1", "--json", session="s3")
     assert r.returncode == 0 and r.json["data"]["session_id"] == "s3", r
+
+
+def test_post_checkout_hook_runs_in_every_new_worktree_as_with_git_worktree_add(repo: Path, cli, tmp_path: Path) -> None:
+    log = tmp_path / "hook.log"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f'#!/bin/sh\necho "$PWD $1 $2 $3 $(test -f README.md && echo checked-out)" >> {log}\n')
+    hook.chmod(0o755)
+    base = git(repo, "rev-parse", "main")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "plain"), "-b", "plain")  # what plain git does
+    assert log.read_text() == f"{tmp_path / 'plain'} {'0' * 40} {base} 1 checked-out\n"
+    log.unlink()
+    assert cli("start", "t1", "--agents", "a1,a2").returncode == 0
+    root = repo.parent / "repo.tasks" / "t1"
+    lines = sorted(log.read_text().splitlines())
+    assert lines == sorted(f"{p} {'0' * 40} {base} 1 checked-out" for p in (root / "code", root / "agents" / "a1" / "code", root / "agents" / "a2" / "code"))
+    assert "locked" not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_failing_post_checkout_hook_fails_start_and_leaves_nothing(repo: Path, cli) -> None:
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = snapshot(repo)
+    r = cli("start", "t1", "--agents", "a1", "--json")
+    assert r.returncode == 1 and "hook says no" in r.json["summary"], r  # git's stderr kept
+    after = snapshot(repo)
+    assert after["refs"] == before["refs"] and after["worktrees"] == before["worktrees"]
+    assert not (repo.parent / "repo.tasks" / "t1" / "task.json").exists()

@@ -234,8 +234,18 @@ class Git:
                 res.append(wt)
         return res
 
-    def worktree_add(self, path: Path, branch: str) -> None:
-        self.run("worktree", "add", "--quiet", str(path), branch)
+    def worktree_add(self, path: Path, branch: str, *, checkout: bool = True, lock_reason: str | None = None) -> None:
+        opts = ([] if checkout else ["--no-checkout"]) + (["--lock", "--reason", lock_reason] if lock_reason else [])
+        self.run("worktree", "add", "--quiet", *opts, str(path), branch)
+
+    def worktree_unlock(self, path: Path) -> None:
+        self.run("worktree", "unlock", str(path))
+
+    def hook_path(self, name: str) -> Path | None:
+        """The hook `name` if it exists and is executable (honours core.hooksPath)."""
+        p = Path(self.out("rev-parse", "--git-path", f"hooks/{name}"))
+        p = p if p.is_absolute() else self.cwd / p
+        return p if p.is_file() and os.access(p, os.X_OK) else None
 
     def worktree_remove(self, path: Path, force: bool = False) -> None:
         self.run("worktree", "remove", *(["--force"] if force else []), str(path))

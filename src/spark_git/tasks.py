@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -240,7 +241,8 @@ def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool
             heads = git.refs("refs/heads/")  # one call instead of a rev-parse per branch
             for i, (agent, branch, path) in enumerate(plan, 1):
                 progress(f"[{i}/{len(plan)}] worktree {path} on branch {branch}")
-                _ensure_worktree(git, tf.base_commit, branch, path, registered, created, heads)
+                _ensure_worktree(git, tf.base_commit, branch, path, registered, created, heads, checkout=False)
+        _checkout_new(layout, created.worktrees, progress)
         for agent in tf.agents:
             sp = layout.agent_status(task, agent)
             if not sp.exists():
@@ -268,7 +270,33 @@ def _setup_new(layout: Layout, task: str, new: list[tuple[str | None, Path]], no
     return reports
 
 
-def _ensure_worktree(git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: _Created, heads: dict | None = None) -> None:
+def _checkout_new(layout: Layout, paths: list[Path], progress: Progress) -> None:
+    """Checks out worktrees registered with `--no-checkout --lock initializing`, in parallel: only
+    registering a worktree needs the repo-wide mutex, and the checkout is most of the time on a large
+    repo. Does what `git worktree add` does after registering (`reset --hard`, the post-checkout hook);
+    a worktree is unlocked only when complete, so a kill leaves it "initializing" for the resume."""
+    if not paths:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    hook = layout.git().hook_path("post-checkout")
+
+    def one(path: Path) -> None:
+        wt = Git(path)
+        wt.run("reset", "--hard", "--quiet", "--no-recurse-submodules")
+        if hook is not None:
+            wt.run("hook", "run", "post-checkout", "--", ZERO_SHA, wt.out("rev-parse", "HEAD"), "1")
+        wt.worktree_unlock(path)
+        progress(f"checked out {path}")
+
+    with ThreadPoolExecutor(max_workers=min(len(paths), max(2, os.cpu_count() or 2))) as pool:
+        for _ in pool.map(one, paths):
+            pass
+
+
+def _ensure_worktree(
+    git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: _Created, heads: dict | None = None, *, checkout: bool = True
+) -> None:
     ref = branch_ref(branch)
     if (ref not in heads) if heads is not None else (git.rev_parse(ref) is None):
         git.update_ref(ref, base_commit, ZERO_SHA, message=f"spark-git start: create {branch}")
@@ -285,7 +313,10 @@ def _ensure_worktree(git: Git, base_commit: str, branch: str, path: Path, regist
     if path.exists() and any(path.iterdir()):
         raise Blocked(f"{path} exists and is not a registered worktree; move it away first")
     path.parent.mkdir(parents=True, exist_ok=True)
-    git.worktree_add(path, branch)
+    if checkout:
+        git.worktree_add(path, branch)
+    else:  # _checkout_new checks it out and unlocks it
+        git.worktree_add(path, branch, checkout=False, lock_reason="initializing")
     created.worktrees.append(path)
 
 
@@ -294,8 +325,8 @@ def _undo(layout: Layout, created: _Created) -> None:
     git = layout.git()
     with mutex(layout, WORKTREES):
         for path in reversed(created.worktrees):
-            try:
-                git.worktree_remove(path, force=True)
+            try:  # twice --force: ours may still be locked "initializing"
+                git.run("worktree", "remove", "--force", "--force", str(path))
             except SparkError:
                 pass
         for ref, sha in reversed(created.branches):
