@@ -127,3 +127,17 @@ def test_status_with_no_tasks(repo: Path, cli) -> None:
     r = cli("status", "--json")
     assert r.returncode == 0 and r.json["data"]["tasks"] == [] and r.json["summary"].startswith("0 tasks"), r
     assert not (repo.parent / "repo.tasks").exists()  # reading never creates the tasks root
+
+
+def test_status_takes_no_index_lock(repo: Path, cli) -> None:
+    # A supervisor's `status` must not make an agent's `git add` fail on index.lock: with the agent's
+    # index stale (a touched file), status would normally refresh and rewrite it.
+    assert cli("start", "t1", "--agents", "a1").returncode == 0
+    wt = repo.parent / "repo.tasks" / "t1" / "agents" / "a1" / "code"
+    index = Path(git(wt, "rev-parse", "--git-path", "index"))
+    index = index if index.is_absolute() else wt / index
+    before = index.read_bytes()
+    (wt / "README.md").write_text("# demo\n")  # same content, new mtime: the index entry is stale
+    r = cli("status", "--json")
+    assert r.returncode == 0 and r.json["data"]["tasks"][0]["agents"][0]["dirty"] == [], r
+    assert index.read_bytes() == before

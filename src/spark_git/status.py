@@ -71,7 +71,8 @@ class StatusData(BaseModel):
 def _dirty(path: Path) -> list[str] | None:
     if not path.is_dir():
         return None
-    return [str(e) for e in Git(path).status()]
+    # Reads only: no index refresh, so status never takes an index.lock an agent's `git add` would trip on.
+    return [str(e) for e in Git(path, env={"GIT_OPTIONAL_LOCKS": "0"}).status()]
 
 
 def collect(layout: Layout, only: str | None = None) -> StatusData:
