@@ -286,12 +286,17 @@ def _checkout_new(layout: Layout, paths: list[Path], progress: Progress) -> None
         wt.run("reset", "--hard", "--quiet", "--no-recurse-submodules")
         if hook is not None:
             wt.run("hook", "run", "post-checkout", "--", ZERO_SHA, wt.out("rev-parse", "HEAD"), "1")
-        wt.worktree_unlock(path)
         progress(f"checked out {path}")
 
     with ThreadPoolExecutor(max_workers=min(len(paths), max(2, os.cpu_count() or 2))) as pool:
         for _ in pool.map(one, paths):
             pass
+    # `worktree unlock` reads every worktree's admin dir, which a concurrent `worktree add` may be
+    # half-way through writing ("failed to read .../commondir"): it needs the mutex too.
+    with mutex(layout, WORKTREES):
+        git = layout.git()
+        for path in paths:
+            git.worktree_unlock(path)
 
 
 def _ensure_worktree(
