@@ -275,3 +275,16 @@ def test_fast_branch_name_check_never_accepts_what_git_refuses(tmp_path: Path) -
         if _plainly_valid_branch(name):
             assert git_ok, name
     assert _plainly_valid_branch("task-t1-agent-a1") and _plainly_valid_branch("work/t1")
+
+
+def test_git_missing_from_path_is_exit_2_not_a_traceback(repo: Path, cli, tmp_path: Path) -> None:
+    before = snapshot(repo)
+    empty = tmp_path / "nobin"
+    empty.mkdir()
+    env = {"PATH": str(empty), "GIT_PYTHON_GIT_EXECUTABLE": ""}
+    for args in (["start", "t1", "--json"], ["status", "--json"]):
+        r = cli(*args, env=env)
+        assert r.returncode == 2, r
+        no_traceback(r)
+        assert r.json["summary"] == "git is not installed or not on PATH"
+    assert snapshot(repo) == before

@@ -94,7 +94,10 @@ class Git:
     # -- running -----------------------------------------------------------------------------
 
     def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> Out:
-        from git.cmd import Git as _Cmd  # lazy: GitPython costs ~100 ms to import
+        try:
+            from git.cmd import Git as _Cmd  # lazy: GitPython costs ~100 ms to import
+        except ImportError as e:  # GitPython refuses to import when it cannot run `git --version`
+            raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
 
         if not self.cwd.is_dir():
             # GitPython silently falls back to the process cwd for a missing directory; never do that.
@@ -114,7 +117,7 @@ class Git:
                 strip_newline_in_stdout=False,
                 env={**self.env, **(env or {})},
             )
-        except FileNotFoundError as e:  # pragma: no cover - git missing from PATH
+        except FileNotFoundError as e:  # git removed from PATH after GitPython was imported
             raise BadInput("git is not installed or not on PATH") from e
         finally:
             if stdin is not None:
