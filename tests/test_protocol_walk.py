@@ -89,3 +89,7 @@ def test_low_docs_task_skips_the_implementation_states(tmp_path: Path) -> None:
     assert git(p.repo, "rev-parse", "main") == p.head()
     assert [t["to"] for t in p.task_json()["transition_log"]] == [
         "INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "AWAITING_USER_APPROVAL", "COMPLETE"]
+    # a COMPLETE task points at the command that ends it, not at a bare state change
+    r = p.spark("status", p.task)
+    assert r.returncode == 0, r
+    assert f"next: CLEANUP ready (spark-git cleanup {p.task})" in r.stdout, r.stdout

@@ -570,7 +570,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
                 f"illegal transition {frm} → {to} for task {task!r} (variant {variant_of(tf)})",
                 hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
                 details={"legal_next_states": legal},
-                next=[f"spark-git advance {task} --to {s}" for s in legal],
+                next=[command_to(task, s) for s in legal],
                 task=task,
             )
         ctx = make_ctx(layout, tf, session, why)
@@ -680,6 +680,15 @@ def agent_add_guard(layout: Layout) -> Callable[[TaskFile], None]:
             tf.plan_approval = None
 
     return guard
+
+
+def command_to(task: str, state: str) -> str:
+    """The command that performs a transition: two of them are whole commands of their own."""
+    if state == COMPLETE:
+        return f"spark-git complete {task}"
+    if state == CLEANUP:
+        return f"spark-git cleanup {task}"
+    return f"spark-git advance {task} --to {state}"
 
 
 def _path_to(tf: TaskFile, state: str) -> str:

@@ -133,12 +133,13 @@ def status(
 def _render_next_states(out, t) -> None:
     from rich.markup import escape
 
+    from ..protocol import command_to
+
     if t.risk:
         out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
     for n in t.next_states:
         if not n.blockers:
-            how = f"spark-git complete {t.task}" if n.state == "COMPLETE" else f"spark-git advance {t.task} --to {n.state}"
-            out.print(f"  next: {n.state} [green]ready[/green] ({how})")
+            out.print(f"  next: {n.state} [green]ready[/green] ({command_to(t.task, n.state)})")
             continue
         out.print(f"  next: {n.state} blocked by:")
         for b in n.blockers:
