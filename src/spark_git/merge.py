@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import audit, envs, faults, gates, notes, protocol
-from .errors import BadInput, Blocked, Failed
+from .errors import BadInput, Blocked, Failed, SparkError
 from .git import ZERO_SHA, Git, branch_ref
 from .layout import Layout, agent_name, task_name
 from .locks import MAIN, mutex, require_owner, task_mutex_name
@@ -47,6 +47,22 @@ class MergeData(BaseModel):
     archive_ref: str | None
     gate: gates.GateEvidence | None
     recovered: list[str] = []  # leftovers of a killed merge that this one cleaned up
+
+
+class MergeRefusal(BaseModel):
+    agent: str
+    status: str  # BLOCKED | FAIL, as the single-agent merge would have printed
+    exit_code: int
+    error: str
+    hint: str | None = None
+    details: dict[str, Any] = {}
+    next: list[str] = []
+
+
+class MergeAllData(BaseModel):
+    task: str
+    merged: list[MergeData]  # in the order tried; entries with no `landed` had nothing new
+    refused: list[MergeRefusal]
 
 
 class SyncData(BaseModel):
@@ -224,6 +240,25 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> Merg
         if data.landed or data.recovered:
             save_task(layout, tf)
         return data
+
+
+def merge_all(layout: Layout, task: str, *, session: str | None) -> MergeAllData:
+    """Every agent of the task, in the order they joined, each through the whole `merge` (its own
+    gates, its own task-mutex hold). One agent's refusal does not stop the others; the protocol's
+    and the owner's refusals are the same for every agent, so they stop the batch before it starts."""
+    task = task_name(task)
+    tf = load_task(layout, task)
+    require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
+    unmet = protocol.merge_conditions(layout, tf)
+    if unmet:
+        raise _unmet_blocked(f"cannot merge the agents of {task}", unmet, task)
+    data = MergeAllData(task=task, merged=[], refused=[])
+    for agent in tf.agents:
+        try:
+            data.merged.append(merge(layout, task, agent, session=session))
+        except SparkError as e:
+            data.refused.append(MergeRefusal(agent=agent, status=e.status, exit_code=e.exit_code, error=e.message, hint=e.hint, details=e.details, next=e.next))
+    return data
 
 
 def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None) -> MergeData:

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from .errors import BadInput
 
-# Command (as typed after `spark-git`) → model of the `data` it prints with --json on success.
+# Command (as typed after `spark-git`) → model of the `data` it prints with --json on success;
+# "cmd --opt" where an option changes the shape of that data.
 COMMANDS: dict[str, str] = {
     "start": "spark_git.tasks:StartData",
     "status": "spark_git.status:StatusData",
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "lock main": "spark_git.mainlock:MainLockData",
     "unlock main": "spark_git.mainlock:MainLockData",
     "merge": "spark_git.merge:MergeData",
+    "merge --all": "spark_git.merge:MergeAllData",
     "sync": "spark_git.merge:SyncData",
     "approve": "spark_git.approvals:ApproveData",
     "complete": "spark_git.merge:CompleteData",

@@ -9,6 +9,7 @@ import typer
 
 from ..locks import session_from
 from . import app
+from ..errors import BadInput
 from .common import Result, SessionOpt, _esc, execute
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
@@ -25,27 +26,60 @@ def _gate_line(out, gate) -> None:
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}  log {gate.log_path}")
 
 
+def _merge_lines(out, d) -> None:
+    out.print(f"  {d.task_branch}: {d.old_head[:12]} → {d.new_head[:12]}" + ("  (rebased)" if d.rebased else "") + (f"  ({d.stamped} commit(s) attributed)" if d.stamped else ""))
+    for c in d.landed:
+        out.print(f"  {c.sha[:12]} {_esc(c.subject)}")
+    _gate_line(out, d.gate)
+    for r in d.recovered:
+        out.print(f"  [yellow]recovered:[/yellow] {r}")
+
+
 @app.command()
-def merge(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
+def merge(
+    ctx: typer.Context,
+    task: TaskArg,
+    agent: Annotated[Optional[str], typer.Option("--agent", "-a", help="Agent name.", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every agent of the task in turn (one process; a refused agent does not stop the others).")] = False,
+    session: SessionOpt = None,
+) -> None:
     """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
     from .. import merge as m
 
     def action(layout):
+        if (agent is None) == (not all_):
+            raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
+        if all_:
+            return _merge_all_result(m.merge_all(layout, task, session=session_from(session)))
         d = m.merge(layout, task, agent, session=session_from(session))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
-
-        def human(out):
-            out.print(f"  {d.task_branch}: {d.old_head[:12]} → {d.new_head[:12]}" + ("  (rebased)" if d.rebased else "") + (f"  ({d.stamped} commit(s) attributed)" if d.stamped else ""))
-            for c in d.landed:
-                out.print(f"  {c.sha[:12]} {_esc(c.subject)}")
-            _gate_line(out, d.gate)
-            for r in d.recovered:
-                out.print(f"  [yellow]recovered:[/yellow] {r}")
-
-        return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=human)
+        return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d))
 
     execute(ctx, action)
+
+
+def _merge_all_result(d) -> Result:
+    landed = [x for x in d.merged if x.landed]
+
+    def human(out):
+        for x in d.merged:
+            if x.landed:
+                out.print(f"  [green]✓[/green] {x.agent}: {len(x.landed)} commit(s)")
+                _merge_lines(out, x)
+            else:
+                out.print(f"  · {x.agent}: nothing new")
+        for r in d.refused:
+            out.print(f"  [red]✗[/red] {r.agent}: {_esc(r.error)}")
+            if r.hint:
+                out.print(f"    [dim]hint:[/] {_esc(r.hint)}")
+
+    summary = f"merged {len(landed)} agent(s) into {d.task}, {len(d.merged) - len(landed)} with nothing new"
+    if not d.refused:
+        return Result(summary, d, task=d.task, human=human)
+    first = d.refused[0]
+    return Result(f"{summary}; {len(d.refused)} refused: {', '.join(r.agent for r in d.refused)}", d, task=d.task, human=human,
+                  status=first.status, exit_code=first.exit_code, next=[c for r in d.refused for c in (r.next or [f"spark-git merge {d.task} --agent {r.agent}"])])
 
 
 @app.command()
