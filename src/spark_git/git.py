@@ -208,10 +208,6 @@ class Git:
         left, right = self.out("rev-list", "--left-right", "--count", f"{branch}...{upstream}").split()
         return int(left), int(right)
 
-    def commits(self, rev_range: str) -> list[Sha]:
-        """Commits in `rev_range`, oldest first."""
-        return [Sha(s) for s in self.run("rev-list", "--reverse", rev_range).lines]
-
     # -- worktrees ---------------------------------------------------------------------------
 
     def worktrees(self) -> list[Worktree]:
@@ -311,8 +307,8 @@ class Git:
         return (Sha(lines[0]), lines[1]) if r.returncode == 0 and len(lines) == 2 else None
 
     def messages(self, rev_range: str) -> dict[str, str]:
-        """Full message of every commit in `rev_range`, in one git call."""
-        out = self.run("log", "--format=%H%x1f%B%x1e", rev_range).stdout
+        """Full message of every commit in `rev_range`, oldest first (`rev-list --reverse` order)."""
+        out = self.run("log", "--reverse", "--format=%H%x1f%B%x1e", rev_range).stdout
         res: dict[str, str] = {}
         for rec in out.split("\x1e"):
             sha, sep, msg = rec.lstrip("\n").partition("\x1f")
@@ -386,17 +382,22 @@ class Git:
 
     def numstat(self, rev_range: str) -> dict[str, list[tuple[int, int, str]]]:
         """Per commit: (added, removed, path) for each file it changes (binary files count 0)."""
-        out = self.run("log", "--numstat", "--format=%x1e%H", "--no-renames", rev_range).stdout
-        res: dict[str, list[tuple[int, int, str]]] = {}
+        return {sha: files for sha, (_subject, files) in self.changes(rev_range).items()}
+
+    def changes(self, rev_range: str) -> dict[str, tuple[str, list[tuple[int, int, str]]]]:
+        """Per commit: (subject, numstat files), in one git call."""
+        out = self.run("log", "--numstat", "--format=%x1e%H%x1f%s", "--no-renames", rev_range).stdout
+        res: dict[str, tuple[str, list[tuple[int, int, str]]]] = {}
         for rec in out.split("\x1e"):
             lines = [ln for ln in rec.splitlines() if ln]
             if not lines:
                 continue
+            sha, _, subject = lines[0].partition("\x1f")
             files = []
             for ln in lines[1:]:
                 a, d, path = ln.split("\t", 2)
                 files.append((int(a) if a.isdigit() else 0, int(d) if d.isdigit() else 0, path))
-            res[lines[0]] = files
+            res[sha] = (subject, files)
         return res
 
     # -- archiving (cleanup issue) -------------------------------------------------------------

@@ -290,14 +290,14 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
     task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
-    new = git.commits(f"{task_head}..{a_head}")
+    messages = git.messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
+    new = list(messages)
     if not new:
         recovered += _record_unrecorded_landing(layout, tf, agent, a_head, task_head, session)
         return MergeData(task=task, agent=agent, task_branch=tf.task_branch, old_head=task_head, new_head=task_head, landed=[],
                          rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
 
     mode = layout.config.attribution.mode
-    messages = git.messages(f"{task_head}..{a_head}")
     unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
     if mode == "require" and unattributed:
         raise Blocked(
@@ -327,7 +327,8 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
         rebased = True
         faults.point("merge-after-rebase")
         a_head_rebased = awt.head()
-        rebased_commits = git.commits(f"{task_head}..{a_head_rebased}")
+        messages = git.messages(f"{task_head}..{a_head_rebased}")
+        rebased_commits = list(messages)
         # rebase keeps the order; commits already upstream are dropped (then the mapping is unknown)
         if len(rebased_commits) == len(new):
             original = dict(zip(rebased_commits, new))
@@ -335,7 +336,6 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
             original = {sha: None for sha in rebased_commits}  # type: ignore[misc]
         a_head = a_head_rebased
         new = rebased_commits
-        messages = git.messages(f"{task_head}..{a_head}")
 
     stamped = 0
     if mode == "add" and new:
@@ -373,13 +373,11 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
         raise Failed(f"fast-forward of {tf.task_branch} did not land {a_head[:12]}", task=task)
     faults.point("merge-after-ff")
 
-    numstat = git.numstat(f"{task_head}..{a_head}")
-    subjects = {sha: subj for sha, subj in git.log_fields(f"{task_head}..{a_head}", ["%H", "%s"])}
-    landed = [
-        LandedCommit(sha=sha, original_sha=original.get(sha) if original.get(sha) != sha else None,
-                     subject=subjects.get(sha, ""), files=[f[2] for f in numstat.get(sha, [])])
-        for sha in new
-    ]
+    changes = git.changes(f"{task_head}..{a_head}")
+    landed = []
+    for sha in new:
+        subject, files = changes.get(sha, ("", []))
+        landed.append(LandedCommit(sha=sha, original_sha=original.get(sha) if original.get(sha) != sha else None, subject=subject, files=[f[2] for f in files]))
     at = now()
     notes.append_many(layout, [
         (c.sha, {"kind": "attribution", "agent": agent, "task": task, "session": session, "branch": entry.branch, "original": c.original_sha})

@@ -17,20 +17,22 @@ from .models import now
 NOTES_REF = "refs/notes/spark"
 
 
-def _ensure_rewrite_config(git: Git) -> None:
-    # Notes follow `git rebase` / `commit --amend` of annotated commits. Set once, under the notes mutex.
-    cur = dict(ln.split(" ", 1) for ln in git.run("config", "--get-regexp", r"^notes\.rewrite", check=False).lines if " " in ln)
-    if cur.get("notes.rewriteref") != NOTES_REF:
-        git.config_set("notes.rewriteRef", NOTES_REF)
-    if cur.get("notes.rewrite.rebase") != "true":
-        git.config_set("notes.rewrite.rebase", "true")
+def ensure_rewrite_config(layout: Layout) -> None:
+    """Notes follow `git rebase` / `commit --amend` of annotated commits. Set by `start`, before any
+    note of the task exists; the notes mutex because two writers of .git/config fail on its lock."""
+    git = layout.git()
+    with mutex(layout, NOTES):
+        cur = dict(ln.split(" ", 1) for ln in git.run("config", "--get-regexp", r"^notes\.rewrite", check=False).lines if " " in ln)
+        if cur.get("notes.rewriteref") != NOTES_REF:
+            git.config_set("notes.rewriteRef", NOTES_REF)
+        if cur.get("notes.rewrite.rebase") != "true":
+            git.config_set("notes.rewrite.rebase", "true")
 
 
 def append_many(layout: Layout, entries: Iterable[tuple[str, dict[str, Any]]]) -> None:
     """Appends each (commit, object) as one line to that commit's note."""
     git = layout.git()
     with mutex(layout, NOTES):
-        _ensure_rewrite_config(git)
         by_commit: dict[str, list[dict[str, Any]]] = {}
         for sha, obj in entries:
             by_commit.setdefault(sha, []).append({"time": now(), **obj})

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 from pydantic import BaseModel
 
-from . import audit, faults
+from . import audit, faults, notes
 from .errors import BadInput, Blocked, SparkError
 from .git import ZERO_SHA, Git, branch_ref
 from .layout import Layout, agent_name, task_name
@@ -235,6 +235,7 @@ def _provision(layout: Layout, tf: TaskFile, minted: bool, *, created_lock: bool
     ]
     created = _Created(lock=layout.task_json(task) if created_lock else None)
     try:
+        notes.ensure_rewrite_config(layout)  # before any commit of the task can carry a note
         with mutex(layout, WORKTREES):
             git = layout.git()
             registered = {wt.path.resolve(): wt for wt in git.worktrees()}
