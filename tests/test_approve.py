@@ -3,13 +3,11 @@ the terminal path driven through a real pseudo-terminal."""
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
 from pathlib import Path
 
-from fixtures.repo import git, spark_argv
+from fixtures.repo import git
 from tests.mergekit import PY, Task, config
+from tests.ptyutil import answer_on_pty
 
 OK_GATE = [PY, "-c", "pass"]
 
@@ -61,38 +59,14 @@ def test_approve_given_sha_and_bad_sha(tmp_path: Path) -> None:
     assert (t.root / "task.json").read_bytes() != before
 
 
-def _approve_on_pty(t: Task, typed: bytes) -> tuple[int, str]:
-    """Runs `approve` with stdin/stdout/stderr on a pseudo-terminal; types `typed` after the prompt."""
-    master, slave = pty.openpty()
-    env = dict(os.environ, SPARK_SESSION_ID="s1")
-    p = subprocess.Popen(spark_argv("approve", "t1", "--changes"), cwd=t.repo, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    seen = b""
-    while b"Type the task name" not in seen:  # wait for the prompt, then answer it
-        chunk = os.read(master, 4096)
-        assert chunk, seen
-        seen += chunk
-    os.write(master, typed)
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    return p.wait(timeout=60), seen.decode(errors="replace")
-
-
 def test_terminal_path_through_a_pseudo_terminal(tmp_path: Path) -> None:
     t = _landed(tmp_path)  # allow_non_interactive is false: only the terminal path can approve
     head = t.head()
     before = (t.root / "task.json").read_bytes()
-    rc, out = _approve_on_pty(t, b"wrong-name\n")
+    rc, out = answer_on_pty(t.repo, ["approve", "t1", "--changes"], b"wrong-name\n")
     assert rc == 3, out
     assert "did not match" in out and (t.root / "task.json").read_bytes() == before
-    rc, out = _approve_on_pty(t, b"t1\n")
+    rc, out = answer_on_pty(t.repo, ["approve", "t1", "--changes"], b"t1\n")
     assert rc == 0, out
     cp = t.task_json()["checkpoint"]
     assert cp["commit_sha"] == head and cp["approved"] is True and cp["via"] == "terminal"

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
 from pathlib import Path
 
-from fixtures.repo import spark_argv
 from tests.protokit import P
+from tests.ptyutil import answer_on_pty
 
 NO_AUTO = """[gates]
 build = ["sh", "-c", "true"]
@@ -28,29 +25,6 @@ def _in_synthesis(tmp_path: Path) -> P:
     return p
 
 
-def _on_pty(p: P, typed: bytes) -> tuple[int, str]:
-    master, slave = pty.openpty()
-    env = dict(os.environ, SPARK_SESSION_ID="s1")
-    proc = subprocess.Popen(spark_argv("approve", p.task, "--plan"), cwd=p.repo, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    seen = b""
-    while b"Type the task name" not in seen:  # the prompt, then the answer
-        chunk = os.read(master, 4096)
-        assert chunk, seen
-        seen += chunk
-    os.write(master, typed)
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode(errors="replace")
-
-
 def test_plan_approval_needs_a_terminal(tmp_path: Path) -> None:
     p = _in_synthesis(tmp_path)
     before = p.snapshot()
@@ -64,9 +38,9 @@ def test_plan_approval_needs_a_terminal(tmp_path: Path) -> None:
 def test_plan_approval_through_a_pseudo_terminal(tmp_path: Path) -> None:
     p = _in_synthesis(tmp_path)
     before = p.snapshot()
-    rc, out = _on_pty(p, b"not-it\n")
+    rc, out = answer_on_pty(p.repo, ["approve", p.task, "--plan"], b"not-it\n")
     assert rc == 3 and "did not match" in out and p.snapshot() == before
-    rc, out = _on_pty(p, b"t1\n")
+    rc, out = answer_on_pty(p.repo, ["approve", p.task, "--plan"], b"t1\n")
     assert rc == 0, out
     assert "Approve the plan of task 't1'" in out
     pa = p.task_json()["plan_approval"]

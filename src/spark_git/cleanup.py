@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from . import archive, audit, faults
 from .errors import BadInput, Blocked, SparkError
 from .git import Git, Sha, Worktree, branch_ref
-from .layout import Layout, task_name
+from .layout import Layout, task_name, within
 from .locks import WORKTREES, mutex, require_owner, task_mutex_name
 from .models import AuditSnapshot, TaskFile
 from .store import read_optional, write_atomic
@@ -62,7 +62,7 @@ def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller:
 
 def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None) -> EndData:
     task = task_name(task)
-    go_to = str(layout.main_worktree) if caller is not None and _inside(caller, layout.task_dir(task)) else None
+    go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
     with mutex(layout, task_mutex_name(task)):
         if not layout.task_json(task).exists():
             done = read_optional(snapshot_path(layout, task), AuditSnapshot)
@@ -146,14 +146,6 @@ def _check_guard(layout: Layout, tf: TaskFile, session: str | None) -> None:
         raise protocol.refuse(f"cleanup of task {tf.task_name!r}", unmet, tf.task_name)
 
 
-def _inside(p: Path, root: Path) -> bool:
-    try:
-        p.resolve().relative_to(root.resolve())
-        return True
-    except (ValueError, OSError):
-        return False
-
-
 def _containment(git: Git, base: str):
     base_head = git.branch_head(base)
     cache: dict[str, bool] = {}
@@ -177,7 +169,7 @@ def _trees(layout: Layout, tf: TaskFile, git: Git) -> list[_Tree]:
         wanted[Path(e.worktree).resolve()] = a
     root = layout.task_dir(task).resolve()
     for p in registered:
-        if p not in wanted and _inside(p, root):
+        if p not in wanted and within(p, root):
             wanted[p] = p.parent.name if p.name == "code" else p.name
     res = []
     for p, label in wanted.items():

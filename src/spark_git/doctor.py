@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from . import archive, audit
 from .errors import CorruptState, SparkError
 from .git import Git, Worktree, branch_ref
-from .layout import Layout, task_name
+from .layout import Layout, task_name, within
 from .locks import WORKTREES, idle_for, mutex, task_mutex_name
 from .models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, TaskFile, now, parse_time
 from .store import read_optional, write_atomic
@@ -464,7 +464,7 @@ LOCK_GLOBS = ("*.lock", "refs/**/*.lock", "worktrees/*/*.lock", "logs/**/*.lock"
 
 def _check_git_locks(ctx: _Ctx, only: list[str] | None) -> None:
     common = ctx.layout.repo.common_dir
-    found = sorted({p for g in LOCK_GLOBS for p in common.glob(g) if p.is_file() and not _inside(p, ctx.layout.spark_dir)})
+    found = sorted({p for g in LOCK_GLOBS for p in common.glob(g) if p.is_file() and not within(p, ctx.layout.spark_dir)})
     if not found:
         return
     running = _git_processes(ctx.layout)
@@ -514,17 +514,9 @@ def _git_processes(layout: Layout) -> list[int]:
             cwd = Path(os.readlink(d / "cwd"))
         except OSError:
             continue
-        if any(_inside(cwd, r) for r in roots):
+        if any(within(cwd, r) for r in roots):
             pids.append(int(d.name))
     return pids
-
-
-def _inside(p: Path, root: Path) -> bool:
-    try:
-        p.resolve().relative_to(root.resolve())
-        return True
-    except (ValueError, OSError):
-        return False
 
 
 # -- lock break ------------------------------------------------------------------------------------

@@ -242,7 +242,7 @@ def decide_write(repo: Repo, cwd_real: Path, cwd: Path, target: str, event: dict
             there.rel[:2] == ("agents", me.agent) or there.rel == (f"{me.task}-{me.agent}-requirements.md",)
         ):
             return Decision(True, f"spark-git: allowed: agent {me.agent} writes its own report")
-        if there.kind != "outside" or _inside(resolved, repo.common):
+        if there.kind != "outside" or resolved.is_relative_to(repo.common):
             return Decision(
                 False,
                 f"spark-git: blocked: agent {me.agent} of task {me.task} may write only in its own worktree "
@@ -270,10 +270,6 @@ def decide_write(repo: Repo, cwd_real: Path, cwd: Path, target: str, event: dict
             "work in a task (`spark-git start`) or take it with `spark-git lock main`",
         )
     return Decision(True, f"spark-git: allowed: {_describe(there)}")
-
-
-def _inside(p: Path, d: Path) -> bool:
-    return p == d or d in p.parents
 
 
 def _describe(pl: Place) -> str:
@@ -377,7 +373,7 @@ def _check_rm(repo: Repo, here: Path, args: list[str]) -> Decision | None:
         r = _real(p if p.is_absolute() else here / p)
         pl = locate(repo, r)
         structural = (
-            _inside(repo.tasks_root, r)  # the tasks root or one of its ancestors
+            repo.tasks_root.is_relative_to(r)  # the tasks root or one of its ancestors
             or (pl.kind == "taskdir" and (len(pl.rel) == 0 or pl.rel == ("agents",) or (len(pl.rel) == 2 and pl.rel[0] == "agents")))
             or (pl.kind == "taskdir" and pl.rel in (("task.json",), ("audit-trail.json",), ("audit-snapshot.json",)))
             or (pl.kind in ("task", "agent") and pl.rel == ())

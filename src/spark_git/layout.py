@@ -155,3 +155,11 @@ class Layout:
 
 def _resolve(p: Path) -> Path:
     return p.resolve(strict=False)
+
+
+def within(p: Path, root: Path) -> bool:
+    """`p` is `root` or below it, symlinks resolved on both sides (False when either cannot be)."""
+    try:
+        return p.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False

@@ -82,19 +82,15 @@ def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
         if rel not in ignored:
             continue  # untracked but not ignored: someone's work in progress, not local config
         src = src_root / rel
-        if _inside(Path(os.path.realpath(src)), skip):
+        if Path(os.path.realpath(src)).is_relative_to(skip):
             continue
         _copy_tree(src, dest / rel, rel, repo_real, rep)
-
-
-def _inside(p: Path, d: Path) -> bool:
-    return p == d or d in p.parents
 
 
 def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionReport) -> None:
     if src.is_symlink():
         target = Path(os.path.realpath(src))
-        if not _inside(target, repo_real):
+        if not target.is_relative_to(repo_real):
             rep.skipped_symlinks.append(rel)
             return
         if not dst.exists() and not dst.is_symlink():
