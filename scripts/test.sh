@@ -4,7 +4,8 @@ set -euo pipefail
 source "$(dirname "$0")/_venv.sh"
 cd "$ROOT"
 set +e
-python -m pytest "$@"
+# One worker per CPU (SPARK_TEST_WORKERS=0 runs in this process, e.g. for pdb).
+python -m pytest -n "${SPARK_TEST_WORKERS:-auto}" "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -41,3 +41,13 @@ def cli(repo: Path) -> Callable[..., Run]:
         return spark(cwd or repo, *args, env=e, input=input)
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Tests that measure something report it with `record_property("summary", text)`; printed here
+    because a test's own output is not shown (and never reaches the terminal from xdist workers)."""
+    for kind in ("passed", "failed"):
+        for rep in terminalreporter.stats.get(kind, []):
+            for name, value in getattr(rep, "user_properties", []):
+                if name == "summary" and getattr(rep, "when", "call") == "call":
+                    terminalreporter.write_line(str(value))

@@ -69,7 +69,7 @@ def _doctor_fixes_everything(repo: Path, env: dict[str, str], where: str) -> Non
         assert again.returncode == 0 and again.json["data"]["broken"] == 0, (where, str(again))
 
 
-def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, capsys) -> None:
+def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, record_property) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"}, config=CONFIG)
     tasks_root = tmp_path / "repo.tasks"
     env = {**os.environ, "SPARK_SESSION_ID": "s1"}
@@ -107,8 +107,8 @@ def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, cap
 
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert git(repo, "branch", "--format=%(refname:short)") == "main"
-    with capsys.disabled():
-        print(f"\nfault injection: {len(exercised)} distinct kill points exercised:\n  " + "\n  ".join(exercised))
+    # printed in pytest's terminal summary (conftest), also when the suite runs on xdist workers
+    record_property("summary", f"fault injection: {len(exercised)} distinct kill points exercised:\n  " + "\n  ".join(exercised))
     assert len(set(exercised)) >= 25, exercised
 
 
