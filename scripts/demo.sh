@@ -15,6 +15,7 @@ mkdir -p "$REPO" && cd "$REPO"
 git init -q -b main
 printf '# app\n' > README.md
 printf 'def add(a, b):\n    return a + b\n' > calc.py
+printf '__pycache__/\n' > .gitignore  # the gates import calc.py; their bytecode must not dirty the worktrees
 git add -A && git commit -q -m "initial commit"
 echo "demo repository: $REPO"
 

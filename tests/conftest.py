@@ -12,15 +12,27 @@ import pytest
 from fixtures.repo import Run, make_repo, sealed_env, spark
 
 
-@pytest.fixture(autouse=True)
-def sealed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("home")
-    env = sealed_env(home)
+def _seal(mp: pytest.MonkeyPatch, env: dict[str, str]) -> None:
     for k in list(os.environ):
         if k not in env:
-            monkeypatch.delenv(k, raising=False)
+            mp.delenv(k, raising=False)
     for k, v in env.items():
-        monkeypatch.setenv(k, v)
+        mp.setenv(k, v)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sealed_session(tmp_path_factory: pytest.TempPathFactory):
+    """Module- and session-scoped fixtures run before the per-test seal: seal them too."""
+    with pytest.MonkeyPatch.context() as mp:
+        env = sealed_env(tmp_path_factory.mktemp("session-home"))
+        _seal(mp, env)
+        yield env
+
+
+@pytest.fixture(autouse=True)
+def sealed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    env = sealed_env(tmp_path_factory.mktemp("home"))
+    _seal(monkeypatch, env)
     return env
 
 

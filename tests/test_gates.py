@@ -85,7 +85,7 @@ def test_no_gate_configured_merges_and_records_that_none_ran(tmp_path: Path) -> 
 
 def test_pytest_gate_records_test_counts(tmp_path: Path) -> None:
     t = Task(tmp_path, ["a1"], config(build=[PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "checks"]),
-             files={"checks/test_x.py": "def test_a():\n    pass\n\ndef test_b():\n    pass\n", "README.md": "r\n"})
+             files={"checks/test_x.py": "def test_a():\n    pass\n\ndef test_b():\n    pass\n", "README.md": "r\n", ".gitignore": "__pycache__/\n"})
     t.commit("a1", {"checks/test_y.py": "import pytest\n\n@pytest.mark.skip(reason='demo')\ndef test_c():\n    pass\n"}, "[a1] more checks")
     r = t.merge("a1")
     assert r.returncode == 0, r
@@ -107,3 +107,20 @@ def test_stamp_message_adds_prefix_and_trailers_once() -> None:
     assert gates.stamp_message(body, "a1", "t") == "[a1] fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\nSpark-Agent: a1\nSpark-Task: t\n"
     stamped = gates.stamp_message("fix bug\n", "a1", "t")
     assert gates.stamp_message(stamped, "a1", "t") == stamped
+
+
+def test_gate_that_leaves_files_is_refused_until_they_are_ignored(tmp_path: Path) -> None:
+    # pytest writes __pycache__ next to the tests it imports: untracked files the next merge would trip on
+    t = Task(tmp_path, ["a1"], config(build=[PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "checks"]),
+             files={"checks/test_x.py": "def test_a():\n    pass\n", "README.md": "r\n"})
+    base = t.head()
+    t.commit("a1", {"checks/test_y.py": "def test_b():\n    pass\n"}, "[a1] more checks")
+    r = t.merge("a1")
+    assert r.returncode == 1 and r.json["status"] == "FAIL", r
+    assert r.json["summary"] == f"the build gate left changes in {t.wt('a1')}; nothing was merged"
+    assert "?? checks/__pycache__/test_x.cpython" in " ".join(r.json["data"]["files"])
+    assert ".gitignore" in r.json["data"]["hint"]
+    assert t.head() == base
+    t.commit("a1", {".gitignore": "__pycache__/\n"}, "[a1] ignore bytecode")
+    r = t.merge("a1")
+    assert r.returncode == 0 and len(r.json["data"]["landed"]) == 2, r

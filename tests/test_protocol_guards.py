@@ -8,13 +8,12 @@ test breaks one condition at a time (then restores it) before the next test perf
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from fixtures.repo import git, sealed_env
+from fixtures.repo import git
 from tests.protokit import FULL_CONFIG, P
 
 REV, UP, DOC = "rev-reviewer", "up-updater", "doc-updater"
@@ -46,14 +45,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
-    with pytest.MonkeyPatch.context() as mp:
-        env = sealed_env(tmp_path_factory.mktemp("home"))
-        for k in list(os.environ):
-            if k not in env:
-                mp.delenv(k)
-        for k, v in env.items():
-            mp.setenv(k, v)
-        yield World(tmp_path_factory.mktemp("w"))
+    return World(tmp_path_factory.mktemp("w"))  # sealed by conftest's session fixture
 
 
 def _classify(p: P) -> None:

@@ -5,7 +5,6 @@ show it; doctor reads it anyway."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -38,20 +37,11 @@ COMMANDS = [
 
 @pytest.fixture(scope="module")
 def edited(tmp_path_factory: pytest.TempPathFactory) -> P:
-    from fixtures.repo import sealed_env
-
-    with pytest.MonkeyPatch.context() as mp:
-        env = sealed_env(tmp_path_factory.mktemp("home"))
-        for k in list(os.environ):
-            if k not in env:
-                mp.delenv(k)
-        for k, v in env.items():
-            mp.setenv(k, v)
-        p = P(tmp_path_factory.mktemp("h"), agents="code-updater", config=CFG)
-        p.commit("code-updater", {"a.txt": "a\n"}, "work")
-        tf = json.loads((p.root / "task.json").read_text())
-        (p.root / "task.json").write_text(json.dumps({**tf, "state": "AWAITING_USER_APPROVAL"}, indent=2))
-        yield p
+    p = P(tmp_path_factory.mktemp("h"), agents="code-updater", config=CFG)  # sealed by conftest's session fixture
+    p.commit("code-updater", {"a.txt": "a\n"}, "work")
+    tf = json.loads((p.root / "task.json").read_text())
+    (p.root / "task.json").write_text(json.dumps({**tf, "state": "AWAITING_USER_APPROVAL"}, indent=2))
+    return p
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:2]) if a[0] in ("agent", "approve") else a[0])

@@ -25,6 +25,7 @@ from .store import create_exclusive, read_optional, write_atomic
 from .tasks import load_task, save_task, updating
 
 ARCHIVE_PREFIX = "refs/spark/archive"
+GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
 MARKER = ".spark-merge-rebase"  # in the agent dir: "a rebase started by `merge` is in progress"
 
 
@@ -363,7 +364,8 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
         raise Failed(f"{agent}'s branch changed while its gate ran ({a_head[:12]} → {(after[0] if after else '?')[:12]}); nothing was merged", task=task)
     left = awt.status()
     if left:
-        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task)
+        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task,
+                     hint=GATE_LEFT_CHANGES_HINT)
 
     faults.point("merge-before-ff")
     if git.branch_head(tf.task_branch) != task_head:  # cannot happen under the task mutex; never land over it
@@ -508,8 +510,12 @@ def _complete_locked(layout: Layout, task: str, session: str) -> CompleteData:
         record_gate(layout, task, ev, session)
         if not ev.passed:
             raise _gate_failed(ev, task, f"{task} was not completed")
-        if twt.head() != head or git.branch_head(tf.task_branch) != head or twt.status():
-            raise Failed(f"the task branch or worktree changed while the final gate ran; nothing landed", task=task)
+        if twt.head() != head or git.branch_head(tf.task_branch) != head:
+            raise Failed("the task branch changed while the final gate ran; nothing landed", task=task)
+        left = twt.status()
+        if left:
+            raise Failed(f"the final gate left changes in {tf.worktree}; nothing landed", details={"files": [str(s) for s in left]}, task=task,
+                         hint=GATE_LEFT_CHANGES_HINT)
         faults.point("complete-before-ff")
         if git.branch_head(base) != base_head:  # a human committed on the base meanwhile: land nothing
             raise Failed(f"{base} moved while {task} was being completed ({base_head[:12]} → {(git.branch_head(base) or '?')[:12]}); nothing landed", task=task)
