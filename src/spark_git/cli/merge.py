@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import BadInput
 from ..locks import session_from
 from . import app
-from ..errors import BadInput
 from .common import Result, SessionOpt, _esc, execute
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
@@ -121,7 +121,6 @@ def approve(
 ) -> None:
     """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""
     from .. import approvals
-    from ..errors import BadInput
 
     def action(layout):
         if changes == plan:
