@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import subprocess
 from pathlib import Path
 
-from fixtures.repo import git, write
+from fixtures.repo import git, spark_argv, write
 from spark_git import gates
 from tests.mergekit import PY, Task, config
 
@@ -124,3 +126,33 @@ def test_gate_that_leaves_files_is_refused_until_they_are_ignored(tmp_path: Path
     t.commit("a1", {".gitignore": "__pycache__/\n"}, "[a1] ignore bytecode")
     r = t.merge("a1")
     assert r.returncode == 0 and len(r.json["data"]["landed"]) == 2, r
+
+
+def test_sigkill_of_spark_git_mid_gate_leaves_nothing_running(tmp_path: Path) -> None:
+    # The gate starts a grandchild and tells us its pid through a FIFO; then spark-git is SIGKILLed.
+    fifo = tmp_path / "pid.fifo"
+    os.mkfifo(fifo)
+    gate = f"sleep 300 & echo $! > {fifo}; wait"
+    t = Task(tmp_path, ["a1"], config(build=gate, timeout=600))
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    old = t.head()
+    env = dict(os.environ, SPARK_SESSION_ID="s1")
+    proc = subprocess.Popen(spark_argv("merge", "t1", "--agent", "a1", "--json"), cwd=t.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([rfd], [], [], 60)  # the gate is running once it writes
+        assert ready, proc.communicate(timeout=60)
+        grandchild = int(os.read(rfd, 64).decode().strip())
+    finally:
+        os.close(rfd)
+    proc.kill()
+    proc.communicate(timeout=60)
+    pidfd = os.pidfd_open(grandchild)
+    try:
+        gone, _, _ = select.select([pidfd], [], [], 30)  # readable when the process has exited
+    finally:
+        os.close(pidfd)
+    assert gone, f"gate grandchild {grandchild} outlived the killed spark-git"
+    assert t.head() == old
+    d = t.spark("--json", "doctor")
+    assert d.returncode == 0 and d.json["data"]["broken"] == 0, d

@@ -162,6 +162,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
             exit_code = 127
             log.write(f"spark-git: {error}\n".encode())
         else:
+            watchdog = _watchdog(proc.pid)
             faults.point(f"gate-{gate}-running")
             try:
                 exit_code = proc.wait(timeout=timeout_s)
@@ -176,6 +177,9 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
                     _kill_group(proc)
             # Whatever the gate started in its group must not outlive it.
             _kill_group(proc, quiet=True)
+            if watchdog is not None:  # its job is done: stop it before it could signal a reused group id
+                watchdog.kill()
+                watchdog.wait()
     duration = round(time.monotonic() - t0, 3)
     tests = None
     if is_pytest(command):
@@ -187,6 +191,18 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
         gate=gate, command=command, ran=True, passed=passed, exit_code=exit_code, timed_out=timed_out, duration_s=duration,
         tree=tree, commit=commit, worktree=str(worktree), log_path=str(path), time=started, tests=tests, error=error,
     )
+
+
+def _watchdog(pgid: int) -> subprocess.Popen | None:
+    """Kills the gate's process group if spark-git dies, SIGKILL included: PDEATHSIG only reaches the
+    gate's first process, not what it started. The watchdog waits for EOF on a pipe that only this
+    process holds open; the kernel closes it whenever we go away."""
+    try:
+        # `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative id
+        return subprocess.Popen(["/bin/sh", "-c", f"read _; kill -9 -{pgid} 2>/dev/null"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:  # no /bin/sh: PDEATHSIG still covers the gate itself
+        return None
 
 
 def _kill_group(proc: subprocess.Popen, quiet: bool = False) -> None:
