@@ -163,7 +163,8 @@ def _containment(git: Git, base: str):
 def _trees(layout: Layout, tf: TaskFile, git: Git) -> list[_Tree]:
     """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
     task = tf.task_name
-    registered = {wt.path.resolve(): wt for wt in git.worktrees()}
+    with mutex(layout, WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
+        registered = {wt.path.resolve(): wt for wt in git.worktrees()}
     wanted: dict[Path, str] = {Path(tf.worktree).resolve(): "task"}
     for a, e in tf.agents.items():
         wanted[Path(e.worktree).resolve()] = a
