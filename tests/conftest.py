@@ -57,7 +57,11 @@ def cli(repo: Path) -> Callable[..., Run]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Tests that measure something report it with `record_property("summary", text)`; printed here
-    because a test's own output is not shown (and never reaches the terminal from xdist workers)."""
+    because a test's own output is not shown (and never reaches the terminal from xdist workers).
+    The random order's seed is printed even under -q, so a failing order can be replayed."""
+    seed = terminalreporter.config.getoption("randomly_seed", default=None)
+    if seed is not None:
+        terminalreporter.write_line(f"random test order: replay with --randomly-seed={seed}")
     for kind in ("passed", "failed"):
         for rep in terminalreporter.stats.get(kind, []):
             for name, value in getattr(rep, "user_properties", []):

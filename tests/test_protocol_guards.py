@@ -1,8 +1,10 @@
 """Every transition is refused for each of its missing conditions in turn, the refusal lists all of
 them, and a refusal leaves task.json and audit-trail.json byte for byte as they were.
 
-The state is built once per transition: tasks in one module-wide repository walk forward, and each
-test breaks one condition at a time (then restores it) before the next test performs the transition.
+Order-independent: a test that needs a task at some milestone gets it from `world.at(milestone)`, which
+builds it on first use in a repository of its own (cached per worker process). Tests that only refuse
+may share that task, because every refusal is asserted to change nothing and each breaker is undone;
+a test that moves a task forward asks for `world.at(milestone, private=True)`, a task nobody else sees.
 """
 
 from __future__ import annotations
@@ -24,28 +26,6 @@ LOW = ["{DOC}"]
 """
 
 Case = Callable[[P], tuple[Callable[[], None], str]]  # apply → (undo, text expected in the refusal)
-
-
-class World:
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.repo: Path | None = None
-        self.tasks: dict[str, P] = {}
-        self.done: dict[str, int] = {}
-
-    def task(self, name: str) -> P:
-        if name not in self.tasks:
-            p = P(self.base, name, config=CONFIG, repo=self.repo)
-            p.inproc = True  # set-up only; every refusal below runs the real CLI as a subprocess
-            self.repo = p.repo
-            self.tasks[name] = p
-            self.done[name] = 0
-        return self.tasks[name]
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):
-    return World(tmp_path_factory.mktemp("w"))  # sealed by conftest's session fixture
 
 
 def _classify(p: P) -> None:
@@ -70,6 +50,11 @@ def _implement(p: P) -> None:
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
 
 
+def _land(p: P) -> None:
+    p.ok("approve", p.task, "--changes")
+    p.ok("complete", p.task)
+
+
 STEPS: list[tuple[str, Callable[[P], None]]] = [
     ("classified_ready", _classify),
     ("CLASSIFIED", lambda p: p.go()),
@@ -81,18 +66,37 @@ STEPS: list[tuple[str, Callable[[P], None]]] = [
     ("validation_ready", _implement),
     ("VALIDATION", lambda p: p.go()),
     ("REVIEW", lambda p: p.go()),
+    ("AWAITING_USER_APPROVAL", lambda p: p.go()),
+    ("COMPLETE", _land),
 ]
 NAMES = [n for n, _ in STEPS]
 
 
-def walk(world: World, task: str, milestone: str) -> P:
-    p = world.task(task)
-    target = NAMES.index(milestone) + 1
-    assert world.done[task] <= target, f"{task} is already past {milestone}"
-    for name, step in STEPS[world.done[task]:target]:
-        step(p)
-    world.done[task] = target
-    return p
+class World:
+    """Tasks named `walk` walked to a milestone, each in a repository of its own."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.shared: dict[str, P] = {}
+        self.made = 0
+
+    def at(self, milestone: str, private: bool = False, task: str = "walk") -> P:
+        key = f"{task}@{milestone}"
+        if not private and key in self.shared:
+            return self.shared[key]
+        self.made += 1
+        p = P(self.base / f"r{self.made}", task, config=CONFIG)
+        p.inproc = True  # set-up only; every refusal below runs the real CLI as a subprocess
+        for _name, step in STEPS[: NAMES.index(milestone) + 1]:
+            step(p)
+        if not private:
+            self.shared[key] = p
+        return p
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return World(tmp_path_factory.mktemp("w"))  # sealed by conftest's session fixture
 
 
 def refused(p: P, args: list[str], expect: list[str], session: str = "s1") -> list[str]:
@@ -216,12 +220,12 @@ CLASSIFIED_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*CLASSIFIED_CASES))
 def test_init_to_classified_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "classified_ready")
+    p = world.at("classified_ready")
     check(p, ["advance", p.task, "--to", "CLASSIFIED"], CLASSIFIED_CASES, case)
 
 
 def test_illegal_jump_is_refused_with_the_legal_next_states(world: World) -> None:
-    p = walk(world, "walk", "classified_ready")
+    p = world.at("classified_ready")
     before = p.snapshot()
     r = p.advance("IMPLEMENTATION")
     assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["CLASSIFIED"]
@@ -241,7 +245,7 @@ REQUIREMENTS_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*REQUIREMENTS_CASES))
 def test_classified_to_requirements_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "CLASSIFIED")
+    p = world.at("CLASSIFIED")
     check(p, ["advance", p.task, "--to", "REQUIREMENTS"], REQUIREMENTS_CASES, case)
 
 
@@ -258,7 +262,7 @@ SYNTHESIS_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*SYNTHESIS_CASES))
 def test_requirements_to_synthesis_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "synthesis_ready")
+    p = world.at("synthesis_ready")
     check(p, ["advance", p.task, "--to", "SYNTHESIS"], SYNTHESIS_CASES, case)
 
 
@@ -274,7 +278,7 @@ IMPLEMENTATION_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*IMPLEMENTATION_CASES))
 def test_synthesis_to_implementation_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "implementation_ready")
+    p = world.at("implementation_ready")
     cases = dict(IMPLEMENTATION_CASES)
     if case == "all":  # a missing task.md also voids the approval: list the distinct conditions
         cases.pop("plan_changed")
@@ -291,9 +295,7 @@ def test_synthesis_to_implementation_refused(world: World, case: str) -> None:
 
 
 def test_plan_approval_refused_outside_synthesis(world: World) -> None:
-    p = world.task("walk")
-    assert p.state() == "SYNTHESIS"
-    q = walk(world, "early", "CLASSIFIED")
+    q = world.at("CLASSIFIED")
     before = q.snapshot()
     r = q.spark("--json", "approve", q.task, "--plan")
     assert r.returncode == 3 and "needs SYNTHESIS" in r.stdout
@@ -317,7 +319,7 @@ VALIDATION_EXTRA: dict[str, Case] = {
 
 
 def test_merges_are_refused_outside_implementation(world: World) -> None:
-    p = world.task("walk")
+    p = world.at("implementation_ready", private=True)
     assert p.state() == "SYNTHESIS"
     p.commit(UP, {"early.txt": "x\n"}, "too early")
     head = p.head()
@@ -328,7 +330,7 @@ def test_merges_are_refused_outside_implementation(world: World) -> None:
 
 
 def test_review_goes_stale_when_another_merge_lands(world: World) -> None:
-    p = walk(world, "walk", "validation_ready")
+    p = world.at("validation_ready", private=True)
     first = p.head()
     p.commit(UP, {"src/more.py": "x = 1\n"}, "one more change")
     p.ok("merge", p.task, "--agent", UP)
@@ -344,7 +346,7 @@ def test_review_goes_stale_when_another_merge_lands(world: World) -> None:
 
 @pytest.mark.parametrize("case", C(*VALIDATION_CASES) + list(VALIDATION_EXTRA))
 def test_implementation_to_validation_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "validation_ready")
+    p = world.at("validation_ready")
     check(p, ["advance", p.task, "--to", "VALIDATION"], {**VALIDATION_CASES, **VALIDATION_EXTRA} if case != "all" else VALIDATION_CASES, case)
 
 
@@ -364,7 +366,7 @@ def _gate_fails(p: P):
 
 @pytest.mark.parametrize("case", C(*REVIEW_CASES) + ["gate_fails"])
 def test_validation_to_review_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "VALIDATION")
+    p = world.at("VALIDATION")
     cases = {**REVIEW_CASES, "gate_fails": _gate_fails}
     if case == "all":
         unmet = None
@@ -379,13 +381,13 @@ def test_validation_to_review_refused(world: World, case: str) -> None:
 
 
 def test_validation_back_to_requirements_needs_a_reason(world: World) -> None:
-    p = walk(world, "walk", "VALIDATION")
+    p = world.at("VALIDATION")
     unmet = refused(p, ["advance", p.task, "--to", "REQUIREMENTS"], ["needs a justification", "held by session s1"], "s2")
     assert len(unmet) == 2
 
 
 def test_agents_cannot_join_in_validation(world: World) -> None:
-    p = walk(world, "walk", "VALIDATION")
+    p = world.at("VALIDATION")
     before = p.snapshot()
     r = p.spark("--json", "agent", "add", p.task, "late-updater", "--why", "one more")
     assert r.returncode == 3 and "agents can join only in" in r.json["summary"], r
@@ -404,20 +406,20 @@ AWAITING_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*AWAITING_CASES) + ["rejected"])
 def test_review_to_awaiting_refused(world: World, case: str) -> None:
-    p = walk(world, "walk", "REVIEW")
+    p = world.at("REVIEW")
     cases = {**AWAITING_CASES, "rejected": status(REV, f"reviewer {REV} decided REJECTED", decision="REJECTED", feedback="no")}
     check(p, ["advance", p.task, "--to", "AWAITING_USER_APPROVAL"], cases if case != "all" else AWAITING_CASES, case)
 
 
 def test_complete_and_change_approval_refused_before_awaiting_approval(world: World) -> None:
-    p = walk(world, "walk", "REVIEW")
+    p = world.at("REVIEW")
     unmet = refused(p, ["complete", p.task], ["complete needs AWAITING_USER_APPROVAL", "has not approved the changes"])
     assert any("advance walk --to AWAITING_USER_APPROVAL" in u for u in unmet)
     refused(p, ["approve", p.task, "--changes"], ["approve --changes needs AWAITING_USER_APPROVAL"])
 
 
 def test_rejection_loops_back_to_implementation(world: World) -> None:
-    p = walk(world, "walk", "REVIEW")
+    p = world.at("REVIEW", private=True)
     unmet = refused(p, ["advance", p.task, "--to", "IMPLEMENTATION"], ["no reviewer has REJECTED", "held by session s1"], "s2")
     assert len(unmet) == 2
     p.report(REV, "COMPLETE", "--decision", "REJECTED", "--feedback", "rename the variable")
@@ -434,7 +436,7 @@ def test_rejection_loops_back_to_implementation(world: World) -> None:
 
 
 def test_awaiting_to_complete_only_by_complete_with_approval(world: World) -> None:
-    p = world.task("walk")
+    p = world.at("AWAITING_USER_APPROVAL", private=True)
     assert p.state() == "AWAITING_USER_APPROVAL"
     r = p.advance("IMPLEMENTATION")
     assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["COMPLETE"]
@@ -456,13 +458,13 @@ CLEANUP_CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", C(*CLEANUP_CASES))
 def test_complete_to_cleanup_refused(world: World, case: str) -> None:
-    p = world.task("walk")
+    p = world.at("COMPLETE")
     assert p.state() == "COMPLETE"
     check(p, ["advance", p.task, "--to", "CLEANUP"], CLEANUP_CASES, case)
 
 
 def test_complete_leads_only_to_cleanup(world: World) -> None:
-    p = world.task("walk")
+    p = world.at("COMPLETE", private=True)
     r = p.advance("REVIEW")
     assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["CLEANUP"]
     assert p.go()["to"] == "CLEANUP"
@@ -472,7 +474,7 @@ def test_complete_leads_only_to_cleanup(world: World) -> None:
 
 
 def test_scope_negotiation_transitions(world: World) -> None:
-    p = walk(world, "scope", "REVIEW")
+    p = world.at("REVIEW", private=True, task="scope")
     rej = dict(decision="REJECTED", feedback="too broad")
     # REVIEW → SCOPE_NEGOTIATION: a rejection, its BLOCKING/DEFERRABLE items, a scope decision
     unmet = refused(p, ["advance", p.task, "--to", "SCOPE_NEGOTIATION"], ["no reviewer has REJECTED", "held by session s1"], "s2")
@@ -512,9 +514,11 @@ SHORT_CASES: dict[str, Case] = {
 }
 
 
-@pytest.fixture(scope="module")
-def short(world: World) -> P:
-    p = world.task("docs")
+def _short_ready(world: World) -> P:
+    """A LOW-risk ("short" variant) task in SYNTHESIS with its docs change merged, in a repository of its own."""
+    world.made += 1
+    p = P(world.base / f"r{world.made}", "docs", config=CONFIG)
+    p.inproc = True
     p.ok("classify", p.task, "--files", "docs/guide.md")
     p.go(), p.go()
     p.requirements(DOC)
@@ -528,13 +532,19 @@ def short(world: World) -> P:
     return p
 
 
+@pytest.fixture(scope="module")
+def short(world: World) -> P:
+    return _short_ready(world)  # shared by refusal-only tests
+
+
 @pytest.mark.parametrize("case", C(*SHORT_CASES))
 def test_short_synthesis_to_awaiting_refused(short: P, case: str) -> None:
     check(short, ["advance", short.task, "--to", "AWAITING_USER_APPROVAL"], SHORT_CASES, case)
 
 
-def test_short_variant_agent_added_in_synthesis_voids_plan_approval(short: P) -> None:
-    assert short.task_json()["plan_approval"]["approved"] is True
-    short.ok("agent", "add", short.task, "late-updater", "--why", "needs a second pair of hands")
-    tf = short.task_json()
+def test_short_variant_agent_added_in_synthesis_voids_plan_approval(world: World) -> None:
+    p = _short_ready(world)
+    assert p.task_json()["plan_approval"]["approved"] is True
+    p.ok("agent", "add", p.task, "late-updater", "--why", "needs a second pair of hands")
+    tf = p.task_json()
     assert tf["plan_approval"] is None and tf["agent_additions"][-1]["state"] == "SYNTHESIS"
