@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.repo import commit, git
-from spark_git.classify import decide
-from spark_git.config import Config, RiskConfig
+from spark_git.ops.classify import decide
+from spark_git.core.config import Config, RiskConfig
 from tests.protokit import P
 
 TABLE = [

@@ -31,8 +31,8 @@ BROKEN: dict[str, tuple[str, str, bool]] = {
 FLEET_SCRIPT = """
 import sys
 from pathlib import Path
-from spark_git.layout import Layout
-from spark_git import tasks
+from spark_git.core.layout import Layout
+from spark_git.ops import tasks
 layout = Layout.discover(Path(sys.argv[1]))
 for name in sys.argv[2:]:
     tasks.start(layout, name, ["a1"], session="s1")

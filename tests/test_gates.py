@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from fixtures.repo import git, spark_argv, write
-from spark_git import gates
+from spark_git.gates import command as gates
 from tests.mergekit import PY, Task, config
 
 

@@ -80,7 +80,7 @@ class Contract:
         self.checked: set[str] = {"schema"}
 
     def check(self, name: str, value: Any) -> None:
-        from spark_git import schema as mod
+        from spark_git.ops import schema as mod
 
         s = self.schemas[name]
         errs = validate(value, s, s)
@@ -163,7 +163,7 @@ def test_every_cli_command_has_a_schema() -> None:
     walked in-process (the command tree typer builds), which is what `--help` prints."""
     import typer
 
-    from spark_git import schema as mod
+    from spark_git.ops import schema as mod
     from spark_git.cli import app
 
     def walk(cmd, prefix: str = "") -> list[str]:
@@ -179,3 +179,14 @@ def test_every_cli_command_has_a_schema() -> None:
     assert not absent, f"registry names a model that does not exist: {absent}"
     stale = [n for n in mod.COMMANDS if n.split(" --")[0] not in names]  # "merge --all": an option with its own data
     assert not stale, f"registry names commands the CLI does not have: {stale}"
+
+
+def test_schema_output_is_byte_identical_to_the_checked_in_copy(tmp_path: Path) -> None:
+    """The published contract does not drift with refactoring: `spark-git schema` (human and --json)
+    prints exactly what tests/data/ holds. Regenerate those files only for a deliberate change."""
+    import subprocess
+
+    data = Path(__file__).parent / "data"
+    for args, name in ((["--json", "schema"], "schema.json"), (["schema"], "schema.txt")):
+        out = subprocess.run([sys.executable, "-m", "spark_git", *args], cwd=tmp_path, capture_output=True, check=True).stdout
+        assert out == (data / name).read_bytes(), f"`spark-git {' '.join(args)}` differs from tests/data/{name}"

@@ -10,13 +10,13 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
-        from . import __version__
+        from spark_git import __version__
 
         print(f"spark-git {__version__}")
         return 0
     if args[:2] == ["hook", "pre-tool-use"]:
         # Fast path: runs before every tool call of an agent, so no typer/pydantic/GitPython/rich.
-        from .hooks import main as hook_main
+        from spark_git.clients.hooks import main as hook_main
 
         rc = hook_main(args[1:])
         if rc >= 0:

@@ -22,7 +22,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from spark_git import __version__
 
         print(f"spark-git {__version__}")
         raise typer.Exit(0)

@@ -34,7 +34,7 @@ def _stdin_event() -> dict:
 def hook_pre_tool_use() -> None:
     """Allow (exit 0) or block (exit 2, reason on stderr) a Write/Edit/MultiEdit/NotebookEdit/Bash call.
     (Normally answered by the fast path in __main__ without loading this app.)"""
-    from ..hooks import main
+    from spark_git.clients.hooks import main
 
     raise typer.Exit(main(["pre-tool-use"]))
 
@@ -45,9 +45,9 @@ def hook_session_start(ctx: typer.Context) -> None:
     import os
     from pathlib import Path
 
-    from .. import checkpoint
-    from ..errors import BadInput
-    from ..layout import Layout
+    from spark_git.clients import checkpoint
+    from spark_git.core.errors import BadInput
+    from spark_git.core.layout import Layout
 
     st = state(ctx)
     event = _stdin_event()
@@ -80,7 +80,7 @@ def _root(layout):
 @hooks_app.command("install")
 def hooks_install(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Add spark-git's PreToolUse and SessionStart hooks to Claude Code's settings (merged, idempotent)."""
-    from .. import claude_settings
+    from spark_git.clients import claude_settings
 
     def action(layout):
         d = claude_settings.install(_root(layout), scope)
@@ -93,7 +93,7 @@ def hooks_install(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
 @hooks_app.command("uninstall")
 def hooks_uninstall(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Remove only spark-git's entries from Claude Code's settings."""
-    from .. import claude_settings
+    from spark_git.clients import claude_settings
 
     def action(layout):
         d = claude_settings.uninstall(_root(layout), scope)
@@ -111,11 +111,11 @@ def env(
 ) -> None:
     """Print SPARK_TASK, SPARK_AGENT, SPARK_SESSION_ID, SPARK_WORKTREE, SPARK_TASK_WORKTREE and a unique
     SPARK_PORT for a worktree, e.g. `eval "$(spark-git env t1 --agent a1)"`."""
-    from .. import envs
+    from spark_git.ops import envs
 
     def action(layout):
         if shell not in ("bash", "fish", "json"):
-            from ..errors import BadInput
+            from spark_git.core.errors import BadInput
 
             raise BadInput(f"bad --shell {shell!r}: use bash, fish or json")
         d = envs.env_data(layout, task, agent)
@@ -133,7 +133,7 @@ def schema(
     name: Annotated[Optional[str], typer.Argument(help="A command (\"start\", \"agent add\"), a file (\"task.json\"), \"config\", \"envelope\" or \"error\"; default: all.", show_default=False)] = None,
 ) -> None:
     """JSON Schema of each command's --json `data` and of each file spark-git writes."""
-    from .. import schema as mod
+    from spark_git.ops import schema as mod
 
     def action(_):
         d = mod.collect(name)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..locks import session_from
+from spark_git.state.locks import session_from
 from . import app
 from .common import Result, SessionOpt, execute, state
 
@@ -55,7 +55,7 @@ def cleanup(
     session: SessionOpt = None,
 ) -> None:
     """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
-    from .. import cleanup as mod
+    from spark_git.ops import cleanup as mod
 
     def action(layout):
         d = mod.cleanup(layout, task, session=session_from(session), force=force, abandon=abandon_, why=why, caller=state(ctx).cwd)
@@ -72,7 +72,7 @@ def abandon(
     session: SessionOpt = None,
 ) -> None:
     """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
-    from .. import cleanup as mod
+    from spark_git.ops import cleanup as mod
 
     def action(layout):
         d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd)
@@ -87,8 +87,8 @@ def archive_list(
     task: Annotated[Optional[str], typer.Argument(help="Only this task's archive refs.", show_default=False)] = None,
 ) -> None:
     """List archive refs: ref, commit, date, subject."""
-    from .. import archive
-    from ..layout import task_name
+    from spark_git.ops import archive
+    from spark_git.core.layout import task_name
 
     def action(layout):
         if task is not None:
@@ -113,7 +113,7 @@ def archive_restore(
     branch: Annotated[Optional[str], typer.Option("--branch", help="Branch to create (default: the archived name).")] = None,
 ) -> None:
     """Create a branch at an archived commit (never moves an existing branch)."""
-    from .. import archive
+    from spark_git.ops import archive
 
     def action(layout):
         d = archive.restore(layout, ref, branch)
@@ -130,7 +130,7 @@ def doctor(
     session: SessionOpt = None,
 ) -> None:
     """Find (and with --fix repair) crash leftovers: locks, worktrees, branches, state files, git lock files. Exit 1 while problems remain."""
-    from .. import doctor as mod
+    from spark_git.ops import doctor as mod
 
     def action(layout):
         d = mod.run(layout, task, fix=fix, session=session_from(session))

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Callable
 import typer
 from pydantic import BaseModel
 
-from ..errors import INTERNAL, SparkError
-from ..layout import Layout
+from spark_git.core.errors import INTERNAL, SparkError
+from spark_git.core.layout import Layout
 
 
 @dataclass

@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import mainlock
-from ..errors import BadInput
-from ..locks import mint_session, session_from
+from spark_git.ops import mainlock
+from spark_git.core.errors import BadInput
+from spark_git.state.locks import mint_session, session_from
 from . import app
 from .common import Result, SessionOpt, execute
 
@@ -65,7 +65,7 @@ def lock_break(
     session: SessionOpt = None,
 ) -> None:
     """A human takes over a task lock (the task becomes your session's); a missing or corrupt task.json is rebuilt from git and the audit trail. Logged."""
-    from .. import doctor
+    from spark_git.ops import doctor
 
     def action(layout):
         d = doctor.break_lock(layout, task, why=why, session=session_from(session))

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import BadInput
-from ..locks import session_from
+from spark_git.core.errors import BadInput
+from spark_git.state.locks import session_from
 from . import app
 from .common import Result, SessionOpt, _esc, execute
 
@@ -44,7 +44,7 @@ def merge(
     session: SessionOpt = None,
 ) -> None:
     """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
-    from .. import merge as m
+    from spark_git.ops import merge as m
 
     def action(layout):
         if (agent is None) == (not all_):
@@ -85,7 +85,7 @@ def _merge_all_result(d) -> Result:
 @app.command()
 def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
     """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
-    from .. import merge as m
+    from spark_git.ops import merge as m
 
     def action(layout):
         d = m.sync(layout, task, agent, session=session_from(session))
@@ -120,7 +120,7 @@ def approve(
     session: SessionOpt = None,
 ) -> None:
     """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""
-    from .. import approvals
+    from spark_git.ops import approvals
 
     def action(layout):
         if changes == plan:
@@ -139,7 +139,7 @@ def approve(
 @app.command()
 def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> None:
     """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
-    from .. import merge as m
+    from spark_git.ops import merge as m
 
     def action(layout):
         d = m.complete(layout, task, session=session_from(session))
@@ -158,7 +158,7 @@ def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> N
 @app.command()
 def who(ctx: typer.Context, task: TaskArg) -> None:
     """Who wrote what on the task branch: commits, files and lines per agent."""
-    from .. import history
+    from spark_git.ops import history
 
     def action(layout):
         d = history.who(layout, task)
@@ -185,7 +185,7 @@ def who(ctx: typer.Context, task: TaskArg) -> None:
 @app.command("log")
 def log_(ctx: typer.Context, task: TaskArg) -> None:
     """The task branch's history with agent, gate and approval annotations."""
-    from .. import history
+    from spark_git.ops import history
 
     def action(layout):
         d = history.log(layout, task)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..locks import session_from
+from spark_git.state.locks import session_from
 from . import app
 from .common import Result, SessionOpt, execute, state
 
@@ -22,7 +22,7 @@ def advance(
     session: SessionOpt = None,
 ) -> None:
     """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
-    from .. import protocol
+    from spark_git.protocol import machine as protocol
 
     def action(layout):
         d = protocol.advance(layout, task, to, session=session_from(session), why=why)
@@ -48,7 +48,7 @@ def classify(
     session: SessionOpt = None,
 ) -> None:
     """Decide the risk level, workflow variant and required agents; create their worktrees; write task.md."""
-    from .. import classify as cl
+    from spark_git.ops import classify as cl
 
     def action(layout):
         flat = [p for f in (files or []) for p in f.split(",")]
@@ -82,7 +82,7 @@ def report(
     session: SessionOpt = None,
 ) -> None:
     """An agent reports its status (writes agents/<agent>/status.json)."""
-    from .. import reports
+    from spark_git.ops import reports
 
     def action(layout):
         d = reports.report(layout, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
@@ -99,7 +99,7 @@ def report(
 @app.command("audit")
 def audit_cmd(ctx: typer.Context, task: TaskArg) -> None:
     """The task's audit trail as a timeline, with protocol smells flagged."""
-    from .. import reports
+    from spark_git.ops import reports
 
     def action(layout):
         d = reports.audit_view(layout, task)

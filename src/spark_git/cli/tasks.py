@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import status as status_mod
-from .. import tasks
-from ..locks import session_from
+from spark_git.ops import status as status_mod
+from spark_git.ops import tasks
+from spark_git.state.locks import session_from
 from . import app
 from .common import Result, SessionOpt, execute, progress, state
 
@@ -18,7 +18,7 @@ app.add_typer(agent_app, name="agent")
 
 def _setup_failed(reports, nxt: list[str]) -> str | None:
     """The setup failure line (and a retry command in `nxt`) when a post-create command failed."""
-    from ..provision import failure_summary, failures
+    from spark_git.ops.provision import failure_summary, failures
 
     bad = failures(reports)
     for r in bad:
@@ -49,13 +49,13 @@ def start(
         names = _split(agents) if agents is not None else list(layout.config.default_agents)
         src = None
         if from_ is not None:
-            from .. import sources
+            from spark_git.ops import sources
 
             src = sources.read(from_, state(ctx).cwd)  # before anything is created: a bad source changes nothing
         ttl = title or (src.title if src else None)
         d = tasks.start(layout, task, names, base=base, session=session_from(session), title=ttl, progress=progress(ctx), no_setup=no_setup)
         if src is not None and not d.resumed:
-            from .. import sources
+            from spark_git.ops import sources
 
             sources.write_objective(layout.task_md(d.task), ttl or d.task, src)
         verb = "resumed" if d.resumed else "started"
@@ -133,7 +133,7 @@ def status(
 def _render_next_states(out, t) -> None:
     from rich.markup import escape
 
-    from ..protocol import command_to
+    from spark_git.protocol.machine import command_to
 
     if t.risk:
         out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
@@ -159,7 +159,7 @@ def agent_add(
     """Add an agent worktree + branch to a running task, from the current task head."""
 
     def action(layout):
-        from ..protocol import agent_add_guard
+        from spark_git.protocol.machine import agent_add_guard
 
         d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
         nxt = [f"cd {d.worktree}"]

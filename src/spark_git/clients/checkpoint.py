@@ -1,0 +1,104 @@
+"""`spark-git hook session-start`: after a restart or a context compaction, tell the session which
+tasks it owns, where each stands, what it waits for and what to run next."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from spark_git.core.errors import CorruptState
+from spark_git.core.layout import Layout
+from spark_git.state.models import TaskFile
+from spark_git.state.store import read_optional
+
+
+class TaskCheckpoint(BaseModel):
+    task: str
+    state: str
+    title: str | None = None
+    task_branch: str
+    head: str | None
+    waiting_for: str | None  # "plan approval", "change approval of commit X", or None
+    task_worktree: str
+    agent_worktrees: dict[str, str]
+    next: list[str]
+
+
+class SessionStartData(BaseModel):
+    sessions: list[str]
+    tasks: list[TaskCheckpoint]
+    problems: list[str] = []
+
+
+def _waiting(tf: TaskFile, head: str | None) -> str | None:
+    if tf.state == "SYNTHESIS":
+        pa = tf.plan_approval or (tf.checkpoint if tf.checkpoint and tf.checkpoint.type == "plan" else None)
+        if not (pa and pa.approved):
+            return "plan approval (the human approves task.md's plan before IMPLEMENTATION)"
+    if tf.state == "AWAITING_USER_APPROVAL":
+        cp = tf.checkpoint
+        if not (cp and cp.type == "changes" and cp.approved and cp.commit_sha == head):
+            return f"change approval of commit {head or '?'} (the human runs `spark-git approve {tf.task_name} --changes`)"
+    return None
+
+
+def _next(tf: TaskFile, waiting: str | None) -> list[str]:
+    t = tf.task_name
+    by_state = {
+        "IMPLEMENTATION": [f"spark-git merge {t} --agent <A>"],
+        "VALIDATION": [f"spark-git status {t}"],
+        "REVIEW": [f"spark-git status {t}"],
+        "AWAITING_USER_APPROVAL": [f"spark-git approve {t} --changes  (the human, on a terminal)", f"spark-git complete {t}"],
+        "COMPLETE": [f"spark-git cleanup {t}"],
+    }
+    nxt = [f"cd {tf.worktree}", f"spark-git status {t}"]
+    nxt += [c for c in by_state.get(tf.state, []) if c not in nxt]
+    if waiting and "plan approval" in waiting:
+        nxt.append("ask the human to review and approve task.md's plan")
+    return nxt
+
+
+def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
+    git = layout.git()
+    names = layout.task_names()
+    heads = git.refs("refs/heads/") if names else {}
+    out = SessionStartData(sessions=sorted(sessions), tasks=[])
+    for name in names:
+        try:
+            tf = read_optional(layout.task_json(name), TaskFile)
+        except CorruptState as e:
+            out.problems.append(e.message)
+            continue
+        if tf is None or tf.session_id not in sessions:
+            continue
+        head = heads.get(f"refs/heads/{tf.task_branch}")
+        waiting = _waiting(tf, head)
+        out.tasks.append(
+            TaskCheckpoint(
+                task=name, state=tf.state, title=tf.title, task_branch=tf.task_branch, head=head, waiting_for=waiting,
+                task_worktree=tf.worktree, agent_worktrees={a: e.worktree for a, e in tf.agents.items()}, next=_next(tf, waiting),
+            )
+        )
+    return out
+
+
+def render(d: SessionStartData) -> str:
+    """Plain text for Claude Code's context (stdout of a SessionStart hook)."""
+    if not d.tasks and not d.problems:
+        return ""
+    lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
+    for t in d.tasks:
+        lines.append(f"- task {t.task}" + (f" ({t.title})" if t.title else "") + f": state {t.state}, branch {t.task_branch} at {(t.head or '?')[:12]}")
+        lines.append(f"  waiting for: {t.waiting_for or 'nothing from the human'}")
+        lines.append(f"  task worktree: {t.task_worktree}")
+        for a, p in t.agent_worktrees.items():
+            lines.append(f"  agent {a}: {p}")
+        lines.append("  next: " + " ; ".join(t.next))
+    for p in d.problems:
+        lines.append(f"- problem: {p}")
+    return "\n".join(lines)
+
+
+def from_event(event_cwd: str | None) -> Path:
+    return Path(event_cwd) if event_cwd else Path.cwd()

@@ -1,0 +1,140 @@
+"""The repo's spark-git configuration: `.spark-git.toml` or `[tool.spark-git]` in pyproject.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from spark_git.core.errors import BadInput
+
+Command = Union[list[str], str, None]  # argv list, or a shell string
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GatesConfig(_Strict):
+    build: Command = Field(None, description="Command run in the agent worktree before an agent merge.")
+    final: Command = Field(None, description="Command run on the task head before landing on the base branch.")
+    timeout_s: float = Field(1800.0, gt=0, description="Seconds before a gate is killed (with its process group).")
+
+
+class AttributionConfig(_Strict):
+    mode: Literal["require", "add", "off"] = "add"
+
+
+class ApprovalConfig(_Strict):
+    allow_non_interactive: bool = False
+
+
+class RiskConfig(_Strict):
+    high: list[str] = Field(
+        default_factory=lambda: [
+            "*.py", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.c", "*.h", "*.cpp", "*.rb",
+            "Makefile", "*.toml", "*.gradle", "pom.xml", "package.json", "Dockerfile",
+            ".github/**", ".gitlab-ci.yml", ".ci/**", "**/security/**", "**/auth/**", "*.lock",
+        ]
+    )
+    medium: list[str] = Field(
+        default_factory=lambda: ["tests/**", "test/**", "*_test.*", "test_*", "*.yaml", "*.yml", "*.json", "*.ini", "*.cfg", "*.css", ".editorconfig", "STYLE*"]
+    )
+    low: list[str] = Field(default_factory=lambda: ["*.md", "*.rst", "*.txt", "docs/**", "TODO*", "LICENSE*"])
+    keywords: list[str] = Field(
+        default_factory=lambda: ["security", "architecture", "breaking", "performance", "concurrent", "database", "api"]
+    )
+    agents: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "HIGH": ["architecture-reviewer", "architecture-updater", "test-updater"],
+            "MEDIUM": ["architecture-reviewer", "test-updater"],
+            "LOW": ["docs-updater"],
+        },
+        description="Required agent set for each risk level.",
+    )
+
+
+class WorktreeConfig(_Strict):
+    include: list[str] = Field(default_factory=list, description="Ignored files (gitignore patterns) copied into new worktrees.")
+    setup: list[Command] = Field(default_factory=list, description="Commands run in each new worktree after creation.")
+
+
+class PortsConfig(_Strict):
+    start: int = Field(41000, ge=1024, le=65535)
+    end: int = Field(41999, ge=1024, le=65535)
+
+
+class Config(_Strict):
+    tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
+    base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
+    task_branch_template: str = "{task}"
+    agent_branch_template: str = "task-{task}-agent-{agent}"
+    default_agents: list[str] = Field(default_factory=list)
+    agent_roles: dict[str, Literal["reviewer", "updater", "other"]] = Field(default_factory=dict)
+    protocol: Literal["full", "light"] = "full"
+    stale_minutes: float = Field(30.0, gt=0, description="WORKING without an update for longer than this is flagged.")
+    gates: GatesConfig = Field(default_factory=GatesConfig)
+    attribution: AttributionConfig = Field(default_factory=AttributionConfig)
+    approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
+    risk: RiskConfig = Field(default_factory=RiskConfig)
+    worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
+    ports: PortsConfig = Field(default_factory=PortsConfig)
+
+    @field_validator("task_branch_template")
+    @classmethod
+    def _task_template(cls, v: str) -> str:
+        if "{task}" not in v:
+            raise ValueError("must contain {task}")
+        return _check_template(v, "{task}")
+
+    @field_validator("agent_branch_template")
+    @classmethod
+    def _agent_template(cls, v: str) -> str:
+        if "{task}" not in v or "{agent}" not in v:
+            raise ValueError("must contain {task} and {agent}")
+        return _check_template(v, "{task} and {agent}")
+
+
+def _check_template(v: str, allowed: str) -> str:
+    # Any other placeholder ("{nope}", "{0}", a stray brace) would fail later in str.format.
+    try:
+        v.format(task="t", agent="a")
+    except (KeyError, IndexError, ValueError, AttributeError) as e:
+        raise ValueError(f"may only use the placeholders {allowed} ({type(e).__name__}: {e})") from None
+    return v
+
+
+def format_validation_error(source: str, err: ValidationError, prefix: str = "") -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for e in err.errors():
+        key = prefix + ".".join(str(p) for p in e["loc"]) if e["loc"] else prefix.rstrip(".") or "(top level)"
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"  {key}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(main_worktree: Path) -> tuple[Config, str | None]:
+    """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
+    dedicated = main_worktree / ".spark-git.toml"
+    pyproject = main_worktree / "pyproject.toml"
+    data: dict | None = None
+    source: str | None = None
+    prefix = ""
+    try:
+        if dedicated.is_file():
+            data, source = tomllib.loads(dedicated.read_text()), str(dedicated)
+        elif pyproject.is_file():
+            doc = tomllib.loads(pyproject.read_text())
+            section = doc.get("tool", {}).get("spark-git")
+            if section is not None:
+                data, source, prefix = section, f"{pyproject} [tool.spark-git]", "tool.spark-git."
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(f"cannot parse {dedicated if dedicated.is_file() else pyproject}: {e}") from e
+    if data is None:
+        return Config(), None
+    try:
+        return Config.model_validate(data), source
+    except ValidationError as e:
+        raise BadInput(format_validation_error(source or "", e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e

@@ -1,0 +1,462 @@
+"""The only module that runs git. Small plain methods on one class bound to a directory.
+
+GitPython's command layer runs every git process (so its quoting, env and error conventions apply);
+a `Repo` is only opened where its object model is needed, always in a `with` block because it starts
+helper processes. Refs move only by compare-and-swap (`update-ref <ref> <new> <old>`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, NewType
+
+from spark_git.core import faults
+from spark_git.core.errors import BadInput, GitError
+
+LocalBranch = NewType("LocalBranch", str)  # short name, e.g. "add-oauth"
+Sha = NewType("Sha", str)
+
+ZERO_SHA = Sha("0" * 40)
+
+# Environment that would point git at some other repository than the one we were asked about.
+GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+
+
+@dataclass(frozen=True)
+class Out:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [ln for ln in self.stdout.splitlines() if ln]
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    toplevel: Path | None  # worktree we stand in (None when bare)
+    git_dir: Path
+    common_dir: Path
+    main_worktree: Path
+
+
+@dataclass
+class Worktree:
+    path: Path
+    head: Sha | None = None
+    branch: LocalBranch | None = None
+    detached: bool = False
+    bare: bool = False
+    locked: bool = False
+    prunable: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    code: str  # two-letter porcelain code, "??" for untracked
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.path}"
+
+
+# Components of lowercase letters, digits, '.', '_', '-' that start with a letter or digit: a subset of
+# what `git check-ref-format --branch` accepts once '..', a trailing '.' and '.lock' are excluded.
+_PLAIN_BRANCH = re.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*")
+
+
+def _plainly_valid_branch(name: str) -> bool:
+    return (
+        _PLAIN_BRANCH.fullmatch(name) is not None
+        and ".." not in name
+        and not name.endswith(".")
+        and not any(c.endswith(".lock") for c in name.split("/"))
+    )
+
+
+def branch_ref(branch: str) -> str:
+    return branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+
+
+class Git:
+    """git, run in one directory. Cheap to create; holds no open processes."""
+
+    def __init__(self, cwd: Path | str, env: dict[str, str] | None = None) -> None:
+        self.cwd = Path(cwd)
+        self.env = env or {}
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> Out:
+        try:
+            from git.cmd import Git as _Cmd  # lazy: GitPython costs ~100 ms to import
+        except ImportError as e:  # GitPython refuses to import when it cannot run `git --version`
+            raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
+
+        if not self.cwd.is_dir():
+            # GitPython silently falls back to the process cwd for a missing directory; never do that.
+            raise BadInput(f"not a directory: {self.cwd}")
+        argv = ["git", *args]
+        stdin = None
+        if input is not None:
+            stdin = tempfile.TemporaryFile()
+            stdin.write(input.encode())
+            stdin.seek(0)
+        try:
+            rc, out, err = _Cmd(str(self.cwd)).execute(
+                argv,
+                istream=stdin,
+                with_extended_output=True,
+                with_exceptions=False,
+                strip_newline_in_stdout=False,
+                env={**self.env, **(env or {})},
+            )
+        except FileNotFoundError as e:  # git removed from PATH after GitPython was imported
+            raise BadInput("git is not installed or not on PATH") from e
+        finally:
+            if stdin is not None:
+                stdin.close()
+        faults.after_git()
+        result = Out(rc, out if isinstance(out, str) else out.decode(errors="replace"), err or "")
+        if check and rc != 0:
+            raise GitError(argv, rc, result.stderr, cwd=str(self.cwd), stdout=result.stdout)
+        return result
+
+    def out(self, *args: str) -> str:
+        return self.run(*args).stdout.strip()
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    def discover(self) -> RepoInfo:
+        r = self.run("rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir", "--show-toplevel", check=False)
+        if r.returncode != 0:
+            raise BadInput(
+                f"not inside a git repository: {self.cwd}",
+                hint="run spark-git from a worktree of the repository (or pass -C PATH)",
+                details={"stderr": r.stderr.strip()},
+            )
+        lines = r.stdout.splitlines()
+        bare = lines[0] == "true"
+        git_dir = Path(lines[1])
+        common = Path(lines[2])
+        if not common.is_absolute():
+            common = (self.cwd / common).resolve()
+        toplevel = Path(lines[3]) if len(lines) > 3 and lines[3] else None
+        if bare:
+            raise BadInput(f"{common} is a bare repository; spark-git needs a main worktree")
+        if common.name == ".git":
+            main = common.parent
+        else:  # separate git dir (`git init --separate-git-dir`): ask git
+            main = self.worktrees()[0].path
+        return RepoInfo(toplevel=toplevel, git_dir=git_dir, common_dir=common.resolve(), main_worktree=main.resolve())
+
+    # -- refs --------------------------------------------------------------------------------
+
+    def rev_parse(self, rev: str) -> Sha | None:
+        r = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        return Sha(r.stdout.strip()) if r.returncode == 0 else None
+
+    def current_branch(self) -> LocalBranch | None:
+        r = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        return LocalBranch(r.stdout.strip()) if r.returncode == 0 else None
+
+    def is_valid_branch_name(self, name: str) -> bool:
+        if _plainly_valid_branch(name):
+            return True  # saves a git process per name; anything unusual still goes to git
+        return self.run("check-ref-format", "--branch", name, check=False).returncode == 0
+
+    def refs(self, *patterns: str) -> dict[str, Sha]:
+        out = self.run("for-each-ref", "--format=%(objectname) %(refname)", *patterns).stdout
+        res: dict[str, Sha] = {}
+        for line in out.splitlines():
+            sha, _, ref = line.partition(" ")
+            res[ref] = Sha(sha)
+        return res
+
+    def branch_head(self, branch: str) -> Sha | None:
+        return self.rev_parse(branch_ref(branch))
+
+    def update_ref(self, ref: str, new: str, old: str, message: str = "spark-git") -> None:
+        """Compare-and-swap: moves `ref` to `new` only if it is still `old` (ZERO_SHA: must not exist)."""
+        self.run("update-ref", "-m", message, ref, new, old)
+
+    def delete_ref(self, ref: str, old: str, message: str = "spark-git") -> None:
+        self.run("update-ref", "-m", message, "-d", ref, old)
+
+    def ref_transaction(self, lines: list[str], message: str = "spark-git") -> None:
+        """All-or-nothing `update-ref --stdin` (lines like `update <ref> <new> <old>`, `verify <ref> <old>`)."""
+        self.run("update-ref", "-m", message, "--stdin", input="".join(f"{ln}\n" for ln in lines))
+
+    # -- history -----------------------------------------------------------------------------
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        r = self.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        if r.returncode > 1:
+            raise GitError(["git", "merge-base", "--is-ancestor", ancestor, descendant], r.returncode, r.stderr, str(self.cwd))
+        return r.returncode == 0
+
+    def count(self, rev_range: str) -> int:
+        return int(self.out("rev-list", "--count", rev_range))
+
+    def ahead_behind(self, branch: str, upstream: str) -> tuple[int, int]:
+        left, right = self.out("rev-list", "--left-right", "--count", f"{branch}...{upstream}").split()
+        return int(left), int(right)
+
+    # -- worktrees ---------------------------------------------------------------------------
+
+    def worktrees(self) -> list[Worktree]:
+        out = self.run("worktree", "list", "--porcelain").stdout
+        res: list[Worktree] = []
+        for block in out.strip().split("\n\n"):
+            wt: Worktree | None = None
+            for line in block.splitlines():
+                key, _, val = line.partition(" ")
+                if key == "worktree":
+                    wt = Worktree(path=Path(val))
+                elif wt is None:
+                    continue
+                elif key == "HEAD":
+                    wt.head = Sha(val)
+                elif key == "branch":
+                    wt.branch = LocalBranch(val.removeprefix("refs/heads/"))
+                elif key in ("detached", "bare", "locked", "prunable"):
+                    setattr(wt, key, True)
+                    if val:
+                        wt.extra[key] = val
+            if wt is not None:
+                res.append(wt)
+        return res
+
+    def worktree_add(self, path: Path, branch: str, *, checkout: bool = True, lock_reason: str | None = None) -> None:
+        opts = ([] if checkout else ["--no-checkout"]) + (["--lock", "--reason", lock_reason] if lock_reason else [])
+        self.run("worktree", "add", "--quiet", *opts, str(path), branch)
+
+    def worktree_unlock(self, path: Path) -> None:
+        self.run("worktree", "unlock", str(path))
+
+    def hook_path(self, name: str) -> Path | None:
+        """The hook `name` if it exists and is executable (honours core.hooksPath)."""
+        p = Path(self.out("rev-parse", "--git-path", f"hooks/{name}"))
+        p = p if p.is_absolute() else self.cwd / p
+        return p if p.is_file() and os.access(p, os.X_OK) else None
+
+    def worktree_remove(self, path: Path, force: bool = False) -> None:
+        self.run("worktree", "remove", *(["--force"] if force else []), str(path))
+
+    def worktree_prune(self) -> None:
+        self.run("worktree", "prune")
+
+    def status(self) -> list[StatusEntry]:
+        """Modified, staged and untracked-not-ignored files of the worktree at cwd."""
+        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+        entries: list[StatusEntry] = []
+        parts: Iterator[str] = iter(out.split("\0"))
+        for item in parts:
+            if not item:
+                continue
+            code, path = item[:2], item[3:]
+            if code[0] in "RC":  # renames carry the source path as the next field
+                next(parts, None)
+            entries.append(StatusEntry(code, path))
+        return entries
+
+    # -- config ------------------------------------------------------------------------------
+
+    def config_get(self, key: str) -> str | None:
+        r = self.run("config", "--get", key, check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def config_set(self, key: str, value: str) -> None:
+        self.run("config", key, value)
+
+    # -- merging (gated-merge issue) -----------------------------------------------------------
+
+    def git_path(self, name: str) -> Path:
+        p = Path(self.out("rev-parse", "--git-path", name))
+        return p if p.is_absolute() else self.cwd / p
+
+    def rebase_in_progress(self) -> bool:
+        paths = self.run("rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply").lines
+        return any((Path(p) if Path(p).is_absolute() else self.cwd / p).exists() for p in paths)
+
+    def branch_and_status(self) -> tuple[LocalBranch | None, list[StatusEntry]]:
+        """The checked-out branch (None: detached) and `status()`, in one git call."""
+        out = self.run("status", "--porcelain=v1", "-z", "--branch", "--untracked-files=all").stdout
+        header, _, rest = out.partition("\0")
+        name = header.removeprefix("## ").split("...", 1)[0].split(" [", 1)[0]
+        branch = None if name.startswith("HEAD (no branch)") else LocalBranch(name.removeprefix("No commits yet on "))
+        entries: list[StatusEntry] = []
+        parts: Iterator[str] = iter(rest.split("\0"))
+        for item in parts:
+            if not item:
+                continue
+            if item[0] in "RC":
+                next(parts, None)
+            entries.append(StatusEntry(item[:2], item[3:]))
+        return branch, entries
+
+    def head_and_tree(self) -> tuple[Sha, str] | None:
+        r = self.run("rev-parse", "--quiet", "HEAD", "HEAD^{tree}", check=False)
+        lines = r.lines
+        return (Sha(lines[0]), lines[1]) if r.returncode == 0 and len(lines) == 2 else None
+
+    def messages(self, rev_range: str) -> dict[str, str]:
+        """Full message of every commit in `rev_range`, oldest first (`rev-list --reverse` order)."""
+        out = self.run("log", "--reverse", "--format=%H%x1f%B%x1e", rev_range).stdout
+        res: dict[str, str] = {}
+        for rec in out.split("\x1e"):
+            sha, sep, msg = rec.lstrip("\n").partition("\x1f")
+            if sep:
+                res[sha] = msg
+        return res
+
+    def rebase(self, upstream: str) -> Out:
+        """`git rebase upstream` in this worktree; never opens an editor, never stashes. Not checked:
+        the caller looks at the return code and `rebase_in_progress()`."""
+        return self.run(
+            "-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false", "-c", "rebase.autoSquash=false",
+            "rebase", "--no-fork-point", upstream, check=False, env={"GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true"},
+        )
+
+    def rebase_abort(self) -> None:
+        self.run("rebase", "--abort")
+
+    def conflicted_files(self) -> list[str]:
+        return self.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split("\0")[:-1] or []
+
+    def merge_ff_only(self, sha: str) -> None:
+        self.run("merge", "--ff-only", "--no-edit", "--quiet", sha, env={"GIT_EDITOR": "true"})
+
+    def tree_of(self, rev: str) -> str:
+        return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
+
+    def head(self) -> Sha | None:
+        return self.rev_parse("HEAD")
+
+    def commit_object(self, sha: str) -> tuple[dict[str, list[str]], str]:
+        """(headers, message) of a commit; headers map a key to its values in order."""
+        raw = self.run("cat-file", "commit", sha).stdout
+        head, _, message = raw.partition("\n\n")
+        headers: dict[str, list[str]] = {}
+        for line in head.splitlines():
+            if line.startswith(" "):
+                continue  # continuation of a multi-line header (gpgsig, mergetag): not replayed
+            k, _, v = line.partition(" ")
+            headers.setdefault(k, []).append(v)
+        return headers, message
+
+    def commit_tree(self, tree: str, parents: list[str], message: str, env: dict[str, str]) -> Sha:
+        args = ["commit-tree", tree]
+        for p in parents:
+            args += ["-p", p]
+        return Sha(self.run(*args, "-F", "-", input=message, env=env).stdout.strip())
+
+    def notes_show(self, notes_ref: str, sha: str) -> str | None:
+        r = self.run("notes", f"--ref={notes_ref}", "show", sha, check=False)
+        return r.stdout if r.returncode == 0 else None
+
+    def notes_set(self, notes_ref: str, sha: str, text: str) -> None:
+        self.run("notes", f"--ref={notes_ref}", "add", "-f", "-F", "-", sha, input=text)
+
+    def notes_of(self, notes_ref: str, rev_range: str) -> dict[str, str]:
+        """Note text of every commit in `rev_range` that has one."""
+        out = self.run("log", f"--notes={notes_ref}", "--format=%H%x1f%N%x1e", rev_range).stdout
+        res: dict[str, str] = {}
+        for rec in out.split("\x1e"):
+            sha, _, note = rec.strip("\n").partition("\x1f")
+            if sha and note.strip():
+                res[sha] = note
+        return res
+
+    def log_fields(self, rev_range: str, fields: list[str], *extra: str) -> list[list[str]]:
+        """One list of `fields` (pretty-format placeholders) per commit, newest first."""
+        fmt = "%x1f".join(fields) + "%x1e"
+        out = self.run("log", f"--format={fmt}", *extra, rev_range).stdout
+        return [rec.strip("\n").split("\x1f") for rec in out.split("\x1e") if rec.strip("\n")]
+
+    def numstat(self, rev_range: str) -> dict[str, list[tuple[int, int, str]]]:
+        """Per commit: (added, removed, path) for each file it changes (binary files count 0)."""
+        return {sha: files for sha, (_subject, files) in self.changes(rev_range).items()}
+
+    def changes(self, rev_range: str) -> dict[str, tuple[str, list[tuple[int, int, str]]]]:
+        """Per commit: (subject, numstat files), in one git call."""
+        out = self.run("log", "--numstat", "--format=%x1e%H%x1f%s", "--no-renames", rev_range).stdout
+        res: dict[str, tuple[str, list[tuple[int, int, str]]]] = {}
+        for rec in out.split("\x1e"):
+            lines = [ln for ln in rec.splitlines() if ln]
+            if not lines:
+                continue
+            sha, _, subject = lines[0].partition("\x1f")
+            files = []
+            for ln in lines[1:]:
+                a, d, path = ln.split("\t", 2)
+                files.append((int(a) if a.isdigit() else 0, int(d) if d.isdigit() else 0, path))
+            res[sha] = (subject, files)
+        return res
+
+    # -- archiving (cleanup issue) -------------------------------------------------------------
+
+    def full_state_tree(self) -> str:
+        """Tree of this worktree's whole state (tracked changes and untracked, not ignored, files), built
+        in a temporary copy of its index so the user's index and files are untouched."""
+        import shutil
+
+        index = self.git_path("index")
+        with tempfile.TemporaryDirectory(prefix="spark-index-") as d:
+            tmp = Path(d) / "index"
+            if index.exists():
+                shutil.copyfile(index, tmp)  # keeps stat data: `add -A` rehashes only what changed
+            env = {"GIT_INDEX_FILE": str(tmp)}
+            top = self.out("rev-parse", "--show-toplevel")
+            Git(top, self.env).run("add", "-A", "--", ".", env=env)
+            return self.run("write-tree", env=env).stdout.strip()
+
+    def operation_in_progress(self) -> str | None:
+        """'rebase', 'merge', 'cherry-pick' or 'revert' when one was left half-done in this worktree."""
+        if self.rebase_in_progress():
+            return "rebase"
+        for name, what in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+            if self.git_path(name).exists():
+                return what
+        return None
+
+    def abort_operation(self, what: str) -> None:
+        self.run(what, "--abort")
+
+    def delete_branch_ref(self, branch: str, old: str, message: str = "spark-git") -> None:
+        self.delete_ref(branch_ref(branch), old, message=message)
+
+
+    # -- provisioning (real-agents issue) ------------------------------------------------------
+
+    def untracked_matching(self, patterns: list[str], pattern_file: Path | None = None) -> list[str]:
+        """Untracked paths of this worktree matching gitignore-syntax `patterns` (whole matching
+        directories shown once, as `dir/`)."""
+        if not patterns and pattern_file is None:
+            return []
+        # (no --no-empty-directory: with it, git skips files inside untracked directories)
+        args = ["ls-files", "-z", "--others", "--ignored", "--directory"]
+        if pattern_file is not None:
+            args.append(f"--exclude-from={pattern_file}")
+        args += [f"--exclude={p}" for p in patterns]
+        return [p for p in self.run(*args).stdout.split("\0") if p]
+
+    def ignored(self, paths: list[str]) -> set[str]:
+        """The subset of `paths` git ignores (.gitignore, info/exclude, core.excludesFile)."""
+        if not paths:
+            return set()
+        r = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
+        if r.returncode not in (0, 1):
+            raise GitError(["git", "check-ignore", "-z", "--stdin"], r.returncode, r.stderr, str(self.cwd))
+        return {p for p in r.stdout.split("\0") if p}
+
+
+def clean_env() -> dict[str, str]:
+    """The process environment without variables that would redirect git to another repository."""
+    return {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}

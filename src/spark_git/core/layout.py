@@ -1,0 +1,165 @@
+"""Where things are: the repo, the tasks root, task and agent paths, branch names, name rules."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NewType
+
+from spark_git.core.config import Config, load_config
+from spark_git.core.errors import BadInput
+from spark_git.core.git import Git, LocalBranch, RepoInfo
+
+TaskName = NewType("TaskName", str)
+AgentName = NewType("AgentName", str)
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+RESERVED_TASK_NAMES = {"main"}  # `<tasks_root>/main/` holds the main-worktree lock
+NAME_RULE = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters, no '..', not ending in '.lock'"
+
+
+def check_name(kind: str, name: str) -> str:
+    """Raises BadInput naming the rule `name` breaks."""
+    shown = repr(name)
+    if not name:
+        problem = "is empty"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "contains a control character"
+    elif len(name) > 63:
+        problem = f"is {len(name)} characters long (at most 63)"
+    elif ".." in name:
+        problem = "contains '..'"
+    elif name.endswith(".lock"):
+        problem = "ends in '.lock'"
+    elif not NAME_RE.match(name):
+        problem = "may only use " + NAME_RULE
+    else:
+        return name
+    raise BadInput(f"bad {kind} name {shown}: it {problem}", hint=f"{kind} names use {NAME_RULE}", details={"name": name, "kind": kind})
+
+
+def task_name(name: str) -> TaskName:
+    check_name("task", name)
+    if name in RESERVED_TASK_NAMES:
+        raise BadInput(f"bad task name {name!r}: it is reserved (the main-worktree lock lives in <tasks_root>/{name}/)")
+    return TaskName(name)
+
+
+def agent_name(name: str) -> AgentName:
+    return AgentName(check_name("agent", name))
+
+
+@dataclass(frozen=True)
+class Layout:
+    repo: RepoInfo
+    config: Config
+    config_source: str | None
+    tasks_root: Path
+
+    @classmethod
+    def discover(cls, start: Path) -> "Layout":
+        info = Git(start).discover()
+        config, source = load_config(info.main_worktree)
+        root = Path(config.tasks_root).expanduser() if config.tasks_root else Path(f"{info.main_worktree}.tasks")
+        if not root.is_absolute():
+            root = info.main_worktree / root
+        root = _resolve(root)
+        common = info.common_dir
+        if root == common or common in root.parents:
+            raise BadInput(f"tasks_root {root} is inside the git directory {common}", hint="choose a tasks_root outside .git (the default is '<repo-dir>.tasks')")
+        return cls(info, config, source, root)
+
+    # -- git -------------------------------------------------------------------------------
+
+    @property
+    def main_worktree(self) -> Path:
+        return self.repo.main_worktree
+
+    def git(self, where: Path | None = None) -> Git:
+        return Git(where or self.main_worktree)
+
+    @property
+    def spark_dir(self) -> Path:
+        """Process mutexes; inside the common dir so every worktree shares them, never committed."""
+        return self.repo.common_dir / "spark"
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def task_dir(self, task: str) -> Path:
+        return self.tasks_root / task
+
+    def task_json(self, task: str) -> Path:
+        return self.task_dir(task) / "task.json"
+
+    def task_md(self, task: str) -> Path:
+        return self.task_dir(task) / "task.md"
+
+    def audit_trail(self, task: str) -> Path:
+        return self.task_dir(task) / "audit-trail.json"
+
+    def logs_dir(self, task: str) -> Path:
+        return self.task_dir(task) / "logs"
+
+    def task_worktree(self, task: str) -> Path:
+        return self.task_dir(task) / "code"
+
+    def agent_dir(self, task: str, agent: str) -> Path:
+        return self.task_dir(task) / "agents" / agent
+
+    def agent_worktree(self, task: str, agent: str) -> Path:
+        return self.agent_dir(task, agent) / "code"
+
+    def agent_status(self, task: str, agent: str) -> Path:
+        return self.agent_dir(task, agent) / "status.json"
+
+    def main_lock(self) -> Path:
+        return self.tasks_root / "main" / "task.json"
+
+    def task_names(self) -> list[str]:
+        """Directories under the tasks root that hold (or held) a task."""
+        if not self.tasks_root.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.tasks_root.iterdir()
+            if p.is_dir() and p.name not in RESERVED_TASK_NAMES and NAME_RE.match(p.name)
+        )
+
+    # -- branches --------------------------------------------------------------------------
+
+    def task_branch(self, task: str) -> LocalBranch:
+        return LocalBranch(self.config.task_branch_template.format(task=task))
+
+    def agent_branch(self, task: str, agent: str) -> LocalBranch:
+        return LocalBranch(self.config.agent_branch_template.format(task=task, agent=agent))
+
+    def base_branch(self) -> LocalBranch:
+        if self.config.base_branch:
+            return LocalBranch(self.config.base_branch)
+        return self.git().current_branch() or LocalBranch("main")
+
+    def locate(self, path: Path) -> tuple[str | None, str | None]:
+        """(task, agent) whose worktree contains `path`, from the layout alone."""
+        p = _resolve(path)
+        try:
+            rel = p.relative_to(self.tasks_root)
+        except ValueError:
+            return None, None
+        parts = rel.parts
+        if len(parts) >= 2 and parts[1] == "code":
+            return parts[0], None
+        if len(parts) >= 4 and parts[1] == "agents" and parts[3] == "code":
+            return parts[0], parts[2]
+        return (parts[0] if parts else None), None
+
+
+def _resolve(p: Path) -> Path:
+    return p.resolve(strict=False)
+
+
+def within(p: Path, root: Path) -> bool:
+    """`p` is `root` or below it, symlinks resolved on both sides (False when either cannot be)."""
+    try:
+        return p.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False

@@ -1,0 +1,258 @@
+"""`cleanup` (COMPLETE → CLEANUP) and `abandon` (any state → ABANDONED): end a task without losing a
+commit. Order: archive refs first, then the transition, the snapshot, worktree removal, branch
+deletion (compare-and-swap), and the lock last, so a killed run leaves a lock the next run resumes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from spark_git.ops import archive
+from spark_git.state import audit
+from spark_git.core import faults
+from spark_git.core.errors import BadInput, Blocked, SparkError
+from spark_git.core.git import Git, Sha, Worktree, branch_ref
+from spark_git.core.layout import Layout, task_name, within
+from spark_git.state.locks import WORKTREES, mutex, require_owner, task_mutex_name
+from spark_git.state.models import AuditSnapshot, TaskFile
+from spark_git.state.store import read_optional, write_atomic
+from spark_git.ops.tasks import load_task, save_task
+
+ENDED = ("CLEANUP", "ABANDONED")
+
+
+class EndData(BaseModel):
+    task: str
+    final_state: str
+    why: str | None = None
+    archived: list[archive.Archived] = []
+    removed_worktrees: list[str] = []
+    deleted_branches: list[str] = []
+    kept_branches: list[str] = []  # not contained in the base branch: kept (and archived)
+    kept_paths: list[str] = []  # directories that are not worktrees: never deleted by spark-git
+    snapshot: str
+    go_to: str | None = None  # the caller stood in a removed worktree: where to cd
+    already_done: bool = False
+
+
+@dataclass
+class _Tree:
+    label: str  # "task" or the agent's name (or the directory's name for a stray worktree)
+    path: Path
+    wt: Worktree | None  # None: not registered in git
+    dirty: list[str] = field(default_factory=list)
+
+
+def snapshot_path(layout: Layout, task: str) -> Path:
+    return layout.task_dir(task) / "audit-snapshot.json"
+
+
+def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
+            why: str | None = None, caller: Path | None = None) -> EndData:
+    return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
+                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller)
+
+
+def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None) -> EndData:
+    if not why.strip():
+        raise BadInput("--why needs a reason; it is recorded in the audit trail")
+    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller)
+
+
+def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None) -> EndData:
+    task = task_name(task)
+    go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
+    with mutex(layout, task_mutex_name(task)):
+        if not layout.task_json(task).exists():
+            done = read_optional(snapshot_path(layout, task), AuditSnapshot)
+            if done is not None and done.final_state in ENDED:
+                return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(snapshot_path(layout, task)), go_to=go_to, already_done=True)
+        tf = load_task(layout, task)
+        require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
+        if final == "CLEANUP" and tf.state not in ("COMPLETE", "CLEANUP"):
+            raise Blocked(
+                f"task {task!r} is {tf.state}, not COMPLETE: cleanup removes only finished tasks",
+                hint="land it with `spark-git complete`, or stop it with `spark-git abandon` (its work is archived)",
+                next=[f"spark-git complete {task}", f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
+                details={"state": tf.state}, task=task,
+            )
+        if final == "CLEANUP" and tf.state == "COMPLETE":
+            _check_guard(layout, tf, session)
+        git = layout.git()
+        trees = _trees(layout, tf, git)
+        dirty = [t for t in trees if t.dirty]
+        if dirty and not force:
+            raise Blocked(
+                f"task {task!r} has uncommitted changes in {len(dirty)} worktree(s); nothing was removed",
+                hint="commit them, or pass --force to save them as a commit on an archive ref first",
+                next=[f"spark-git cleanup {task} --force"],
+                details={"dirty": [f"{t.path}: {f}" for t in dirty for f in t.dirty]}, task=task,
+            )
+        base = tf.base_branch
+        contained = _containment(git, base)
+        archived: list[archive.Archived] = []
+        for t in dirty:
+            archived.append(archive.keep_uncommitted(layout, task, t.label, t.path, t.dirty, session))
+        for t in trees:
+            if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
+                archived.append(archive.keep(layout, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
+        heads = git.refs("refs/heads/")
+        branches = _branches(layout, tf, trees, heads)
+        for b in branches:
+            head = heads[branch_ref(b)]
+            if not contained(head):
+                archived.append(archive.keep(layout, task, b, head, f"branch {b}", session))
+        faults.point("end-after-archive")
+        if tf.state != final:
+            from spark_git.protocol import machine as protocol
+
+            reason = why or "spark-git cleanup"
+            protocol.record_transition(layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+            save_task(layout, tf)
+        faults.point("end-after-transition")
+        prior = read_optional(snapshot_path(layout, task), AuditSnapshot)
+        if prior is None or prior.final_state != final:  # a resumed run keeps the first, complete count
+            write_atomic(snapshot_path(layout, task), _snapshot(layout, tf, git, heads, contained, archived, why))
+        faults.point("end-after-snapshot")
+        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(snapshot_path(layout, task)), go_to=go_to)
+        with mutex(layout, WORKTREES):
+            for t in sorted(trees, key=lambda t: t.label == "task"):  # agents first, the task worktree last
+                _remove(git, t, data)
+            git.worktree_prune()
+            faults.point("end-after-worktrees")
+            still_out = {wt.branch for wt in git.worktrees() if wt.branch}
+            for b in branches:
+                head = heads[branch_ref(b)]
+                if b in still_out or not (contained(head) or final == "ABANDONED"):
+                    data.kept_branches.append(b)
+                    continue
+                git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {task}")
+                data.deleted_branches.append(b)
+        faults.point("end-before-unlock")
+        os.unlink(layout.task_json(task))
+    kind = "cleaned_up" if final == "CLEANUP" else "abandoned"
+    audit.event(layout, task, kind, session, why=why, removed_worktrees=data.removed_worktrees,
+                deleted_branches=data.deleted_branches, kept_branches=data.kept_branches, archived=[a.ref for a in archived])
+    return data
+
+
+def _check_guard(layout: Layout, tf: TaskFile, session: str | None) -> None:
+    """The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base)."""
+    from spark_git.protocol import machine as protocol
+
+    unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(layout, tf, session))
+    if unmet:
+        raise protocol.refuse(f"cleanup of task {tf.task_name!r}", unmet, tf.task_name)
+
+
+def _containment(git: Git, base: str):
+    base_head = git.branch_head(base)
+    cache: dict[str, bool] = {}
+
+    def contained(sha: str) -> bool:
+        if base_head is None:
+            return False
+        if sha not in cache:
+            cache[sha] = sha == base_head or git.is_ancestor(sha, base_head)
+        return cache[sha]
+
+    return contained
+
+
+def _trees(layout: Layout, tf: TaskFile, git: Git) -> list[_Tree]:
+    """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
+    task = tf.task_name
+    with mutex(layout, WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
+        registered = {wt.path.resolve(): wt for wt in git.worktrees()}
+    wanted: dict[Path, str] = {Path(tf.worktree).resolve(): "task"}
+    for a, e in tf.agents.items():
+        wanted[Path(e.worktree).resolve()] = a
+    root = layout.task_dir(task).resolve()
+    for p in registered:
+        if p not in wanted and within(p, root):
+            wanted[p] = p.parent.name if p.name == "code" else p.name
+    res = []
+    for p, label in wanted.items():
+        wt = registered.get(p)
+        t = _Tree(label=label, path=p, wt=wt)
+        if wt is not None and p.is_dir() and not wt.prunable:
+            t.dirty = [str(e) for e in Git(p).status()]
+        res.append(t)
+    return res
+
+
+def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str, Sha]) -> list[str]:
+    names = [tf.task_branch, *(e.branch for e in tf.agents.values())]
+    names += [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
+    # Agent branches of this task that task.json does not name (an interrupted `agent add`).
+    prefix = layout.agent_branch(tf.task_name, "\0").split("\0")[0]
+    if prefix:
+        names += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
+    base = tf.base_branch
+    return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]
+
+
+def _remove(git: Git, t: _Tree, data: EndData) -> None:
+    if t.wt is not None:
+        if t.path.exists():
+            args = ["worktree", "remove"]
+            if t.dirty or t.wt.locked:  # dirty work is already on an archive ref
+                args += ["--force", "--force"] if t.wt.locked else ["--force"]
+            git.run(*args, str(t.path))
+        data.removed_worktrees.append(str(t.path))
+    elif t.path.exists():
+        try:
+            t.path.rmdir()  # an empty directory left by a killed `worktree add`
+        except OSError:
+            data.kept_paths.append(str(t.path))  # not a worktree: spark-git never deletes files it does not own
+
+
+def _snapshot(layout: Layout, tf: TaskFile, git: Git, heads: dict[str, Sha], contained, archived, why: str | None) -> AuditSnapshot:
+    head = heads.get(branch_ref(tf.task_branch))
+    by_state: dict[str, int] = {}
+    for t in tf.transition_log:
+        by_state[t.to] = by_state.get(t.to, 0) + 1
+    by_agent: dict[str, int] = {}
+    coordination = total = 0
+    if head is not None:
+        for sha, subject, trailer in git.log_fields(f"{tf.base_commit}..{head}", ["%H", "%s", "%(trailers:key=Spark-Agent,valueonly,separator=%x2C)"]):
+            total += 1
+            agent = trailer.strip().split(",")[0].strip() or _subject_agent(subject)
+            if agent:
+                by_agent[agent] = by_agent.get(agent, 0) + 1
+            else:
+                coordination += 1
+    try:
+        trail = audit.load(layout, tf.task_name)
+    except SparkError:
+        trail = None
+    gates = trail.build_verifications if trail else []
+    passed = sum(1 for g in gates if _gate_passed(g))
+    return AuditSnapshot(
+        task_name=tf.task_name, final_state=tf.state, session_id=tf.session_id, title=tf.title, why=why,
+        created_at=tf.created_at, base_branch=tf.base_branch, base_commit=tf.base_commit, task_branch=tf.task_branch,
+        task_head=head, landed=bool(head and contained(head)), transitions=len(tf.transition_log), transitions_by_state=by_state,
+        agents=list(tf.agents), commits_total=total, commits_by_agent=by_agent, coordination_commits=coordination,
+        gate_runs=len(gates), gate_runs_passed=passed, gates_all_passed=(passed == len(gates)) if gates else None,
+        archive_refs=[a.model_dump() for a in archived], task_json=tf.model_dump(mode="json", by_alias=True),
+    )
+
+
+def _subject_agent(subject: str) -> str | None:
+    if subject.startswith("[") and "]" in subject:
+        return subject[1:subject.index("]")].strip() or None
+    return None
+
+
+def _gate_passed(entry: dict) -> bool:
+    if entry.get("result") in ("passed", "failed"):
+        return entry["result"] == "passed"
+    if isinstance(entry.get("passed"), bool):
+        return entry["passed"]
+    ev = entry.get("evidence")
+    if isinstance(ev, dict) and isinstance(ev.get("passed"), bool):
+        return ev["passed"]
+    return entry.get("exit_code", entry.get("returncode")) == 0

@@ -1,0 +1,168 @@
+"""Per-worktree environment: SPARK_* variables and a SPARK_PORT unique across the repo's live
+worktrees. Ports are recorded in `<tasks_root>/ports.json` (written atomically under the `ports`
+mutex, a leaf in the lock order: nothing else is locked while it is held). A port is free again as
+soon as its worktree directory or its task's lock is gone, so cleanup frees ports without calling
+here; `release()` frees one explicitly."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.git import GIT_LOCATION_ENV
+from spark_git.core.layout import Layout
+from spark_git.state.locks import mutex
+from spark_git.state.models import now
+from spark_git.state.store import read_optional, write_atomic
+
+PORTS = "ports"
+
+
+class PortEntry(BaseModel):
+    port: int
+    task: str
+    agent: str | None = None
+    worktree: str
+    allocated_at: str = Field(default_factory=now)
+
+
+class PortsFile(BaseModel):
+    """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
+
+    schema_version: int = 1
+    ports: list[PortEntry] = Field(default_factory=list)
+
+
+class EnvData(BaseModel):
+    task: str
+    agent: str | None
+    worktree: str
+    vars: dict[str, str]
+
+
+def ports_file(layout: Layout) -> Path:
+    return layout.tasks_root / "ports.json"
+
+
+def _live(layout: Layout, e: PortEntry) -> bool:
+    return Path(e.worktree).is_dir() and layout.task_json(e.task).is_file()
+
+
+def _bindable(port: int) -> bool:
+    # Skip ports some other program already listens on (a dev server started outside spark-git).
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def allocate(layout: Layout, task: str, agent: str | None, worktree: Path) -> int:
+    """The worktree's port: its recorded one if still live, else the lowest free port of the range."""
+    rng = layout.config.ports
+    if rng.end < rng.start:
+        raise BadInput(f"ports: end {rng.end} is below start {rng.start}")
+    wt = str(worktree)
+    layout.tasks_root.mkdir(parents=True, exist_ok=True)
+    with mutex(layout, PORTS):
+        pf = read_optional(ports_file(layout), PortsFile) or PortsFile()
+        live = [e for e in pf.ports if _live(layout, e)]
+        for e in live:
+            if e.worktree == wt:
+                if len(live) != len(pf.ports):
+                    write_atomic(ports_file(layout), PortsFile(ports=live))
+                return e.port
+        taken = {e.port for e in live}
+        for port in range(rng.start, rng.end + 1):
+            if port not in taken and _bindable(port):
+                live.append(PortEntry(port=port, task=task, agent=agent, worktree=wt))
+                write_atomic(ports_file(layout), PortsFile(ports=live))
+                return port
+    raise Blocked(
+        f"no free port in the configured range {rng.start}-{rng.end} ({len(taken)} live worktrees hold one)",
+        hint="widen [ports] start/end in the config, or clean up finished tasks",
+    )
+
+
+def release(layout: Layout, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
+    """Frees the port of one worktree (or every worktree of the task). Returns the freed ports."""
+    path = ports_file(layout)
+    if not path.exists():
+        return []
+    with mutex(layout, PORTS):
+        pf = read_optional(path, PortsFile) or PortsFile()
+        keep, freed = [], []
+        for e in pf.ports:
+            if e.task == task and (all_of_task or e.agent == agent):
+                freed.append(e.port)
+            else:
+                keep.append(e)
+        if freed:
+            write_atomic(path, PortsFile(ports=keep))
+    return freed
+
+
+def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
+    """SPARK_* for one worktree of a task (allocates its port if needed). need_port=False: an
+    exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
+    from spark_git.ops.tasks import load_task
+
+    tf = load_task(layout, task)
+    if agent is not None and agent not in tf.agents:
+        raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
+    task_wt = layout.task_worktree(task)
+    wt = Path(tf.agents[agent].worktree) if agent else task_wt
+    try:
+        port = str(allocate(layout, task, agent, wt))
+    except Blocked:
+        if need_port:
+            raise
+        port = ""
+    return {
+        "SPARK_TASK": task,
+        "SPARK_AGENT": agent or "",
+        "SPARK_SESSION_ID": session or tf.session_id,
+        "SPARK_WORKTREE": str(wt),
+        "SPARK_TASK_WORKTREE": str(task_wt),
+        "SPARK_PORT": port,
+    }
+
+
+def for_worktree(layout: Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
+    """The environment gates and setup commands run with: the process environment without variables
+    that would point git at another repository, plus SPARK_* of the worktree."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
+    env.update(spark_vars(layout, task, agent, session, need_port=False))
+    return env
+
+
+def render(vars_: dict[str, str], shell: str) -> str:
+    import json
+    import shlex
+
+    if shell == "json":
+        return json.dumps(vars_, indent=2)
+    if shell == "fish":
+        return "\n".join(f"set -gx {k} {_fish_quote(v)};" for k, v in vars_.items())
+    if shell == "bash":
+        return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in vars_.items())
+    raise BadInput(f"bad --shell {shell!r}: use bash, fish or json")
+
+
+def _fish_quote(v: str) -> str:
+    return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def env_data(layout: Layout, task: str, agent: str | None) -> EnvData:
+    from spark_git.core.layout import agent_name, task_name
+
+    task_name(task)
+    if agent is not None:
+        agent_name(agent)
+    v = spark_vars(layout, task, agent)
+    return EnvData(task=task, agent=agent, worktree=v["SPARK_WORKTREE"], vars=v)

@@ -1,0 +1,180 @@
+"""`spark-git status`: a read-only view of every task. Git calls for different worktrees run in
+parallel threads (each its own process; no shared Repo)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from spark_git.ops import mainlock
+from spark_git.core.errors import BadInput, CorruptState
+from spark_git.core.git import Git, branch_ref
+from spark_git.core.layout import Layout
+from spark_git.state.locks import idle_for
+from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.store import read_optional
+
+
+class AgentView(BaseModel):
+    name: str
+    role: str
+    branch: str
+    worktree: str
+    exists: bool
+    head: str | None
+    ahead: int | None  # commits on the agent branch not on the task branch
+    behind: int | None  # commits on the task branch not on the agent branch
+    dirty: list[str] | None
+    report: AgentStatus | None = None
+    flags: list[str] = []  # never reported, ERROR/BLOCKED, WORKING without update, stale approval
+
+
+class TaskView(BaseModel):
+    task: str
+    state: str | None = None
+    title: str | None = None
+    session_id: str | None = None
+    idle: str | None = None
+    last_active_at: str | None = None
+    task_branch: str | None = None
+    head: str | None = None
+    base_branch: str | None = None
+    commits_beyond_base: int | None = None
+    worktree: str | None = None
+    worktree_exists: bool = False
+    dirty: list[str] | None = None
+    provisioning: str | None = None
+    agents: list[AgentView] = []
+    problem: str | None = None  # corrupt or missing lock
+    risk: str | None = None
+    variant: str | None = None
+    protocol: str | None = None
+    next_states: list["NextState"] = []  # legal next states and what blocks each
+
+
+class NextState(BaseModel):
+    state: str
+    blockers: list[str]
+
+
+TaskView.model_rebuild()
+
+
+class StatusData(BaseModel):
+    tasks_root: str
+    main_lock: mainlock.MainLockData
+    tasks: list[TaskView]
+
+
+def _dirty(path: Path) -> list[str] | None:
+    if not path.is_dir():
+        return None
+    # Reads only: no index refresh, so status never takes an index.lock an agent's `git add` would trip on.
+    return [str(e) for e in Git(path, env={"GIT_OPTIONAL_LOCKS": "0"}).status()]
+
+
+def collect(layout: Layout, only: str | None = None) -> StatusData:
+    if only and not layout.task_dir(only).is_dir():
+        raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
+    names = [only] if only else layout.task_names()
+    git = layout.git()
+    heads = git.refs("refs/heads/") if names else {}
+    views: list[TaskView] = []
+    jobs = []
+    protocol_views: list[tuple[TaskView, TaskFile]] = []
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for name in names:
+            view = TaskView(task=name)
+            views.append(view)
+            try:
+                tf = read_optional(layout.task_json(name), TaskFile)
+            except CorruptState as e:
+                view.problem = e.message
+                continue
+            if tf is None:
+                view.worktree_exists = layout.task_worktree(name).is_dir()
+                if view.worktree_exists:
+                    view.problem = "task worktree exists without a lock (task.json): nothing owns it"
+                else:
+                    view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
+                continue
+            head = heads.get(branch_ref(tf.task_branch))
+            wt = Path(tf.worktree)
+            view.__dict__.update(
+                state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
+                last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=head, base_branch=tf.base_branch,
+                worktree=tf.worktree, worktree_exists=wt.is_dir(), provisioning=tf.provisioning,
+                risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
+            )
+            protocol_views.append((view, tf))
+            if head:
+                jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
+            jobs.append((view, "dirty", pool.submit(_dirty, wt)))
+            for a, entry in tf.agents.items():
+                ahead = heads.get(branch_ref(entry.branch))
+                av = AgentView(
+                    name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
+                    head=ahead, ahead=None, behind=None, dirty=None,
+                )
+                try:
+                    av.report = read_optional(layout.agent_status(name, a), AgentStatus)
+                except CorruptState as e:
+                    view.problem = e.message
+                view.agents.append(av)
+                if ahead and head:
+                    if ahead == head:
+                        av.ahead = av.behind = 0
+                    else:
+                        jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
+                jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
+        for obj, attr, fut in jobs:
+            val = fut.result()
+            if isinstance(attr, tuple):
+                for k, v in zip(attr, val):
+                    setattr(obj, k, v)
+            else:
+                setattr(obj, attr, val)
+    for view, tf in protocol_views:
+        _protocol_view(layout, view, tf)
+    lock = None
+    try:
+        lock = mainlock.read(layout)
+        main = mainlock.view(layout, lock)
+    except CorruptState as e:
+        main = mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
+    return StatusData(tasks_root=str(layout.tasks_root), main_lock=main, tasks=views)
+
+
+def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
+    """Next legal states with their blockers, and the agents that need a look."""
+    from spark_git.protocol import machine as protocol
+    from spark_git.core.errors import SparkError
+    from spark_git.state.locks import human_duration
+    from spark_git.state.models import now, parse_time
+
+    problem = protocol.inconsistency(tf)
+    if problem:
+        view.problem = f"task.json was edited by hand ({problem}); every command refuses it: run `spark-git doctor {tf.task_name}`"
+        return
+    limit = layout.config.stale_minutes * 60
+    t_now = parse_time(now())
+    for av in view.agents:
+        r = av.report
+        if r is None or r.status == "NEW":
+            av.flags.append("never reported")
+            continue
+        if r.status in ("ERROR", "BLOCKED"):
+            av.flags.append(f"{r.status}: {r.feedback or '(no message)'}")
+        if r.status == "WORKING":
+            age = (t_now - parse_time(r.updated_at)).total_seconds()
+            if age > limit:
+                av.flags.append(f"WORKING without an update for {human_duration(age)}")
+        if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head:
+            av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
+    try:
+        for state, unmet in protocol.blockers(layout, tf, None).items():
+            view.next_states.append(NextState(state=state, blockers=[str(u) for u in unmet]))
+    except SparkError as e:  # status never fails because of one task's protocol view
+        view.problem = f"cannot evaluate the protocol conditions: {e.message}"
