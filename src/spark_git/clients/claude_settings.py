@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput
-from spark_git.state.store import write_text_atomic
+from spark_git.state.files import write_text_atomic
 
 PRE_TOOL_USE = "spark-git hook pre-tool-use"
 SESSION_START = "spark-git hook session-start"

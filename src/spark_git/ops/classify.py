@@ -15,7 +15,7 @@ from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.state.models import TaskFile
-from spark_git.state.store import write_text_atomic
+from spark_git.state.files import write_text_atomic
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
 CLASSIFY_STATES = (protocol.INIT, protocol.CLASSIFIED)

@@ -18,7 +18,7 @@ from spark_git.core.git import Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.state.locks import WORKTREES, mutex, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
-from spark_git.state.store import read_optional, write_atomic
+from spark_git.state.files import read_optional, write_atomic
 from spark_git.ops.tasks import load_task, save_task
 
 ENDED = ("CLEANUP", "ABANDONED")

@@ -22,7 +22,7 @@ from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.state.locks import WORKTREES, idle_for, mutex, task_mutex_name
 from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, TaskFile, now, parse_time
-from spark_git.state.store import read_optional, write_atomic
+from spark_git.state.files import read_optional, write_atomic
 
 ENDED = ("CLEANUP", "ABANDONED")
 
@@ -554,7 +554,7 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
-    from spark_git.state.store import create_exclusive
+    from spark_git.state.files import create_exclusive
     from spark_git.ops.tasks import save_task
 
     git = layout.git()

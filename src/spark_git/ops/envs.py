@@ -17,7 +17,7 @@ from spark_git.core.git import GIT_LOCATION_ENV
 from spark_git.core.layout import Layout
 from spark_git.state.locks import mutex
 from spark_git.state.models import now
-from spark_git.state.store import read_optional, write_atomic
+from spark_git.state.files import read_optional, write_atomic
 
 PORTS = "ports"
 

@@ -11,7 +11,7 @@ from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.layout import Layout
 from spark_git.state.locks import MAIN, idle_for, mutex, require_owner
 from spark_git.state.models import MainLock, now
-from spark_git.state.store import create_exclusive, read_optional, write_atomic
+from spark_git.state.files import create_exclusive, read_optional, write_atomic
 
 
 class MainLockData(BaseModel):

@@ -26,7 +26,7 @@ from spark_git.core.git import ZERO_SHA, Git, branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.state.locks import MAIN, mutex, require_owner, task_mutex_name
 from spark_git.state.models import AgentStatus, MainLock, TaskFile, now
-from spark_git.state.store import create_exclusive, read_optional, write_atomic
+from spark_git.state.files import create_exclusive, read_optional, write_atomic
 from spark_git.ops.tasks import load_task, save_task, updating
 
 ARCHIVE_PREFIX = "refs/spark/archive"

@@ -12,7 +12,7 @@ from spark_git.protocol import machine as protocol
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.state.models import AgentStatus, now
-from spark_git.state.store import write_atomic
+from spark_git.state.files import write_atomic
 
 STATUSES = ("WORKING", "COMPLETE", "BLOCKED", "ERROR")
 
@@ -120,7 +120,7 @@ def _line(section: str, e: dict[str, Any]) -> str:
 
 def audit_view(layout: Layout, task: str) -> AuditData:
     from spark_git.gates import command as gates
-    from spark_git.state.store import read_optional
+    from spark_git.state.files import read_optional
     from spark_git.state.models import TaskFile
 
     task = task_name(task)

@@ -181,7 +181,7 @@ def write_objective(task_md: Path, title: str, src: Source) -> None:
     """Puts the source text under `## Task Objective` of task.md: replaces that section's body when
     task.md exists; otherwise writes a task.md holding the objective, which `classify` later turns
     into its full template (see carried_objective)."""
-    from spark_git.state.store import write_text_atomic
+    from spark_git.state.files import write_text_atomic
 
     body = objective_body(src)
     if task_md.is_file():

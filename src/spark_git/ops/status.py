@@ -14,7 +14,7 @@ from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
-from spark_git.state.store import read_optional
+from spark_git.state.files import read_optional
 
 
 class AgentView(BaseModel):

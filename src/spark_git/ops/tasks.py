@@ -21,7 +21,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.state.locks import WORKTREES, mint_session, mutex, require_owner, task_mutex_name
 from spark_git.state.models import AgentEntry, AgentStatus, AgentAddition, TaskFile, now
 from spark_git.ops.provision import ProvisionReport
-from spark_git.state.store import create_exclusive, read_model, read_optional, write_atomic
+from spark_git.state.files import create_exclusive, read_model, read_optional, write_atomic
 
 Progress = Callable[[str], None]
 

@@ -128,7 +128,7 @@ def check_consistent(layout: Layout, tf: TaskFile) -> None:
 
 
 def read_status(layout: Layout, task: str, agent: str) -> AgentStatus | None:
-    from spark_git.state.store import read_optional
+    from spark_git.state.files import read_optional
 
     try:
         return read_optional(layout.agent_status(task, agent), AgentStatus)
@@ -607,7 +607,7 @@ def _effects(layout: Layout, tf: TaskFile, frm: str, to: str, ctx: Ctx, head: st
 
 
 def _write_follow_ups(layout: Layout, tf: TaskFile, ctx: Ctx) -> None:
-    from spark_git.state.store import write_text_atomic
+    from spark_git.state.files import write_text_atomic
 
     lines = [f"# Follow-ups deferred from {tf.task_name}", ""]
     for a, st in _rejecters(ctx):
