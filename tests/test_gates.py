@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from fixtures.repo import git, spark_argv, write
+from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from tests.mergekit import PY, Task, config
 
@@ -104,11 +105,11 @@ def test_pytest_summary_parsing() -> None:
 
 
 def test_stamp_message_adds_prefix_and_trailers_once() -> None:
-    assert gates.stamp_message("fix bug\n", "a1", "t") == "[a1] fix bug\n\nSpark-Agent: a1\nSpark-Task: t\n"
+    assert attribution.stamp_message("fix bug\n", "a1", "t") == "[a1] fix bug\n\nSpark-Agent: a1\nSpark-Task: t\n"
     body = "fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\n"
-    assert gates.stamp_message(body, "a1", "t") == "[a1] fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\nSpark-Agent: a1\nSpark-Task: t\n"
-    stamped = gates.stamp_message("fix bug\n", "a1", "t")
-    assert gates.stamp_message(stamped, "a1", "t") == stamped
+    assert attribution.stamp_message(body, "a1", "t") == "[a1] fix bug\n\nlong text\n\nSigned-off-by: X <x@y>\nSpark-Agent: a1\nSpark-Task: t\n"
+    stamped = attribution.stamp_message("fix bug\n", "a1", "t")
+    assert attribution.stamp_message(stamped, "a1", "t") == stamped
 
 
 def test_gate_that_leaves_files_is_refused_until_they_are_ignored(tmp_path: Path) -> None:

@@ -10,31 +10,16 @@ import os
 import socket
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import GIT_LOCATION_ENV
 from spark_git.core.layout import Layout
 from spark_git.state.locks import mutex
-from spark_git.state.models import now
+from spark_git.state.models import PortEntry, PortsFile
 from spark_git.state.files import read_optional, write_atomic
 
 PORTS = "ports"
-
-
-class PortEntry(BaseModel):
-    port: int
-    task: str
-    agent: str | None = None
-    worktree: str
-    allocated_at: str = Field(default_factory=now)
-
-
-class PortsFile(BaseModel):
-    """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
-
-    schema_version: int = 1
-    ports: list[PortEntry] = Field(default_factory=list)
 
 
 class EnvData(BaseModel):

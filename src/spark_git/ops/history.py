@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from spark_git.gates import command as gates
+from spark_git.gates import attribution
 from spark_git.state import notes
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
@@ -53,10 +53,10 @@ def _agent_of(message: str, objs: list[dict]) -> tuple[str | None, str | None]:
     for o in reversed(objs):
         if o.get("kind") == "attribution" and o.get("agent"):
             return o["agent"], "note"
-    t = gates.trailer_agent(message)
+    t = attribution.trailer_agent(message)
     if t:
         return t, "trailer"
-    p = gates.prefix_agent(message)
+    p = attribution.prefix_agent(message)
     if p:
         return p, "prefix"
     return None, None

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from spark_git.state import audit
 from spark_git.ops import envs
 from spark_git.core import faults
+from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.state import notes
 from spark_git.protocol import machine as protocol
@@ -152,7 +153,7 @@ def _stamp(git: Git, commits: list[str], agent: str, task: str, onto: str) -> tu
     for sha in commits:
         headers, message = git.commit_object(sha)
         env = _ident_env(headers)
-        parent = git.commit_tree(headers["tree"][0], [parent], gates.stamp_message(message, agent, task), env)
+        parent = git.commit_tree(headers["tree"][0], [parent], attribution.stamp_message(message, agent, task), env)
         mapping[sha] = parent
     return parent, mapping
 
@@ -216,7 +217,7 @@ def _record_unrecorded_landing(layout: Layout, tf: TaskFile, agent: str, a_head:
         return []
     since = entry.last_merge_sha if entry.last_merge_sha and git.is_ancestor(entry.last_merge_sha, a_head) else tf.base_commit
     mine = [(sha, subj) for sha, subj, body in git.log_fields(f"{since}..{a_head}", ["%H", "%s", "%B"], "--first-parent")
-            if gates.trailer_agent(body) == agent]
+            if attribution.trailer_agent(body) == agent]
     if not mine:
         return []
     gate = [o for o in notes.read(git, a_head) if o.get("kind") == "gate"]
@@ -304,11 +305,11 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
                          rebased=False, stamped=0, archive_ref=None, gate=None, recovered=recovered)
 
     mode = layout.config.attribution.mode
-    unattributed = [sha for sha in new if not gates.attributed_to(messages[sha], agent)]
+    unattributed = [sha for sha in new if not attribution.attributed_to(messages[sha], agent)]
     if mode == "require" and unattributed:
         raise Blocked(
             f"{len(unattributed)} commit(s) on {entry.branch} are not attributed to {agent}",
-            hint=f"start each subject with '{gates.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
+            hint=f"start each subject with '{attribution.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
             details={"commits": [f"{sha[:12]} {messages[sha].splitlines()[0] if messages[sha] else ''}" for sha in unattributed]},
             task=task,
         )
@@ -345,7 +346,7 @@ def _merge_locked(layout: Layout, tf: TaskFile, agent: str, session: str | None)
 
     stamped = 0
     if mode == "add" and new:
-        todo = [sha for sha in new if not (gates.attributed_to(messages[sha], agent) and f"Spark-Task: {task}" in messages[sha])]
+        todo = [sha for sha in new if not (attribution.attributed_to(messages[sha], agent) and f"Spark-Task: {task}" in messages[sha])]
         if todo:
             if archive_ref is None:
                 archive_ref = archive(git, task, entry.branch, a_head)

@@ -119,7 +119,7 @@ def _line(section: str, e: dict[str, Any]) -> str:
 
 
 def audit_view(layout: Layout, task: str) -> AuditData:
-    from spark_git.gates import command as gates
+    from spark_git.gates import attribution
     from spark_git.state.files import read_optional
     from spark_git.state.models import TaskFile
 
@@ -155,7 +155,7 @@ def audit_view(layout: Layout, task: str) -> AuditData:
         git = layout.git()
         head = git.branch_head(tf.task_branch)
         if head:
-            smells += _commit_smells(git, tf.base_commit, head, gates)
+            smells += _commit_smells(git, tf.base_commit, head, attribution)
             for a, e in tf.agents.items():
                 st = protocol.read_status(layout, task, a)
                 if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and st.last_review_sha != head:
@@ -164,12 +164,12 @@ def audit_view(layout: Layout, task: str) -> AuditData:
                      smells=smells, trail=trail.model_dump(mode="json") if trail else {})
 
 
-def _commit_smells(git, base: str, head: str, gates) -> list[str]:
+def _commit_smells(git, base: str, head: str, attribution) -> list[str]:
     out = []
     rows = git.log_fields(f"{base}..{head}", ["%H", "%B"])
     if not rows:
         return out
-    unattributed = [sha for sha, body in rows if not (gates.prefix_agent(body) or gates.trailer_agent(body))]
+    unattributed = [sha for sha, body in rows if not (attribution.prefix_agent(body) or attribution.trailer_agent(body))]
     for sha in unattributed:
         out.append(f"commit {sha[:12]} on the task branch is not attributed to any agent")
     if len(rows) == 1 and unattributed:

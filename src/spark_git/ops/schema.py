@@ -52,7 +52,7 @@ FILES: dict[str, str] = {
     "audit-trail.json": "spark_git.state.models:AuditTrail",
     "audit-snapshot.json": "spark_git.state.models:AuditSnapshot",
     "main-lock.json": "spark_git.state.models:MainLock",  # <tasks_root>/main/task.json
-    "ports.json": "spark_git.ops.envs:PortsFile",
+    "ports.json": "spark_git.state.models:PortsFile",
     "config": "spark_git.core.config:Config",  # .spark-git.toml, or [tool.spark-git] in pyproject.toml
 }
 

@@ -163,3 +163,18 @@ class AuditSnapshot(_File):
     gates_all_passed: bool | None = None  # None: no gate ran
     archive_refs: list[dict[str, Any]] = Field(default_factory=list)
     task_json: dict[str, Any] = Field(default_factory=dict)
+
+
+class PortEntry(BaseModel):
+    port: int
+    task: str
+    agent: str | None = None
+    worktree: str
+    allocated_at: str = Field(default_factory=now)
+
+
+class PortsFile(BaseModel):
+    """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
+
+    schema_version: int = 1
+    ports: list[PortEntry] = Field(default_factory=list)

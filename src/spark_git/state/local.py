@@ -1,0 +1,137 @@
+"""The local backend: task locks and state as JSON files under the tasks root (temp → fsync →
+rename, create-exclusive by link(2)), notes and archive refs in the repository, mutexes as kernel
+flocks under `<git-common-dir>/spark/`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from spark_git.core.errors import GitError
+from spark_git.core.git import ZERO_SHA
+from spark_git.core.layout import Layout
+from spark_git.state import audit as _audit
+from spark_git.state import notes as _notes
+from spark_git.state.files import create_exclusive, read_optional, write_atomic
+from spark_git.state.locks import mutex
+from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
+from spark_git.state.store import NoteEntry
+
+ARCHIVE_PREFIX = "refs/spark/archive/"
+
+
+def archive_ref_for(task: str, name: str, sha: str) -> str:
+    return f"{ARCHIVE_PREFIX}{task}/{name}/{sha[:12]}"
+
+
+class LocalStore:
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    @contextmanager
+    def mutex(self, name: str, timeout: float = 3600.0) -> Iterator[None]:
+        with mutex(self.layout, name, timeout):
+            yield
+
+    # -- task locks ------------------------------------------------------------------------
+
+    def create_task(self, tf: TaskFile) -> bool:
+        return create_exclusive(self.layout.task_json(tf.task_name), tf)
+
+    def read_task(self, task: str) -> TaskFile | None:
+        return read_optional(self.layout.task_json(task), TaskFile)
+
+    def write_task(self, tf: TaskFile) -> None:
+        write_atomic(self.layout.task_json(tf.task_name), tf)
+
+    def release_task(self, task: str) -> None:
+        self.layout.task_json(task).unlink(missing_ok=True)
+
+    def task_names(self) -> list[str]:
+        return self.layout.task_names()
+
+    # -- main lock -------------------------------------------------------------------------
+
+    def create_main_lock(self, lock: MainLock) -> bool:
+        path = self.layout.main_lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return create_exclusive(path, lock)
+
+    def read_main_lock(self) -> MainLock | None:
+        return read_optional(self.layout.main_lock(), MainLock)
+
+    def write_main_lock(self, lock: MainLock) -> None:
+        write_atomic(self.layout.main_lock(), lock)
+
+    def release_main_lock(self) -> None:
+        self.layout.main_lock().unlink(missing_ok=True)
+
+    # -- agent reports -----------------------------------------------------------------------
+
+    def read_status(self, task: str, agent: str) -> AgentStatus | None:
+        return read_optional(self.layout.agent_status(task, agent), AgentStatus)
+
+    def write_status(self, st: AgentStatus) -> None:
+        write_atomic(self.layout.agent_status(st.task, st.agent), st)
+
+    # -- audit -----------------------------------------------------------------------------
+
+    def audit(self, task: str, section: str, entry: dict[str, Any], session: str | None = None) -> None:
+        _audit.record(self.layout, task, section, entry, session=session)
+
+    def event(self, task: str, kind: str, session: str | None = None, **payload: Any) -> None:
+        _audit.event(self.layout, task, kind, session, **payload)
+
+    def read_audit(self, task: str) -> AuditTrail | None:
+        return _audit.load(self.layout, task)
+
+    def read_snapshot(self, task: str) -> AuditSnapshot | None:
+        return read_optional(self.layout.task_dir(task) / "audit-snapshot.json", AuditSnapshot)
+
+    def write_snapshot(self, task: str, snap: AuditSnapshot) -> None:
+        write_atomic(self.layout.task_dir(task) / "audit-snapshot.json", snap)
+
+    # -- notes -----------------------------------------------------------------------------
+
+    def add_notes(self, entries: Iterable[NoteEntry]) -> None:
+        _notes.append_many(self.layout, entries)
+
+    def notes(self, sha: str) -> list[dict[str, Any]]:
+        return _notes.read(self.layout.git(), sha)
+
+    def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]:
+        return _notes.read_range(self.layout.git(), rev_range)
+
+    # -- archive refs ------------------------------------------------------------------------
+
+    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None) -> str:
+        """`refs/spark/archive/<task>/<name>/<sha12>` by compare-and-swap (a 12-digit prefix collision
+        gets `-<next 8 digits>`); an existing ref is never moved; a racer archiving the same commit is fine."""
+        git = self.layout.git()
+        ref = archive_ref_for(task, name, sha)
+        cur = git.rev_parse(ref)
+        if cur == sha:
+            return ref
+        if cur is not None:
+            ref = f"{ref}-{sha[12:20]}"
+            if git.rev_parse(ref) == sha:
+                return ref
+        try:
+            git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
+        except GitError:
+            if git.rev_parse(ref) != sha:
+                raise
+            return ref
+        self.event(task, "archived", session, ref=ref, sha=sha, what=what)
+        return ref
+
+    # -- ports -------------------------------------------------------------------------------
+
+    def read_ports(self) -> PortsFile:
+        return read_optional(self.layout.tasks_root / "ports.json", PortsFile) or PortsFile()
+
+    def write_ports(self, pf: PortsFile) -> None:
+        write_atomic(self.layout.tasks_root / "ports.json", pf)
+
+

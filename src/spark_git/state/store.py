@@ -1,0 +1,64 @@
+"""The `Store` seam: everything spark-git persists, behind one interface.
+
+Commands (ops/) talk to a `Store`, never to the files and refs behind it, so a second backend (the
+shared git remote) is one class plus one registry line in `state/backends.py`. The local backend
+(`state/local.py`) keeps today's layout: lock files beside the worktrees, refs and notes in the repo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from spark_git.core.layout import Layout
+from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
+
+NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
+
+
+class Store(Protocol):
+    layout: Layout
+
+    # -- process mutexes (short-lived, released when the process dies) ------------------------
+    def mutex(self, name: str, timeout: float = 3600.0) -> AbstractContextManager[None]: ...
+
+    # -- ownership locks and task state ----------------------------------------------------
+    def create_task(self, tf: TaskFile) -> bool:
+        """Takes the task lock with its full content, atomically; False if the task exists."""
+    def read_task(self, task: str) -> TaskFile | None:
+        """None if there is no lock; CorruptState if it cannot be read."""
+    def write_task(self, tf: TaskFile) -> None: ...
+    def release_task(self, task: str) -> None:
+        """Ends the ownership lock (cleanup, abandon, an undone start); records stay."""
+    def task_names(self) -> list[str]: ...
+
+    # -- the main-worktree lock ------------------------------------------------------------
+    def create_main_lock(self, lock: MainLock) -> bool: ...
+    def read_main_lock(self) -> MainLock | None: ...
+    def write_main_lock(self, lock: MainLock) -> None: ...
+    def release_main_lock(self) -> None: ...
+
+    # -- agent reports -------------------------------------------------------------------
+    def read_status(self, task: str, agent: str) -> AgentStatus | None: ...
+    def write_status(self, st: AgentStatus) -> None: ...
+
+    # -- audit trail (append-only, kept after the task ends) --------------------------------
+    def audit(self, task: str, section: str, entry: dict[str, Any], session: str | None = None) -> None: ...
+    def event(self, task: str, kind: str, session: str | None = None, **payload: Any) -> None: ...
+    def read_audit(self, task: str) -> AuditTrail | None: ...
+    def read_snapshot(self, task: str) -> AuditSnapshot | None: ...
+    def write_snapshot(self, task: str, snap: AuditSnapshot) -> None: ...
+
+    # -- git notes (attribution, evidence, approvals) ---------------------------------------
+    def add_notes(self, entries: Iterable[NoteEntry]) -> None: ...
+    def notes(self, sha: str) -> list[dict[str, Any]]: ...
+    def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]: ...
+
+    # -- archive refs: written before anything could drop a commit; never moved or deleted --
+    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None) -> str:
+        """Keeps `sha` reachable; returns the archive ref. Idempotent."""
+
+    # -- ports --------------------------------------------------------------------------
+    def read_ports(self) -> PortsFile: ...
+    def write_ports(self, pf: PortsFile) -> None: ...
