@@ -14,7 +14,7 @@ from tests.mergekit import PY, Task, config
 WRAPPER = r"""
 import os, runpy, sys
 ready, go = int(sys.argv[1]), int(sys.argv[2])
-import spark_git.cli, spark_git.merge, git.cmd, filelock  # warm start-up: race on the work, not the imports
+import spark_git.cli, spark_git.ops.merge, git.cmd, filelock  # warm start-up: race on the work, not the imports
 os.write(ready, b".")
 os.close(ready)
 if os.read(go, 1) != b"g":

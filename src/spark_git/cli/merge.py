@@ -85,7 +85,7 @@ def _merge_all_result(d) -> Result:
 @app.command()
 def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
     """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
-    from spark_git.ops import merge as m
+    from spark_git.ops import sync as m
 
     def action(layout):
         d = m.sync(layout, task, agent, session=session_from(session))
@@ -139,7 +139,7 @@ def approve(
 @app.command()
 def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> None:
     """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
-    from spark_git.ops import merge as m
+    from spark_git.ops import complete as m
 
     def action(layout):
         d = m.complete(layout, task, session=session_from(session))

@@ -250,7 +250,7 @@ def _check_worktree(ctx: _Ctx, tf: TaskFile, label: str, path: Path, branch: str
     wg = Git(path)
     op = _operation(path)
     if op is not None:
-        from spark_git.ops.merge import MARKER
+        from spark_git.ops.merging.rewrite import MARKER
 
         by_merge = label != "task" and (ctx.layout.agent_dir(task, label) / MARKER).exists()
         if by_merge or op != "rebase":
@@ -339,7 +339,7 @@ def _abort(ctx: _Ctx, task: str, label: str, path: Path, op: str, branch: str) -
         archive.keep(ctx.layout, task, f"{op}-head-{label}", head, f"HEAD of the {op} left in {path}", ctx.session)
     wg.abort_operation(op)
     if label != "task":
-        from spark_git.ops.merge import MARKER
+        from spark_git.ops.merging.rewrite import MARKER
 
         (ctx.layout.agent_dir(task, label) / MARKER).unlink(missing_ok=True)
     audit.event(ctx.layout, task, "doctor_aborted", ctx.session, operation=op, worktree=str(path))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from spark_git.core.layout import Layout
+from spark_git.state.files import read_optional, write_atomic
 from spark_git.state.locks import mutex
 from spark_git.state.models import AuditTrail, now
-from spark_git.state.files import read_optional, write_atomic
 
 SECTIONS = ("state_transitions", "agent_invocations", "commits", "build_verifications", "events")
 

@@ -15,14 +15,15 @@ from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
 from spark_git.state.locks import mutex
-from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
-from spark_git.state.store import NoteEntry
-
-ARCHIVE_PREFIX = "refs/spark/archive/"
-
-
-def archive_ref_for(task: str, name: str, sha: str) -> str:
-    return f"{ARCHIVE_PREFIX}{task}/{name}/{sha[:12]}"
+from spark_git.state.models import (
+    AgentStatus,
+    AuditSnapshot,
+    AuditTrail,
+    MainLock,
+    PortsFile,
+    TaskFile,
+)
+from spark_git.state.store import NoteEntry, archive_ref_for
 
 
 class LocalStore:
@@ -105,7 +106,7 @@ class LocalStore:
 
     # -- archive refs ------------------------------------------------------------------------
 
-    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None) -> str:
+    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> str:
         """`refs/spark/archive/<task>/<name>/<sha12>` by compare-and-swap (a 12-digit prefix collision
         gets `-<next 8 digits>`); an existing ref is never moved; a racer archiving the same commit is fine."""
         git = self.layout.git()
@@ -123,7 +124,8 @@ class LocalStore:
             if git.rev_parse(ref) != sha:
                 raise
             return ref
-        self.event(task, "archived", session, ref=ref, sha=sha, what=what)
+        if event:
+            self.event(task, "archived", session, ref=ref, sha=sha, what=what)
         return ref
 
     # -- ports -------------------------------------------------------------------------------

@@ -12,9 +12,22 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from spark_git.core.layout import Layout
-from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
+from spark_git.state.models import (
+    AgentStatus,
+    AuditSnapshot,
+    AuditTrail,
+    MainLock,
+    PortsFile,
+    TaskFile,
+)
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
+ARCHIVE_PREFIX = "refs/spark/archive/"
+
+
+def archive_ref_for(task: str, name: str, sha: str) -> str:
+    """Where every backend keeps an archived commit (a 12-digit prefix collision adds `-<8 more>`)."""
+    return f"{ARCHIVE_PREFIX}{task}/{name}/{sha[:12]}"
 
 
 class Store(Protocol):
@@ -56,8 +69,9 @@ class Store(Protocol):
     def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]: ...
 
     # -- archive refs: written before anything could drop a commit; never moved or deleted --
-    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None) -> str:
-        """Keeps `sha` reachable; returns the archive ref. Idempotent."""
+    def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> str:
+        """Keeps `sha` reachable; returns the archive ref. Idempotent. `event`: log a new ref in the
+        audit trail (a merge's pre-rebase safety ref, dropped again on a conflict, is not logged)."""
 
     # -- ports --------------------------------------------------------------------------
     def read_ports(self) -> PortsFile: ...

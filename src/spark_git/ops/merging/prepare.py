@@ -1,0 +1,94 @@
+"""Merge step 1: everything an agent merge checks and reads before it changes anything.
+
+The result, a `Plan`, is what the later steps (rewrite, verify, land, record) work on; a queue of
+merges reuses the same steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.git import Git, branch_ref
+from spark_git.core.layout import Layout
+from spark_git.gates import attribution
+from spark_git.gates import command as gates
+from spark_git.ops.merging.plan import Plan
+from spark_git.ops.merging.rewrite import recover
+from spark_git.protocol import machine as protocol
+from spark_git.state.models import AgentEntry, TaskFile
+from spark_git.state.store import Store
+
+
+def agent_entry(tf: TaskFile, agent: str) -> AgentEntry:
+    if agent not in tf.agents:
+        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=tf.task_name)
+    return tf.agents[agent]
+
+
+def existing_worktree(path: str, what: str, task: str) -> Git:
+    if not Path(path).is_dir():
+        raise Blocked(f"{what} {path} does not exist", next=[f"spark-git doctor {task}"], task=task)
+    return Git(path)
+
+
+def unmet_blocked(what: str, unmet: list[protocol.Unmet], task: str) -> Blocked:
+    return Blocked(
+        f"{what}: {len(unmet)} condition(s) not met",
+        details={"unmet": [str(u) for u in unmet]},
+        next=[u.fix for u in unmet if u.fix],
+        task=task,
+    )
+
+
+def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None) -> Plan:
+    """Refuses (nothing changed) unless the protocol, both worktrees and attribution allow a merge."""
+    task = tf.task_name
+    entry = agent_entry(tf, agent)
+    unmet = protocol.merge_conditions(layout, tf)
+    if unmet:
+        raise unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
+    awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)
+    twt = existing_worktree(tf.worktree, "the task worktree", task)
+    recovered = recover(layout, task, agent, awt)
+    _check_worktrees(tf, entry, agent, awt, twt)
+    heads = layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch))  # one git call for both
+    task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
+    if task_head is None or a_head is None:
+        raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
+    messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
+    plan = Plan(layout, store, tf, agent, entry, session, awt, twt, task_head, a_head, messages, recovered)
+    plan.original = {sha: sha for sha in messages}
+    _check_attribution(plan)
+    return plan
+
+
+def _check_worktrees(tf: TaskFile, entry: AgentEntry, agent: str, awt: Git, twt: Git) -> None:
+    task = tf.task_name
+    if awt.rebase_in_progress():
+        raise Blocked(
+            f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
+            hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
+            next=[f"cd {awt.cwd} && git status"], task=task,
+        )
+    a_branch, a_dirty = awt.branch_and_status()
+    t_branch, t_dirty = twt.branch_and_status()
+    if a_branch != entry.branch:
+        raise Blocked(f"{awt.cwd} is on {a_branch or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
+    if t_branch != tf.task_branch:
+        raise Blocked(f"{twt.cwd} is on {t_branch or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
+    gates.check_clean(awt, f"agent {agent}'s worktree", task, a_dirty)
+    gates.check_clean(twt, "the task worktree", task, t_dirty)
+
+
+def _check_attribution(plan: Plan) -> None:
+    if plan.layout.config.attribution.mode != "require":
+        return
+    unattributed = [sha for sha, msg in plan.messages.items() if not attribution.attributed_to(msg, plan.agent)]
+    if unattributed:
+        agent = plan.agent
+        raise Blocked(
+            f"{len(unattributed)} commit(s) on {plan.entry.branch} are not attributed to {agent}",
+            hint=f"start each subject with '{attribution.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
+            details={"commits": [f"{sha[:12]} {plan.messages[sha].splitlines()[0] if plan.messages[sha] else ''}" for sha in unattributed]},
+            task=plan.task,
+        )

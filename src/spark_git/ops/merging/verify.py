@@ -1,0 +1,55 @@
+"""Merge step 3: the build gate on exactly the commit that will land, and its evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_git.core.errors import Failed
+from spark_git.core.layout import Layout
+from spark_git.gates import command as gates
+from spark_git.ops import envs
+from spark_git.ops.merging.plan import Plan
+from spark_git.state.backends import open_store
+
+GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
+
+
+def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
+    entry = {
+        "gate": ev.gate, "command": ev.command, "result": "passed" if ev.passed else "failed", "ran": ev.ran,
+        "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "tree": ev.tree,
+        "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": session, **extra,
+    }
+    store = open_store(layout)
+    store.audit(task, "build_verifications", entry, session=session)
+    if ev.commit:
+        store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})])
+
+
+def gate_failed(ev: gates.GateEvidence, task: str, what: str) -> Failed:
+    reason = ev.error or f"exit code {ev.exit_code}"
+    return Failed(
+        f"{what}: gate {ev.gate!r} failed ({reason}); log: {ev.log_path}",
+        hint="read the log, fix the code, commit, and try again",
+        details={"log_path": ev.log_path, "exit_code": ev.exit_code, "timed_out": ev.timed_out, "command": ev.command},
+        task=task,
+    )
+
+
+def verify(plan: Plan) -> gates.GateEvidence:
+    """Runs gates.build in the agent worktree; refuses unless it passed on the agent head and left
+    the worktree as it found it."""
+    layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
+    cfg = layout.config.gates
+    ev = gates.run("build", cfg.build, awt.cwd, layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(layout, task, agent))
+    record_gate(layout, task, ev, plan.session, agent=agent)
+    if not ev.passed:
+        raise gate_failed(ev, task, f"{agent} was not merged into {task}")
+    after = awt.head_and_tree()
+    if after is None or after[0] != plan.a_head or ev.commit != plan.a_head:  # same commit id ⇒ same tree
+        raise Failed(f"{agent}'s branch changed while its gate ran ({plan.a_head[:12]} → {(after[0] if after else '?')[:12]}); nothing was merged", task=task)
+    left = awt.status()
+    if left:
+        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task,
+                     hint=GATE_LEFT_CHANGES_HINT)
+    return ev
