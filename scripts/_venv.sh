@@ -7,7 +7,7 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
 fi
 stamp="$ROOT/.venv/.spark-installed"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-  "$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  "$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,lint]"
   touch "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
