@@ -45,7 +45,7 @@ def hook_session_start(ctx: typer.Context) -> None:
     import os
     from pathlib import Path
 
-    from spark_git.clients import checkpoint
+    from spark_git.clients import checkpoint, registry
     from spark_git.core.errors import BadInput
     from spark_git.core.layout import Layout
 
@@ -64,7 +64,7 @@ def hook_session_start(ctx: typer.Context) -> None:
         else:
             d = checkpoint.collect(layout, sessions)
         if not st.json:
-            text = checkpoint.render(d)
+            text = registry.get().session_start(d)
             if text:
                 print(text)
             raise typer.Exit(0)
@@ -80,10 +80,10 @@ def _root(layout):
 @hooks_app.command("install")
 def hooks_install(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Add spark-git's PreToolUse and SessionStart hooks to Claude Code's settings (merged, idempotent)."""
-    from spark_git.clients import claude_settings
+    from spark_git.clients import registry
 
     def action(layout):
-        d = claude_settings.install(_root(layout), scope)
+        d = registry.get().install(_root(layout), scope)
         verb = "installed in" if d.changed else "already in"
         return Result(f"spark-git hooks {verb} {d.path}", d, next=["spark-git hooks uninstall" + (" --scope local" if scope == "local" else "")])
 
@@ -93,10 +93,10 @@ def hooks_install(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
 @hooks_app.command("uninstall")
 def hooks_uninstall(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Remove only spark-git's entries from Claude Code's settings."""
-    from spark_git.clients import claude_settings
+    from spark_git.clients import registry
 
     def action(layout):
-        d = claude_settings.uninstall(_root(layout), scope)
+        d = registry.get().uninstall(_root(layout), scope)
         return Result(f"spark-git hooks removed from {d.path}" if d.changed else f"no spark-git hooks in {d.path}", d)
 
     execute(ctx, action)

@@ -83,22 +83,5 @@ def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
     return out
 
 
-def render(d: SessionStartData) -> str:
-    """Plain text for Claude Code's context (stdout of a SessionStart hook)."""
-    if not d.tasks and not d.problems:
-        return ""
-    lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
-    for t in d.tasks:
-        lines.append(f"- task {t.task}" + (f" ({t.title})" if t.title else "") + f": state {t.state}, branch {t.task_branch} at {(t.head or '?')[:12]}")
-        lines.append(f"  waiting for: {t.waiting_for or 'nothing from the human'}")
-        lines.append(f"  task worktree: {t.task_worktree}")
-        for a, p in t.agent_worktrees.items():
-            lines.append(f"  agent {a}: {p}")
-        lines.append("  next: " + " ; ".join(t.next))
-    for p in d.problems:
-        lines.append(f"- problem: {p}")
-    return "\n".join(lines)
-
-
 def from_event(event_cwd: str | None) -> Path:
     return Path(event_cwd) if event_cwd else Path.cwd()

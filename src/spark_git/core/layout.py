@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NewType
 
+from spark_git.core import paths
 from spark_git.core.config import Config, load_config
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git, LocalBranch, RepoInfo
+from spark_git.core.paths import NAME_RE, RESERVED_TASK_NAMES
 
 TaskName = NewType("TaskName", str)
 AgentName = NewType("AgentName", str)
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-RESERVED_TASK_NAMES = {"main"}  # `<tasks_root>/main/` holds the main-worktree lock
 NAME_RULE = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters, no '..', not ending in '.lock'"
 
 
@@ -61,10 +60,7 @@ class Layout:
     def discover(cls, start: Path) -> "Layout":
         info = Git(start).discover()
         config, source = load_config(info.main_worktree)
-        root = Path(config.tasks_root).expanduser() if config.tasks_root else Path(f"{info.main_worktree}.tasks")
-        if not root.is_absolute():
-            root = info.main_worktree / root
-        root = _resolve(root)
+        root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)
         common = info.common_dir
         if root == common or common in root.parents:
             raise BadInput(f"tasks_root {root} is inside the git directory {common}", hint="choose a tasks_root outside .git (the default is '<repo-dir>.tasks')")
@@ -87,10 +83,10 @@ class Layout:
     # -- paths -----------------------------------------------------------------------------
 
     def task_dir(self, task: str) -> Path:
-        return self.tasks_root / task
+        return paths.task_dir(self.tasks_root, task)
 
     def task_json(self, task: str) -> Path:
-        return self.task_dir(task) / "task.json"
+        return paths.task_json(self.tasks_root, task)
 
     def task_md(self, task: str) -> Path:
         return self.task_dir(task) / "task.md"
@@ -102,28 +98,25 @@ class Layout:
         return self.task_dir(task) / "logs"
 
     def task_worktree(self, task: str) -> Path:
-        return self.task_dir(task) / "code"
+        return paths.task_worktree(self.tasks_root, task)
 
     def agent_dir(self, task: str, agent: str) -> Path:
-        return self.task_dir(task) / "agents" / agent
+        return paths.agent_dir(self.tasks_root, task, agent)
 
     def agent_worktree(self, task: str, agent: str) -> Path:
-        return self.agent_dir(task, agent) / "code"
+        return paths.agent_worktree(self.tasks_root, task, agent)
 
     def agent_status(self, task: str, agent: str) -> Path:
         return self.agent_dir(task, agent) / "status.json"
 
     def main_lock(self) -> Path:
-        return self.tasks_root / "main" / "task.json"
+        return paths.main_lock(self.tasks_root)
 
     def task_names(self) -> list[str]:
         """Directories under the tasks root that hold (or held) a task."""
         if not self.tasks_root.is_dir():
             return []
-        return sorted(
-            p.name for p in self.tasks_root.iterdir()
-            if p.is_dir() and p.name not in RESERVED_TASK_NAMES and NAME_RE.match(p.name)
-        )
+        return sorted(p.name for p in self.tasks_root.iterdir() if p.is_dir() and paths.is_task_dir_name(p.name))
 
     # -- branches --------------------------------------------------------------------------
 
@@ -140,21 +133,8 @@ class Layout:
 
     def locate(self, path: Path) -> tuple[str | None, str | None]:
         """(task, agent) whose worktree contains `path`, from the layout alone."""
-        p = _resolve(path)
-        try:
-            rel = p.relative_to(self.tasks_root)
-        except ValueError:
-            return None, None
-        parts = rel.parts
-        if len(parts) >= 2 and parts[1] == "code":
-            return parts[0], None
-        if len(parts) >= 4 and parts[1] == "agents" and parts[3] == "code":
-            return parts[0], parts[2]
-        return (parts[0] if parts else None), None
-
-
-def _resolve(p: Path) -> Path:
-    return p.resolve(strict=False)
+        place = paths.locate(self.tasks_root, paths.real(path))
+        return place.task, place.agent
 
 
 def within(p: Path, root: Path) -> bool:

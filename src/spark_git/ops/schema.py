@@ -41,8 +41,8 @@ COMMANDS: dict[str, str] = {
     "env": "spark_git.ops.envs:EnvData",
     "schema": "spark_git.ops.schema:SchemaData",
     "hook session-start": "spark_git.clients.checkpoint:SessionStartData",
-    "hooks install": "spark_git.clients.claude_settings:HooksData",
-    "hooks uninstall": "spark_git.clients.claude_settings:HooksData",
+    "hooks install": "spark_git.clients.settings:HooksData",
+    "hooks uninstall": "spark_git.clients.settings:HooksData",
 }
 
 # Files spark-git writes (and the config it reads) → model.

@@ -1,0 +1,160 @@
+"""The Claude Code adapter: its PreToolUse event as a ToolCall, a Decision as its exit code (0 allows,
+2 blocks with the reason on stderr, 1 is a non-blocking hook error), spark-git's entries in its
+settings file, and the SessionStart text it adds to the model's context.
+
+Imported before every tool call, so only the standard library at module level; the settings and
+session-start parts load pydantic inside the functions that need it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from spark_git.clients.checkpoint import SessionStartData
+    from spark_git.clients.settings import HooksData
+
+KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL}
+PRE_TOOL_USE = "spark-git hook pre-tool-use"
+SESSION_START = "spark-git hook session-start"
+MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash"
+OURS = (PRE_TOOL_USE, SESSION_START)
+SCOPES = {"project": "settings.json", "local": "settings.local.json"}
+SCOPE_USAGE = "use project (.claude/settings.json) or local (.claude/settings.local.json)"
+
+
+class ClaudeCode:
+    name = "claude"
+
+    # -- pre-tool-use ------------------------------------------------------------------------
+
+    def parse_event(self, raw: str) -> ToolCall:
+        try:
+            event = json.loads(raw) if raw.strip() else {}
+        except ValueError as e:
+            raise BadEvent(f"stdin is not JSON ({e})") from e
+        if not isinstance(event, dict):
+            raise BadEvent("stdin is not a JSON object")
+        tool = event.get("tool_name") or ""
+        tin = event.get("tool_input") or {}
+        if not isinstance(tin, dict):
+            tin = {}
+        kind = KINDS.get(tool, OTHER) if isinstance(tool, str) else OTHER
+        target = (tin.get("file_path") or tin.get("notebook_path")) if kind in (WRITE, EDIT) else None
+        command = tin.get("command") if kind == SHELL else None
+        sid = event.get("session_id")
+        return ToolCall(
+            kind, tool, event.get("cwd") or os.getcwd(),
+            paths=(target,) if isinstance(target, str) and target else (),
+            command=command if isinstance(command, str) else None,
+            session_id=sid if isinstance(sid, str) else None,
+        )
+
+    def render(self, d: Decision) -> Reply:
+        if not d.allow:
+            return Reply(2, stderr=d.reason + "\n")
+        return Reply(0, stdout=d.reason + "\n" if d.reason else "")
+
+    def render_bad_event(self, e: BadEvent) -> Reply:
+        # Exit 1 is a non-blocking hook error in Claude Code: the tool call proceeds, the user sees this.
+        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def settings_path(self, root: Path, scope: str) -> Path:
+        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
+
+        return root / ".claude" / settings.scope_file(SCOPES, scope, SCOPE_USAGE)
+
+    def install(self, root: Path, scope: str = "project") -> HooksData:
+        """spark-git's hooks merged into the settings file (nothing else dropped); idempotent."""
+        from spark_git.clients import settings
+
+        path = self.settings_path(root, scope)
+        data = settings.load(path)
+        hooks = data.setdefault("hooks", {})
+        wanted = [
+            ("PreToolUse", {"matcher": MATCHER, "hooks": [{"type": "command", "command": PRE_TOOL_USE}]}, PRE_TOOL_USE),
+            ("SessionStart", {"hooks": [{"type": "command", "command": SESSION_START}]}, SESSION_START),
+        ]
+        changed = False
+        for event, group, cmd in wanted:
+            groups = hooks.setdefault(event, [])
+            if not _has(groups, cmd):
+                groups.append(group)
+                changed = True
+        if changed:
+            settings.save(path, data)
+        return settings.HooksData(path=str(path), scope=scope, changed=changed, entries=[f"{e}: {c}" for e, _, c in wanted])
+
+    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
+        """Only spark-git's entries removed (and the containers they emptied; the file too if it held
+        nothing else)."""
+        from spark_git.clients import settings
+
+        path = self.settings_path(root, scope)
+        if not path.exists():
+            return settings.HooksData(path=str(path), scope=scope, changed=False, entries=[])
+        data = settings.load(path)
+        hooks = data.get("hooks")
+        removed = _remove_ours(hooks) if isinstance(hooks, dict) else []
+        if isinstance(hooks, dict) and not hooks:
+            del data["hooks"]
+        if not removed:
+            return settings.HooksData(path=str(path), scope=scope, changed=False, entries=[])
+        if not data:
+            path.unlink()  # the file held nothing but spark-git's entries
+            return settings.HooksData(path=str(path), scope=scope, changed=True, entries=removed, removed_file=True)
+        settings.save(path, data)
+        return settings.HooksData(path=str(path), scope=scope, changed=True, entries=removed)
+
+    # -- session start -----------------------------------------------------------------------
+
+    def session_start(self, d: SessionStartData) -> str:
+        """Plain text for Claude Code's context (stdout of a SessionStart hook); "" says nothing."""
+        if not d.tasks and not d.problems:
+            return ""
+        lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
+        for t in d.tasks:
+            lines.append(f"- task {t.task}" + (f" ({t.title})" if t.title else "") + f": state {t.state}, branch {t.task_branch} at {(t.head or '?')[:12]}")
+            lines.append(f"  waiting for: {t.waiting_for or 'nothing from the human'}")
+            lines.append(f"  task worktree: {t.task_worktree}")
+            for a, p in t.agent_worktrees.items():
+                lines.append(f"  agent {a}: {p}")
+            lines.append("  next: " + " ; ".join(t.next))
+        for p in d.problems:
+            lines.append(f"- problem: {p}")
+        return "\n".join(lines)
+
+
+def _has(groups: list, command: str) -> bool:
+    return any(isinstance(g, dict) and any(isinstance(h, dict) and h.get("command") == command for h in g.get("hooks") or []) for g in groups)
+
+
+def _remove_ours(hooks: dict) -> list[str]:
+    """Drops spark-git's hook entries from `hooks` in place; returns them as "event: command"."""
+    removed: list[str] = []
+    for event in list(hooks):
+        kept_groups = []
+        for g in hooks[event]:
+            if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
+                kept_groups.append(g)
+                continue
+            kept = [h for h in g["hooks"] if not (isinstance(h, dict) and h.get("command") in OURS)]
+            removed += [f"{event}: {h['command']}" for h in g["hooks"] if isinstance(h, dict) and h.get("command") in OURS]
+            if kept:
+                kept_groups.append({**g, "hooks": kept})
+            elif not g["hooks"]:
+                kept_groups.append(g)  # an empty group that was not ours
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    return removed
+
+
+CLAUDE = ClaudeCode()

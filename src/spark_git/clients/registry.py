@@ -1,0 +1,20 @@
+"""Agent clients by name: one line per client, "module:attribute" of its adapter (a clients.base.Client),
+imported only when asked for. Standard library only: the hook fast path looks its client up here."""
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from spark_git.clients.base import Client
+
+CLIENTS: dict[str, str] = {
+    "claude": "spark_git.clients.claude:CLAUDE",
+}
+DEFAULT = "claude"  # the client `spark-git hook pre-tool-use` speaks for
+
+
+def get(name: str = DEFAULT) -> Client:
+    mod, _, attr = CLIENTS[name].partition(":")
+    return getattr(importlib.import_module(mod), attr)
