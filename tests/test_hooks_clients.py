@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import make_repo
+
 from spark_git.clients import policy, registry
 from spark_git.clients.base import Client
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision

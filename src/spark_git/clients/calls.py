@@ -13,7 +13,7 @@ OTHER = "other"  # anything else: not checked
 
 class ToolCall:
     # Plain classes, not dataclasses: importing dataclasses and building them costs ~20 ms per call.
-    __slots__ = ("kind", "tool", "paths", "command", "cwd", "session_id")
+    __slots__ = ("command", "cwd", "kind", "paths", "session_id", "tool")
 
     def __init__(
         self, kind: str, tool: str, cwd: str, paths: tuple[str, ...] = (), command: str | None = None, session_id: str | None = None
@@ -40,7 +40,7 @@ ALLOW_UNTOUCHED = Decision(True, "")  # not a spark-git repo: say nothing
 class Reply:
     """What a client adapter hands back to its client process: exit code and output."""
 
-    __slots__ = ("exit_code", "stdout", "stderr")
+    __slots__ = ("exit_code", "stderr", "stdout")
 
     def __init__(self, exit_code: int, stdout: str = "", stderr: str = "") -> None:
         self.exit_code = exit_code

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
-from spark_git.state.models import TaskFile
 from spark_git.state.files import read_optional
+from spark_git.state.models import TaskFile
 
 
 class TaskCheckpoint(BaseModel):

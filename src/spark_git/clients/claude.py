@@ -15,6 +15,8 @@ from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decisio
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
+    from typing import Any
+
     from spark_git.clients.checkpoint import SessionStartData
     from spark_git.clients.settings import HooksData
 
@@ -131,11 +133,11 @@ class ClaudeCode:
         return "\n".join(lines)
 
 
-def _has(groups: list, command: str) -> bool:
+def _has(groups: list[Any], command: str) -> bool:
     return any(isinstance(g, dict) and any(isinstance(h, dict) and h.get("command") == command for h in g.get("hooks") or []) for g in groups)
 
 
-def _remove_ours(hooks: dict) -> list[str]:
+def _remove_ours(hooks: dict[str, Any]) -> list[str]:
     """Drops spark-git's hook entries from `hooks` in place; returns them as "event: command"."""
     removed: list[str] = []
     for event in list(hooks):

@@ -71,7 +71,7 @@ def task_state(repo: Repo, task: str) -> str | None:
 
 def holds_main_lock(repo: Repo, sessions: set[str]) -> bool:
     lock = paths.read_json(paths.main_lock(repo.tasks_root))
-    return bool(lock) and lock.get("session_id") in sessions
+    return lock is not None and lock.get("session_id") in sessions
 
 
 def is_source(rel: tuple[str, ...]) -> bool:
@@ -88,23 +88,23 @@ def decide_write(repo: Repo, cwd: Path, target: str, sessions: set[str]) -> Deci
     me = caller(repo, cwd)
     there = repo.locate(resolved)
     shown = f"{target} (→ {resolved})" if str(resolved) != target else target
-    if me.kind == "agent":
-        return _agent_write(repo, me, there, resolved, shown)
+    if me.kind == "agent" and me.task and me.agent:
+        return _agent_write(repo, me.task, me.agent, there, resolved, shown)
     return _coordinator_write(repo, there, shown, sessions)
 
 
-def _agent_write(repo: Repo, me: Place, there: Place, resolved: Path, shown: str) -> Decision:
-    own = f"{paths.agent_dir(repo.tasks_root, me.task, me.agent)}"
-    if there.kind == "agent" and (there.task, there.agent) == (me.task, me.agent):
-        return Decision(True, f"spark-git: allowed: agent {me.agent} writes in its own worktree")
-    if there.kind == "taskdir" and there.task == me.task and (
-        there.rel[:2] == (paths.AGENTS, me.agent) or there.rel == (paths.requirements_name(me.task, me.agent),)
+def _agent_write(repo: Repo, task: str, agent: str, there: Place, resolved: Path, shown: str) -> Decision:
+    own = f"{paths.agent_dir(repo.tasks_root, task, agent)}"
+    if there.kind == "agent" and (there.task, there.agent) == (task, agent):
+        return Decision(True, f"spark-git: allowed: agent {agent} writes in its own worktree")
+    if there.kind == "taskdir" and there.task == task and (
+        there.rel[:2] == (paths.AGENTS, agent) or there.rel == (paths.requirements_name(task, agent),)
     ):
-        return Decision(True, f"spark-git: allowed: agent {me.agent} writes its own report")
+        return Decision(True, f"spark-git: allowed: agent {agent} writes its own report")
     if there.kind != "outside" or resolved.is_relative_to(repo.common):
         return Decision(
             False,
-            f"spark-git: blocked: agent {me.agent} of task {me.task} may write only in its own worktree "
+            f"spark-git: blocked: agent {agent} of task {task} may write only in its own worktree "
             f"and its reports under {own}; {shown} is {describe(there)}",
         )
     return Decision(True, "spark-git: allowed: outside the repository")
@@ -118,7 +118,7 @@ def _coordinator_write(repo: Repo, there: Place, shown: str, sessions: set[str])
             f"spark-git: blocked: {shown} is in agent {there.agent}'s worktree of task {there.task}; "
             f"only that agent writes there — delegate the change to it (its work lands with `spark-git merge {there.task} --agent {there.agent}`)",
         )
-    if there.kind == "task" and task_state(repo, there.task) == "IMPLEMENTATION" and is_source(there.rel):
+    if there.kind == "task" and there.task and task_state(repo, there.task) == "IMPLEMENTATION" and is_source(there.rel):
         return Decision(
             False,
             f"spark-git: blocked: task {there.task} is in IMPLEMENTATION: source changes in the task worktree come from agents "

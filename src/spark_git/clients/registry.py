@@ -17,4 +17,5 @@ DEFAULT = "claude"  # the client `spark-git hook pre-tool-use` speaks for
 
 def get(name: str = DEFAULT) -> Client:
     mod, _, attr = CLIENTS[name].partition(":")
-    return getattr(importlib.import_module(mod), attr)
+    client: Client = getattr(importlib.import_module(mod), attr)
+    return client

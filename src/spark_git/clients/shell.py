@@ -27,9 +27,7 @@ def _simple_commands(cmd: str) -> list[list[str]]:
     out: list[list[str]] = [[]]
     try:
         for tok in lex:
-            if tok in _SEPARATORS or set(tok) <= set(";&|()\n"):
-                out.append([])
-            elif "\n" in tok:
+            if tok in _SEPARATORS or set(tok) <= set(";&|()\n") or "\n" in tok:
                 out.append([])
             else:
                 out[-1].append(tok)

@@ -57,7 +57,7 @@ class Layout:
     tasks_root: Path
 
     @classmethod
-    def discover(cls, start: Path) -> "Layout":
+    def discover(cls, start: Path) -> Layout:
         info = Git(start).discover()
         config, source = load_config(info.main_worktree)
         root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)

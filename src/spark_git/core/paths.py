@@ -9,6 +9,10 @@ import os
 import re
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from typing import Any
+
 TASKS_SUFFIX = ".tasks"  # default tasks root: "<main worktree>.tasks" beside it
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 RESERVED_TASK_NAMES = {"main"}  # `<tasks_root>/main/` holds the main-worktree lock
@@ -97,7 +101,7 @@ def is_task_dir_name(name: str) -> bool:
     return name not in RESERVED_TASK_NAMES and NAME_RE.match(name) is not None
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     """A task.json (or main lock) as plain JSON, for the hook: None when missing or unreadable
     (the full CLI reports corruption)."""
     try:
@@ -112,7 +116,7 @@ def read_json(path: Path) -> dict | None:
 
 class Place:
     # A plain class, not a dataclass: building dataclasses costs the hook ~20 ms per call.
-    __slots__ = ("kind", "task", "agent", "rel")
+    __slots__ = ("agent", "kind", "rel", "task")
 
     def __init__(self, kind: str, task: str | None = None, agent: str | None = None, rel: tuple[str, ...] = ()) -> None:
         self.kind = kind  # "agent" (an agent worktree), "task" (a task worktree), "taskdir" (task files), "root", "main", "outside"
@@ -149,7 +153,7 @@ def locate(tasks_root: Path, p: Path, main: Path | None = None) -> Place:
 
 
 class Repo:
-    __slots__ = ("main", "common", "tasks_root")
+    __slots__ = ("common", "main", "tasks_root")
 
     def __init__(self, main: Path, common: Path, tasks_root: Path) -> None:
         self.main = main  # main worktree (resolved)
