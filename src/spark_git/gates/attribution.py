@@ -1,10 +1,16 @@
 """Attribution of commits to agents: the seed convention `[agent] subject`, and the `Spark-Agent:` /
 `Spark-Task:` trailers spark-git stamps. The one parser of both; every command that asks "whose
-commit is this" asks here."""
+commit is this" asks here. `AttributionGate`: the `attribution.mode = "require"` check."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from spark_git.core.errors import Blocked
+from spark_git.core.git import Git
+
 
 def subject_prefix(agent: str) -> str:
     return f"[{agent}]"
@@ -40,3 +46,30 @@ def stamp_message(message: str, agent: str, task: str) -> str:
         is_trailer_block = bool(last_para) and all(re.match(r"^[A-Za-z0-9-]+: ", ln) for ln in last_para.splitlines())
         text += ("\n" if is_trailer_block else "\n\n") + "\n".join(trailers)
     return text + "\n"
+
+
+def check_attributed(messages: dict[str, str], agent: str, branch: str, task: str | None) -> None:
+    """Blocked unless every commit in `messages` (sha → message, oldest first) is attributed to `agent`."""
+    unattributed = [sha for sha in messages if not attributed_to(messages[sha], agent)]
+    if unattributed:
+        raise Blocked(
+            f"{len(unattributed)} commit(s) on {branch} are not attributed to {agent}",
+            hint=f"start each subject with '{subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
+            details={"commits": [f"{sha[:12]} {messages[sha].splitlines()[0] if messages[sha] else ''}" for sha in unattributed]},
+            task=task,
+        )
+
+
+@dataclass(frozen=True)
+class AttributionGate:
+    """Only mode "require" refuses; "add" stamps the commits at merge time and "off" ignores them."""
+
+    name: ClassVar[str] = "attribution"
+    agent: str
+    branch: str
+    messages: dict[str, str]  # the commits to land: sha → message, oldest first
+    mode: str = "require"
+
+    def check(self, git: Git, task: str | None) -> None:
+        if self.mode == "require":
+            check_attributed(self.messages, self.agent, self.branch, task)

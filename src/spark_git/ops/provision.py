@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from spark_git.ops import envs
+from spark_git.core import proc
 from spark_git.core.layout import Layout
+from spark_git.ops import envs
 
 INCLUDE_FILE = ".worktreeinclude"
 CLAUDE_LOCAL = ".claude/settings.local.json"
@@ -133,23 +131,17 @@ def run_setup(layout: Layout, task: str, agent: str | None, worktree: Path, rep:
 
 
 def _run(cmd: list[str] | str, cwd: Path, env: dict[str, str], log: Path, timeout: float) -> SetupRun:
-    t0 = time.monotonic()
     with open(log, "wb") as out:
         out.write(f"$ {cmd if isinstance(cmd, str) else ' '.join(cmd)}\n# in {cwd}\n".encode())
         out.flush()
-        try:
-            p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, shell=isinstance(cmd, str), start_new_session=True)
-        except OSError as e:
-            out.write(f"cannot run: {e}\n".encode())
+        # the whole group dies at the end, on timeout, Ctrl-C or our death: installers spawn children
+        res = proc.run(proc.argv_of(cmd), cwd, out, timeout, env=env)
+        if res.os_error is not None:
+            out.write(f"cannot run: {res.os_error}\n".encode())
             return SetupRun(command=cmd, exit_code=127, duration_s=0.0, log=str(log))
-        try:
-            rc: int | None = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)  # the whole group: installers spawn children
-            p.wait()
-            rc = None
+        if res.timed_out:
             out.write(f"\nkilled after {timeout:.0f}s (gates.timeout_s)\n".encode())
-    return SetupRun(command=cmd, exit_code=rc, duration_s=round(time.monotonic() - t0, 3), log=str(log))
+    return SetupRun(command=cmd, exit_code=None if res.timed_out else res.exit_code, duration_s=res.duration_s, log=str(log))
 
 
 def failures(reports: list[ProvisionReport]) -> list[ProvisionReport]:

@@ -7,23 +7,15 @@ from typing import Any
 from spark_git.core.errors import Failed
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
+from spark_git.gates import evidence
 from spark_git.ops import envs
 from spark_git.ops.merging.plan import Plan
-from spark_git.state.backends import open_store
 
 GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
 
 
 def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
-    entry = {
-        "gate": ev.gate, "command": ev.command, "result": "passed" if ev.passed else "failed", "ran": ev.ran,
-        "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "tree": ev.tree,
-        "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": session, **extra,
-    }
-    store = open_store(layout)
-    store.audit(task, "build_verifications", entry, session=session)
-    if ev.commit:
-        store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})])
+    evidence.record(layout, task, ev, session, **extra)
 
 
 def gate_failed(ev: gates.GateEvidence, task: str, what: str) -> Failed:

@@ -1,0 +1,188 @@
+"""The one runner of child processes that must not outlive their run: gates and setup commands.
+
+The child gets its own process group (killed whole at the end, on timeout and on Ctrl-C), dies with
+us (PR_SET_PDEATHSIG), and a watchdog kills its group if we are SIGKILLed. While it runs we are a
+child subreaper (Linux), so what it daemonized with `setsid` (out of its group) is re-parented to
+us and killed too. Without /proc or prctl this degrades to the group kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from spark_git.core.config import Command
+from spark_git.core.git import clean_env
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+MAX_STRAY_ROUNDS = 100  # each round reaps at least one process; bounds a pathological fork loop
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int  # negative: killed by that signal (-9 after a timeout); 127: could not start
+    timed_out: bool
+    duration_s: float
+    error: str | None = None  # could not start: "cannot run 'x': No such file or directory"
+    os_error: str | None = None  # that OSError as Python prints it (setup logs show it as is)
+
+
+def argv_of(command: Command) -> list[str]:
+    """A list is the argv; a string is a shell command line."""
+    if isinstance(command, list):
+        return list(command)
+    return ["/bin/sh", "-c", str(command)]
+
+
+def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[str, str] | None = None,
+        started: Callable[[], None] = lambda: None) -> Result:
+    """Runs `argv` in `cwd` with stdout and stderr to `log`; returns when it and everything it
+    started are gone. `started` runs once the child is up, before the timeout starts counting."""
+    t0 = time.monotonic()
+    with _subreaper():
+        keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_die_with_parent)
+        except OSError as e:  # command not found, not executable, no such cwd
+            return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
+        watchdog = _watchdog(proc.pid)
+        timed_out = False
+        try:
+            started()
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
+            _kill_group(proc)
+            if watchdog is not None:  # its job is done: stop it before it could signal a reused group id
+                watchdog.kill()
+                watchdog.wait()
+                keep.add(watchdog.pid)
+            _kill_strays(keep)
+    assert proc.returncode is not None
+    return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
+
+
+def _die_with_parent() -> None:
+    # Linux: the child dies if we are SIGKILLed, so a killed merge leaves no gate behind.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:  # pragma: no cover - not Linux
+        pass
+
+
+def _watchdog(pgid: int) -> subprocess.Popen | None:
+    """Kills the child's process group if we die, SIGKILL included: PDEATHSIG only reaches the
+    child itself, not what it started. The watchdog waits for EOF on a pipe that only this
+    process holds open; the kernel closes it whenever we go away."""
+    try:
+        # `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative id
+        return subprocess.Popen(["/bin/sh", "-c", f"read _; kill -9 -{pgid} 2>/dev/null"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:  # no /bin/sh: PDEATHSIG still covers the child itself
+        return None
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except Exception:  # not Linux
+        return False
+
+
+def _is_subreaper() -> bool | None:
+    try:
+        import ctypes
+
+        flag = ctypes.c_int(0)
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+            return None
+        return bool(flag.value)
+    except Exception:  # not Linux
+        return None
+
+
+@contextmanager
+def _subreaper() -> Iterator[None]:
+    """Orphans of the child's tree come to us (not to init) while this is open; a process that
+    already was a subreaper stays one."""
+    turn_on = _is_subreaper() is False and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        if turn_on:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+def _children() -> list[tuple[int, int]]:
+    """(pid, session id) of each of our child processes, zombies included; [] without /proc."""
+    me = os.getpid()
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        if int(fields[1]) == me:  # fields: state, ppid, pgrp, session, ...
+            out.append((int(name), int(fields[3])))
+    return out
+
+
+def _kill_strays(keep: set[int]) -> None:
+    """Kills and reaps the child's leftovers that were re-parented to us. They are in another
+    session than ours (the child started one), which also spares children of other threads."""
+    mine = os.getsid(0)
+    for _ in range(MAX_STRAY_ROUNDS):
+        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine]
+        if not strays:
+            return
+        for pid in strays:
+            if not _kill_and_reap(pid):
+                keep.add(pid)  # not ours to kill (e.g. setuid): leave it rather than wait forever
+
+
+def _kill_and_reap(pid: int) -> bool:
+    """SIGKILLs `pid` and its process group (a daemon's own, after `setsid`), then reaps it; its
+    children come to us as it dies, for the next round."""
+    try:
+        pgid = os.getpgid(pid)
+        if pgid != os.getpgrp():
+            os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except PermissionError:
+        return False
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    return True

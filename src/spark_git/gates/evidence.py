@@ -1,0 +1,52 @@
+"""Gate evidence: the model a command gate returns, and the one recorder that puts it in the audit
+trail (`build_verifications`) and on the tested commit (a `kind: gate` git note)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+from spark_git.state.store import Store
+
+
+class GateEvidence(BaseModel):
+    gate: str  # "build" or "final"
+    command: list[str] | str | None  # None: no gate configured, nothing ran
+    ran: bool
+    passed: bool
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    tree: str
+    commit: str
+    worktree: str
+    log_path: str | None = None
+    time: str
+    tests: dict[str, int] | None = None  # pytest counts, when the command is pytest
+    error: str | None = None
+
+
+def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    """The `build_verifications` entry. `omit`: keys an existing writer never wrote (advance's
+    record of a passing build has no `timed_out`), so its entries stay as they were."""
+    e = {
+        "gate": ev.gate, "command": ev.command, "result": "passed" if ev.passed else "failed", "ran": ev.ran,
+        "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "tree": ev.tree,
+        "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": session, **extra,
+    }
+    return {k: v for k, v in e.items() if k not in omit}
+
+
+def record(where: Store | Layout, task: str, ev: GateEvidence, session: str | None, *, note: bool = True,
+           omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    """Appends the audit entry and, when `note` and the gate saw a commit, the `kind: gate` note on
+    it. `extra` (e.g. `agent=`) goes into both. Returns the audit entry."""
+    store = open_store(where) if isinstance(where, Layout) else where
+    e = entry(ev, session, omit=omit, **extra)
+    store.audit(task, "build_verifications", e, session=session)
+    if note and ev.commit:
+        store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})])
+    return e
