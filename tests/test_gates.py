@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
+import uuid
 from pathlib import Path
 
 from fixtures.repo import git, spark_argv, write
 from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from tests.mergekit import PY, Task, config
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A zombie (exited, not yet reaped by init) is not running either.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+from tests.test_proc import daemon_gate, read_fifo, running, wait_gone, with_marker
 
 
 def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
@@ -43,24 +34,38 @@ def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
 
 
 def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
-    pidfile = tmp_path / "child.pid"
-    script = write(tmp_path / "hang.py", (
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
-        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
-        "print('started child', child.pid, flush=True)\n"
-        "time.sleep(120)\n"
-    ))
-    t = Task(tmp_path, ["a1"], config(build=[PY, str(script)], timeout=2))
+    # The timeout is wall-clock: under load it can fire before the gate has started its child. Such a
+    # run proves less, so it is repeated with a longer timeout; whatever a run got to, nothing of it
+    # may be left running when merge returns (spark-git reaps the group before it answers).
+    marker = f"spark-gate-child-{uuid.uuid4().hex}"
+    gate = f"sh -c 'sleep 300; :' {marker} & echo started child $!; wait"
+    for timeout in (1, 4, 16, 64):
+        t = Task(tmp_path / f"timeout-{timeout}", ["a1"], config(build=gate, timeout=timeout))
+        t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+        old = t.head()
+        r = t.merge("a1")
+        assert r.returncode == 1, r
+        assert r.json["data"]["timed_out"] is True and "timed out" in r.json["summary"]
+        assert t.head() == old
+        assert with_marker(marker) == [], "gate child still running"
+        log = Path(r.json["data"]["log_path"]).read_text()
+        output = log.split("\n", 2)[2]  # after the two header lines, which quote the command
+        if "started child" in output:
+            assert not running(int(output.split("started child ")[1].split()[0]))
+            return
+    raise AssertionError("the gate never got to start its child, even with a 64 s timeout")
+
+
+def test_gate_that_daemonizes_leaves_nothing_running(tmp_path: Path) -> None:
+    # `setsid` takes the daemon out of the gate's process group; spark-git, its subreaper, still kills it.
+    fifo, marker = tmp_path / "pids.fifo", f"spark-gate-daemon-{uuid.uuid4().hex}"
+    os.mkfifo(fifo)
+    t = Task(tmp_path, ["a1"], config(build=daemon_gate(fifo, marker)))
     t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
-    old = t.head()
     r = t.merge("a1")
-    assert r.returncode == 1, r
-    assert r.json["data"]["timed_out"] is True and "timed out" in r.json["summary"]
-    assert t.head() == old
-    child = int(pidfile.read_text())
-    assert _gone(child), f"gate child {child} still running"
-    assert "started child" in Path(r.json["data"]["log_path"]).read_text()
+    assert r.returncode == 0, r
+    daemon, child = (int(p) for p in Path(f"{fifo}.pids").read_text().split())
+    assert with_marker(marker) == [] and not running(daemon) and not running(child)
 
 
 def test_missing_gate_command_is_a_clear_fail(tmp_path: Path) -> None:
@@ -139,21 +144,15 @@ def test_sigkill_of_spark_git_mid_gate_leaves_nothing_running(tmp_path: Path) ->
     old = t.head()
     env = dict(os.environ, SPARK_SESSION_ID="s1")
     proc = subprocess.Popen(spark_argv("merge", "t1", "--agent", "a1", "--json"), cwd=t.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        ready, _, _ = select.select([rfd], [], [], 60)  # the gate is running once it writes
-        assert ready, proc.communicate(timeout=60)
-        grandchild = int(os.read(rfd, 64).decode().strip())
-    finally:
-        os.close(rfd)
+        grandchild = int(read_fifo(fifo))  # the gate is running once it writes
+    except AssertionError:
+        proc.kill()
+        raise AssertionError(proc.communicate(timeout=60)) from None
     proc.kill()
     proc.communicate(timeout=60)
-    pidfd = os.pidfd_open(grandchild)
-    try:
-        gone, _, _ = select.select([pidfd], [], [], 30)  # readable when the process has exited
-    finally:
-        os.close(pidfd)
-    assert gone, f"gate grandchild {grandchild} outlived the killed spark-git"
+    # The grandchild is not the gate's first process: PDEATHSIG misses it, the watchdog must not.
+    assert wait_gone(grandchild), f"gate grandchild {grandchild} outlived the killed spark-git"
     assert t.head() == old
     d = t.spark("--json", "doctor")
     assert d.returncode == 0 and d.json["data"]["broken"] == 0, d

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
-from fixtures.repo import git, make_repo, write
+from fixtures.repo import git, make_repo, spark_argv, write
 from tests.hookutil import run_cli
+from tests.test_proc import read_fifo, wait_gone, with_marker
 
 
 @pytest.fixture
@@ -105,3 +108,32 @@ def test_no_setup_skips_commands_but_copies_files(tmp_path: Path, cli_in) -> Non
     assert r.returncode == 0 and not (root / "agents" / "a2" / "code" / "ran-setup").exists()
     r = cli_in(repo, "agent", "add", "t1", "a3", "--why", "x")
     assert r.returncode == 0 and (root / "agents" / "a3" / "code" / "ran-setup").exists()
+
+
+def test_setup_command_dies_with_a_killed_start(tmp_path: Path) -> None:
+    # The setup command's child is not its first process: only the watchdog (group kill) reaches it.
+    fifo = tmp_path / "pid.fifo"
+    os.mkfifo(fifo)
+    repo = _repo(tmp_path, json.dumps([f"sleep 300 & echo $! > {fifo}; wait"]))
+    start = subprocess.Popen(spark_argv("start", "t1", "--agents", "a1", "--json"), cwd=repo, env=dict(os.environ, SPARK_SESSION_ID="s1"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        child = int(read_fifo(fifo))  # setup is running once it writes
+    except AssertionError:
+        start.kill()
+        raise AssertionError(start.communicate(timeout=60)) from None
+    start.kill()
+    start.communicate(timeout=60)
+    assert wait_gone(child), f"setup child {child} outlived the killed start"
+
+
+def test_setup_past_the_timeout_is_killed_and_reported(tmp_path: Path, cli_in) -> None:
+    marker = f"spark-setup-{uuid.uuid4().hex}"
+    repo = _repo(tmp_path, json.dumps([f"sh -c 'sleep 300; :' {marker} & wait"]))
+    with open(repo / ".spark-git.toml", "a") as f:
+        f.write("[gates]\ntimeout_s = 1\n")
+    r = cli_in(repo, "start", "t1", "--agents", "a1", "--json")
+    assert r.returncode == 1 and "timed out" in r.json["summary"], r
+    failed = r.json["data"]["provisioning"][0]["failed"]
+    assert failed["exit_code"] is None and "killed after 1s (gates.timeout_s)" in Path(failed["log"]).read_text()
+    assert with_marker(marker) == []

@@ -1,0 +1,145 @@
+"""core/proc: the one child-process runner. Real processes; the tests wait on FIFOs and pidfds,
+never on sleeps: a child reports its pids through a FIFO, and a timeout starts counting only after
+`started` (which reads that FIFO) returns."""
+
+from __future__ import annotations
+
+import os
+import select
+import uuid
+from pathlib import Path
+
+import pytest
+
+from spark_git.core import proc
+
+
+def read_fifo(fifo: Path, deadline_s: float = 60) -> str:
+    """What a writer puts in `fifo` (blocks until it does; fails after `deadline_s`)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([fd], [], [], deadline_s)
+        assert ready, f"nobody wrote to {fifo}"
+        return os.read(fd, 256).decode().strip()
+    finally:
+        os.close(fd)
+
+
+def running(pid: int) -> bool:
+    """`pid` exists and has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pid: int, deadline_s: float = 30) -> bool:
+    """True once `pid` has exited; for processes that are not our children (pidfd, no polling)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        gone, _, _ = select.select([fd], [], [], deadline_s)
+        return bool(gone)
+    finally:
+        os.close(fd)
+
+
+def with_marker(marker: str) -> list[int]:
+    """Live processes whose argv contains `marker`."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes() and running(int(name)):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def daemon_gate(fifo: Path, marker: str) -> str:
+    """A shell command line that starts a `setsid` daemon (leaving the gate's process group) with a
+    child of its own, waits until it is up, and exits 0. The daemon writes "<its pid> <child pid>"."""
+    return (f"setsid sh -c 'sleep 300 & echo \"$$ $!\" > \"$1\"; wait' {marker} {fifo} & "
+            f"read pids < {fifo}; echo \"$pids\" > {fifo}.pids")
+
+
+def _run(tmp_path: Path, argv: list[str], timeout_s: float = 600, **kw) -> tuple[proc.Result, str]:
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        res = proc.run(argv, tmp_path, out, timeout_s, **kw)
+    return res, log.read_text()
+
+
+def test_a_daemon_that_left_the_group_is_killed_when_the_run_ends(tmp_path: Path) -> None:
+    fifo, marker = tmp_path / "pids.fifo", f"spark-daemon-{uuid.uuid4().hex}"
+    os.mkfifo(fifo)
+    res, _ = _run(tmp_path, ["/bin/sh", "-c", daemon_gate(fifo, marker)])
+    assert res.exit_code == 0 and not res.timed_out, res
+    daemon, child = (int(p) for p in Path(f"{fifo}.pids").read_text().split())
+    assert os.getsid(0) != daemon  # it really had its own session
+    # Reaped before run returned: no waiting here.
+    assert with_marker(marker) == [] and not running(daemon) and not running(child)
+
+
+def test_leftovers_in_the_group_are_killed_at_a_normal_exit(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    res, _ = _run(tmp_path, ["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}"])
+    assert res.exit_code == 0, res
+    assert not running(int(pidfile.read_text()))
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    fifo = tmp_path / "pid.fifo"
+    os.mkfifo(fifo)
+    pids: list[int] = []
+    # The timeout counts from when `started` returns, i.e. once the grandchild exists.
+    res, log = _run(tmp_path, ["/bin/sh", "-c", f"echo hello; sleep 300 & echo $! > {fifo}; wait"], timeout_s=0.2,
+                    started=lambda: pids.append(int(read_fifo(fifo))))
+    assert res.timed_out and res.exit_code == -9 and res.error is None, res
+    assert "hello" in log
+    assert not running(pids[0])
+
+
+def test_ctrl_c_kills_the_group_and_propagates(tmp_path: Path) -> None:
+    fifo = tmp_path / "pid.fifo"
+    os.mkfifo(fifo)
+    pids: list[int] = []
+
+    def interrupted() -> None:
+        pids.append(int(read_fifo(fifo)))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, ["/bin/sh", "-c", f"sleep 300 & echo $! > {fifo}; wait"], started=interrupted)
+    assert not running(pids[0])
+
+
+def test_missing_command_is_exit_127(tmp_path: Path) -> None:
+    res, _ = _run(tmp_path, ["no-such-command-xyz", "--flag"])
+    assert res.exit_code == 127 and not res.timed_out, res
+    assert res.error == "cannot run 'no-such-command-xyz': No such file or directory"
+    assert res.os_error is not None and "No such file or directory" in res.os_error
+    res, log = _run(tmp_path, proc.argv_of("no-such-command-xyz"))
+    assert res.exit_code == 127 and res.error is None and "not found" in log, res
+
+
+def test_default_environment_has_no_git_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("SPARK_PROC_TEST", "kept")
+    res, log = _run(tmp_path, proc.argv_of('echo "dir=${GIT_DIR-unset} kept=$SPARK_PROC_TEST"'))
+    assert res.exit_code == 0 and "dir=unset kept=kept" in log, (res, log)
+
+
+def test_our_other_children_are_left_alone(tmp_path: Path) -> None:
+    import subprocess
+
+    mine = subprocess.Popen(["sleep", "300"], start_new_session=True)  # another session, started before the run
+    try:
+        res, _ = _run(tmp_path, ["/bin/sh", "-c", "exit 3"])
+        assert res.exit_code == 3 and running(mine.pid)
+    finally:
+        mine.kill()
+        mine.wait()
