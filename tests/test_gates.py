@@ -1,16 +1,21 @@
-"""Command gates: failure, timeout (whole process group killed), missing command, no gate, pytest counts."""
+"""Gates: command gates (failure, timeout and daemons killed, missing command, no gate, pytest counts),
+the registry of gate kinds, the evidence entry."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import uuid
 from pathlib import Path
 
-from fixtures.repo import git, spark_argv, write
-from spark_git.gates import attribution
+import pytest
+
+from fixtures.repo import git, make_repo, spark_argv, write
+from spark_git.core.errors import Blocked
+from spark_git.core.git import Git
+from spark_git.gates import attribution, evidence
 from spark_git.gates import command as gates
+from spark_git.gates.registry import GATES
 from tests.mergekit import PY, Task, config
 from tests.test_proc import daemon_gate, read_fifo, running, wait_gone, with_marker
 
@@ -156,3 +161,24 @@ def test_sigkill_of_spark_git_mid_gate_leaves_nothing_running(tmp_path: Path) ->
     assert t.head() == old
     d = t.spark("--json", "doctor")
     assert d.returncode == 0 and d.json["data"]["broken"] == 0, d
+
+
+def test_registry_builds_each_gate_kind(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "r\n"})
+    wt, head = Git(repo), git(repo, "rev-parse", "HEAD")
+    assert set(GATES) == {"clean", "attribution", "command"}
+    assert GATES["clean"](what="the task worktree").check(wt, "t1") is None
+    write(repo / "stray.txt", "x\n")
+    with pytest.raises(Blocked, match=r"^the task worktree is not clean: 1 modified"):
+        GATES["clean"](what="the task worktree").check(wt, "t1")
+    messages = {head: "[a1] fine\n", "b" * 40: "no prefix\n"}
+    assert GATES["attribution"](agent="a1", branch="b1", messages=messages, mode="add").check(wt, "t1") is None
+    with pytest.raises(Blocked, match=r"^1 commit\(s\) on b1 are not attributed to a1$") as e:
+        GATES["attribution"](agent="a1", branch="b1", messages=messages).check(wt, "t1")
+    assert e.value.details == {"commits": ["bbbbbbbbbbbb no prefix"]}
+    ev = GATES["command"](gate="build", command=[PY, "-c", "print('ok')"], logs_dir=tmp_path / "logs", timeout_s=60).check(wt, "t1")
+    assert ev is not None and ev.passed and ev.exit_code == 0 and ev.commit == head and ev.worktree == str(repo)
+    e2 = evidence.entry(ev, "s1", agent="a1")
+    assert list(e2) == ["gate", "command", "result", "ran", "exit_code", "timed_out", "duration_s", "tree", "commit",
+                        "log_path", "tests", "session_id", "agent"]
+    assert "timed_out" not in evidence.entry(ev, "s1", omit=("timed_out",), by="advance")
