@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import git, make_repo, spark_argv, write
+
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git
 from spark_git.gates import attribution, evidence

@@ -10,8 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import git, make_repo, spark_argv, write
+
 from tests.hookutil import run_cli
 from tests.test_proc import read_fifo, wait_gone, with_marker
 
@@ -83,7 +83,7 @@ def test_failing_setup_keeps_the_worktree_and_a_log(tmp_path: Path, cli_in) -> N
     root = tmp_path / "repo.tasks" / "t1"
     lock = json.loads((root / "task.json").read_text())
     assert lock["provisioning"] == "done" and lock["session_id"] == "s1"
-    for rep, wt, agent in zip(env["data"]["provisioning"], [root / "code", root / "agents" / "a1" / "code"], ["", "a1"]):
+    for rep, wt, agent in zip(env["data"]["provisioning"], [root / "code", root / "agents" / "a1" / "code"], ["", "a1"], strict=True):
         assert wt.is_dir() and git(wt, "rev-parse", "HEAD") == git(repo, "rev-parse", "main")
         failed = rep["failed"]
         assert failed["exit_code"] == 7 and failed["command"] == ["sh", "-c", "echo installing deps; echo broken >&2; exit 7"]

@@ -82,7 +82,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _watchdog(pgid: int) -> subprocess.Popen | None:
+def _watchdog(pgid: int) -> subprocess.Popen[bytes] | None:
     """Kills the child's process group if we die, SIGKILL included: PDEATHSIG only reaches the
     child itself, not what it started. The watchdog waits for EOF on a pipe that only this
     process holds open; the kernel closes it whenever we go away."""
@@ -94,7 +94,7 @@ def _watchdog(pgid: int) -> subprocess.Popen | None:
         return None
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -106,7 +106,7 @@ def _prctl(option: int, value: int) -> bool:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0)
     except Exception:  # not Linux
         return False
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from spark_git.core.errors import Blocked
-from spark_git.core.git import Git
+from spark_git.core.git import Git, StatusEntry
 
 
-def check_clean(git: Git, what: str, task: str | None = None, dirty: list | None = None) -> None:
+def check_clean(git: Git, what: str, task: str | None = None, dirty: list[StatusEntry] | None = None) -> None:
     """Blocked, listing the files, unless the worktree has no modified, staged or untracked files.
     `dirty`: the worktree's status when the caller already has it."""
     dirty = git.status() if dirty is None else dirty
@@ -26,7 +26,7 @@ def check_clean(git: Git, what: str, task: str | None = None, dirty: list | None
 class CleanGate:
     name: ClassVar[str] = "clean"
     what: str  # how the refusal names the worktree: "agent a1's worktree"
-    dirty: list | None = None  # its status, when the caller already has it
+    dirty: list[StatusEntry] | None = None  # its status, when the caller already has it
 
     def check(self, git: Git, task: str | None) -> None:
         check_clean(git, self.what, task, self.dirty)

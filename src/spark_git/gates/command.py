@@ -7,17 +7,20 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
 from spark_git.core import faults, proc
 from spark_git.core.config import Command
 from spark_git.core.git import Git
-from spark_git.core.proc import argv_of  # noqa: F401 - part of this module's interface
-from spark_git.gates.clean import check_clean  # noqa: F401 - callers use gates.command.check_clean
+from spark_git.core.proc import argv_of
+from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
 from spark_git.state.models import now
+
+# GateEvidence and check_clean live beside this module; callers still reach them here.
+__all__ = ["CommandGate", "GateEvidence", "argv_of", "check_clean", "is_pytest", "log_path", "pytest_counts", "run"]
 
 
 def is_pytest(command: Command) -> bool:
@@ -42,7 +45,7 @@ def pytest_counts(output: str) -> dict[str, int] | None:
 
 def log_path(logs_dir: Path, gate: str) -> Path:
     logs_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     return logs_dir / f"{stamp}-{gate}.log"
 
 

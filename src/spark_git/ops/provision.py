@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -115,7 +115,7 @@ def run_setup(layout: Layout, task: str, agent: str | None, worktree: Path, rep:
     logs = layout.logs_dir(task)
     logs.mkdir(parents=True, exist_ok=True)
     cmds = layout.config.worktree.setup
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     who = agent or "task"
     for i, cmd in enumerate(cmds, 1):
         if cmd is None:
