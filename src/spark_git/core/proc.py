@@ -7,6 +7,7 @@ us and killed too. Without /proc or prctl this degrades to the group kill."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -75,8 +76,6 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
 def _die_with_parent() -> None:
     # Linux: the child dies if we are SIGKILLed, so a killed merge leaves no gate behind.
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except Exception:  # pragma: no cover - not Linux
         pass
@@ -104,8 +103,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _prctl(option: int, value: int) -> bool:
     try:
-        import ctypes
-
         return bool(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0)
     except Exception:  # not Linux
         return False
@@ -113,8 +110,6 @@ def _prctl(option: int, value: int) -> bool:
 
 def _is_subreaper() -> bool | None:
     try:
-        import ctypes
-
         flag = ctypes.c_int(0)
         if ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
             return None
