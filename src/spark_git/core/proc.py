@@ -50,12 +50,13 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
     t0 = time.monotonic()
     with _subreaper():
         keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
+        watchdog = _watchdog()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_die_with_parent)
+                                    env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_preexec(watchdog))
         except OSError as e:  # command not found, not executable, no such cwd
+            _stop(watchdog)
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
-        watchdog = _watchdog(proc.pid)
         timed_out = False
         try:
             started()
@@ -64,10 +65,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
             timed_out = True
         finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
             _kill_group(proc)
-            if watchdog is not None:  # its job is done: stop it before it could signal a reused group id
-                watchdog.kill()
-                watchdog.wait()
-                keep.add(watchdog.pid)
+            _stop(watchdog)  # its job is done: stop it before it could signal a reused group id
             _kill_strays(keep)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
@@ -81,16 +79,43 @@ def _die_with_parent() -> None:
         pass
 
 
-def _watchdog(pgid: int) -> subprocess.Popen[bytes] | None:
+def _watchdog() -> subprocess.Popen[bytes] | None:
     """Kills the child's process group if we die, SIGKILL included: PDEATHSIG only reaches the
-    child itself, not what it started. The watchdog waits for EOF on a pipe that only this
-    process holds open; the kernel closes it whenever we go away."""
+    child itself, not what it started. It learns the group from the child (`_preexec`), says
+    "armed", then waits for EOF on a pipe that only we hold open; the kernel closes it whenever
+    we go away."""
     try:
         # `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative id
-        return subprocess.Popen(["/bin/sh", "-c", f"read _; kill -9 -{pgid} 2>/dev/null"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(["/bin/sh", "-c", 'read pgid; echo armed; exec >/dev/null; read _; [ -n "$pgid" ] && kill -9 -"$pgid" 2>/dev/null'],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # no /bin/sh: PDEATHSIG still covers the child itself
         return None
+
+
+def _preexec(watchdog: subprocess.Popen[bytes] | None) -> Callable[[], None]:
+    """Runs in the child between fork and exec: it tells the watchdog its group (its own pid, as a
+    session leader) and waits until the watchdog is armed, so nothing it starts can escape a kill
+    of spark-git that comes right after it began."""
+    tell = watchdog.stdin.fileno() if watchdog is not None and watchdog.stdin else None
+    armed = watchdog.stdout.fileno() if watchdog is not None and watchdog.stdout else None
+
+    def child() -> None:
+        _die_with_parent()
+        if tell is not None and armed is not None:
+            os.write(tell, f"{os.getpid()}\n".encode())
+            os.read(armed, 16)  # "armed", or EOF if the watchdog died: go on either way
+
+    return child
+
+
+def _stop(watchdog: subprocess.Popen[bytes] | None) -> None:
+    if watchdog is None:
+        return
+    watchdog.kill()
+    watchdog.wait()
+    for pipe in (watchdog.stdin, watchdog.stdout):
+        if pipe is not None:
+            pipe.close()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
