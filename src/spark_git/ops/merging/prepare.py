@@ -81,14 +81,5 @@ def _check_worktrees(tf: TaskFile, entry: AgentEntry, agent: str, awt: Git, twt:
 
 
 def _check_attribution(plan: Plan) -> None:
-    if plan.layout.config.attribution.mode != "require":
-        return
-    unattributed = [sha for sha, msg in plan.messages.items() if not attribution.attributed_to(msg, plan.agent)]
-    if unattributed:
-        agent = plan.agent
-        raise Blocked(
-            f"{len(unattributed)} commit(s) on {plan.entry.branch} are not attributed to {agent}",
-            hint=f"start each subject with '{attribution.subject_prefix(agent)} ' or add a 'Spark-Agent: {agent}' trailer (git rebase -i / commit --amend), or set attribution.mode = \"add\"",
-            details={"commits": [f"{sha[:12]} {plan.messages[sha].splitlines()[0] if plan.messages[sha] else ''}" for sha in unattributed]},
-            task=plan.task,
-        )
+    if plan.layout.config.attribution.mode == "require":
+        attribution.check_attributed(plan.messages, plan.agent, plan.entry.branch, plan.task)
