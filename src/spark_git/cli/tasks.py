@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from spark_git.ops import status as status_mod
+from spark_git.core.layout import task_name
 from spark_git.ops import agent_add as agent_add_op, start as start_op
 from spark_git.state.locks import session_from
 from . import app
@@ -88,7 +89,7 @@ def status(
 
     def action(layout):
         if task is not None:
-            tasks.task_name(task)
+            task_name(task)
         d = status_mod.collect(layout, task)
 
         def human(out):
