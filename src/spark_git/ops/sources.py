@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, Failed
-from spark_git.core.git import GIT_LOCATION_ENV
+from spark_git.core.git import clean_env
 
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
 GH_URL = re.compile(r"^https?://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull)/(?P<num>\d+)(?:[/?#].*)?$")
@@ -112,9 +112,8 @@ def _tool(name: str, what: str, instead: str) -> str:
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
     try:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         raise Failed(f"`{' '.join(argv)}` did not answer within {TIMEOUT_S:.0f}s") from e
 
