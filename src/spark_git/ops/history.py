@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from spark_git.gates import attribution
-from spark_git.state import notes
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.tasks import load_task
+from spark_git.gates import attribution
+from spark_git.ops.taskfile import load_task
+from spark_git.state.backends import open_store
 
 
 class CommitView(BaseModel):
@@ -64,7 +64,8 @@ def _agent_of(message: str, objs: list[dict]) -> tuple[str | None, str | None]:
 
 def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]:
     task = task_name(task)
-    tf = load_task(layout, task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     git = layout.git()
     head = git.branch_head(tf.task_branch)
     if head is None:
@@ -75,7 +76,7 @@ def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]
         rng = f"{base_now}..{head}"  # the task was rebased onto a newer base: its commits start there
     recs = git.log_fields(rng, ["%H", "%s", "%B"], "--first-parent")
     stats = git.numstat(rng)
-    by_sha = notes.read_range(git, rng)
+    by_sha = store.notes_in(rng)
     views = []
     for sha, subject, body in recs:
         objs = by_sha.get(sha, [])
