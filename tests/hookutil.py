@@ -34,9 +34,9 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     """Moves `task` along FORWARD to `target` through protocol.record_transition under the task
     mutex, so task.json's transition_log (and the audit trail) stay consistent with its state.
     Replace with `spark-git advance` once the state-machine issue lands."""
-    from spark_git.protocol import machine as protocol
-    from spark_git.ops import taskfile
     from spark_git.core.layout import Layout
+    from spark_git.ops import taskfile
+    from spark_git.protocol import machine as protocol
 
     layout = Layout.discover(repo)
     with taskfile.updating(layout, task, session) as tf:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.test_start_concurrency import run_together
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -69,7 +70,7 @@ def approve(
     via = _confirm(layout, task, target, digest, interactive, ask)
     by = who_approves(session)
     cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest)
-    cp.via = via  # type: ignore[attr-defined]  (extra field, kept by the model)
+    cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
     store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
     store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)

@@ -39,7 +39,7 @@ def snapshot_commit(wt: Git, message: str) -> Sha:
     """A commit of the worktree's full state (index untouched), parent HEAD."""
     tree = wt.full_state_tree()
     head = wt.rev_parse("HEAD")
-    parents = [head] if head else []
+    parents: list[str] = [head] if head else []
     try:
         return wt.commit_tree(tree, parents, message, env={})
     except GitError as e:

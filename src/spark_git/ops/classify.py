@@ -157,7 +157,7 @@ def classify(
             raise Blocked(f"task {task!r} moved to {cur.state} meanwhile", task=task)
         cur.risk, cur.variant = d.level, d.variant
         cur.required_agents = list(dict.fromkeys([*d.agents, *cur.required_agents]))
-        cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  (extra field)
+        cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  # an extra field, kept by the model
         carried = carried_objective(md)  # task.md written by `start --from`: keep its objective
         written = not md.is_file() or carried is not None
         if written:

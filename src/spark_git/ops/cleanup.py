@@ -4,8 +4,10 @@ deletion (compare-and-swap), and the lock last, so a killed run leaves a lock th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,6 +25,7 @@ from spark_git.state.models import AuditSnapshot, TaskFile
 from spark_git.state.store import Store
 
 ENDED = ("CLEANUP", "ABANDONED")
+Contained = Callable[[str], bool]  # is this commit contained in the base branch?
 
 
 class EndData(BaseModel):
@@ -122,7 +125,7 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return dirty
 
 
-def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained, session: str | None) -> list[archive.Archived]:
+def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:
     """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
     task = tf.task_name
     archived = [archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session) for t in dirty]
@@ -143,7 +146,7 @@ def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why
     faults.point("end-after-transition")
 
 
-def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained, final: str, data: EndData) -> None:
+def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> None:
     """Worktrees (agents first, the task worktree last), then the branches no worktree still has out."""
     with store.mutex(WORKTREES):
         for t in sorted(trees, key=lambda t: t.label == "task"):
@@ -159,7 +162,7 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branch
             data.deleted_branches.append(b)
 
 
-def _containment(git: Git, base: str):
+def _containment(git: Git, base: str) -> Contained:
     base_head = git.branch_head(base)
     cache: dict[str, bool] = {}
 
@@ -221,7 +224,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
             data.kept_paths.append(str(t.path))  # not a worktree: spark-git never deletes files it does not own
 
 
-def _snapshot(store: Store, tf: TaskFile, git: Git, heads: dict[str, Sha], contained, archived, why: str | None) -> AuditSnapshot:
+def _snapshot(store: Store, tf: TaskFile, git: Git, heads: dict[str, Sha], contained: Contained, archived: list[archive.Archived], why: str | None) -> AuditSnapshot:
     head = heads.get(branch_ref(tf.task_branch))
     by_state: dict[str, int] = {}
     for t in tf.transition_log:
@@ -252,12 +255,12 @@ def _snapshot(store: Store, tf: TaskFile, git: Git, heads: dict[str, Sha], conta
     )
 
 
-def _gate_passed(entry: dict) -> bool:
+def _gate_passed(entry: dict[str, Any]) -> bool:
     if entry.get("result") in ("passed", "failed"):
-        return entry["result"] == "passed"
+        return bool(entry["result"] == "passed")
     if isinstance(entry.get("passed"), bool):
-        return entry["passed"]
+        return bool(entry["passed"])
     ev = entry.get("evidence")
     if isinstance(ev, dict) and isinstance(ev.get("passed"), bool):
-        return ev["passed"]
-    return entry.get("exit_code", entry.get("returncode")) == 0
+        return bool(ev["passed"])
+    return bool(entry.get("exit_code", entry.get("returncode")) == 0)

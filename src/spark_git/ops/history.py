@@ -3,6 +3,8 @@ agent, gate and approval annotations). Read only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from spark_git.core.errors import Blocked
@@ -20,8 +22,8 @@ class CommitView(BaseModel):
     files: list[str]
     added: int
     removed: int
-    gates: list[dict] = []  # gate evidence whose commit is this one
-    approvals: list[dict] = []
+    gates: list[dict] = []  # type: ignore[type-arg]  # gate evidence of this commit; a bare dict keeps the pinned schema
+    approvals: list[dict] = []  # type: ignore[type-arg]  # a bare dict keeps the pinned schema
     landed: bool = False  # tip of an agent merge
 
 
@@ -49,7 +51,7 @@ class LogData(BaseModel):
     commits: list[CommitView]  # newest first
 
 
-def _agent_of(message: str, objs: list[dict]) -> tuple[str | None, str | None]:
+def _agent_of(message: str, objs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     for o in reversed(objs):
         if o.get("kind") == "attribution" and o.get("agent"):
             return o["agent"], "note"

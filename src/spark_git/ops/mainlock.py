@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -30,7 +31,7 @@ class MainLockData(BaseModel):
     previous_owner: str | None = None  # unlock: who held it (None if unknown: the lock was corrupt)
 
 
-def view(store: Store | Layout, lock: MainLock | None, **kw) -> MainLockData:
+def view(store: Store | Layout, lock: MainLock | None, **kw: Any) -> MainLockData:
     path = str(as_store(store).layout.main_lock())
     if lock is None:
         return MainLockData(held=False, path=path, **kw)

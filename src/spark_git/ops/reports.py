@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, CorruptState
+from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.gates import attribution
 from spark_git.ops.taskfile import updating
@@ -48,13 +49,13 @@ def report(
         head = layout.git().branch_head(tf.task_branch)
         old = _usable_status(store, task, agent) or AgentStatus(agent=agent, task=task)
         st = AgentStatus(
-            agent=agent, task=task, status=status, decision=decision,  # type: ignore[arg-type]
+            agent=agent, task=task, status=status, decision=decision,
             round=old.round + (1 if status == "COMPLETE" else 0),
             last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
             last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
             work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),
             task_state=tf.state, task_head=head, blocking=list(blocking or []), deferrable=list(deferrable or []),
-            scope_decision=scope,  # type: ignore[arg-type]
+            scope_decision=scope,
         )
         store.write_status(st)
         store.audit(task, "agent_invocations", {
@@ -179,8 +180,8 @@ def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[
     return head, smells
 
 
-def _commit_smells(git, base: str, head: str) -> list[str]:
-    out = []
+def _commit_smells(git: Git, base: str, head: str) -> list[str]:
+    out: list[str] = []
     rows = git.log_fields(f"{base}..{head}", ["%H", "%B"])
     if not rows:
         return out

@@ -4,9 +4,9 @@ same session that died half-way is finished from what its lock records."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel
 
@@ -47,7 +47,7 @@ class StartData(BaseModel):
 def slug_from_title(title: str, exists: Callable[[str], bool], today: datetime | None = None) -> str:
     """`Add OAuth2 support` → `add-oauth2-support-20261122`; `-2`, `-3`… on collision."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:30].strip("-") or "task"
-    base = f"{slug}-{(today or datetime.now(timezone.utc)):%Y%m%d}"
+    base = f"{slug}-{(today or datetime.now(UTC)):%Y%m%d}"
     name, n = base, 1
     while exists(name):
         n += 1
@@ -183,7 +183,7 @@ def _provision(store: Store, tf: TaskFile, minted: bool, *, created_lock: bool, 
             git = layout.git()
             registered = {wt.path.resolve(): wt for wt in git.worktrees()}
             heads = git.refs("refs/heads/")  # one call instead of a rev-parse per branch
-            for i, (agent, branch, path) in enumerate(plan, 1):
+            for i, (_agent, branch, path) in enumerate(plan, 1):
                 progress(f"[{i}/{len(plan)}] worktree {path} on branch {branch}")
                 ensure_worktree(git, tf.base_commit, branch, path, registered, created, heads, checkout=False)
         checkout_new(store, created.worktrees, progress)

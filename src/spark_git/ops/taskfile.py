@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout

@@ -4,12 +4,12 @@ failed call created."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from spark_git.core.errors import Blocked, SparkError
-from spark_git.core.git import ZERO_SHA, Git, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.ops.provision import ProvisionReport, failure_summary, provision
 from spark_git.state.locks import WORKTREES
 from spark_git.state.store import Store
@@ -29,7 +29,7 @@ class Created:
 
 
 def ensure_worktree(
-    git: Git, base_commit: str, branch: str, path: Path, registered: dict, created: Created, heads: dict | None = None, *, checkout: bool = True
+    git: Git, base_commit: str, branch: str, path: Path, registered: dict[Path, Worktree], created: Created, heads: dict[str, Sha] | None = None, *, checkout: bool = True
 ) -> None:
     ref = branch_ref(branch)
     if (ref not in heads) if heads is not None else (git.rev_parse(ref) is None):

@@ -143,7 +143,7 @@ class LocalStore:
         out = self.layout.git().run("for-each-ref", "--sort=refname", fmt, pattern).stdout
         res = []
         for line in out.splitlines():
-            sha, ref, date, subject = (line.split("\x1f") + ["", "", "", ""])[:4]
+            sha, ref, date, subject = [*line.split("\x1f"), "", "", ""][:4]
             t, _, rest = ref[len(ARCHIVE_PREFIX):].partition("/")
             name = rest.rsplit("/", 1)[0] if "/" in rest else rest
             res.append(ArchiveRecord(ref=ref, task=t, name=name, sha=sha, date=date, subject=subject))
