@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, Failed
 from spark_git.core.git import clean_env
+from spark_git.state.files import write_text_atomic
 
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
 GH_URL = re.compile(r"^https?://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull)/(?P<num>\d+)(?:[/?#].*)?$")
@@ -180,8 +181,6 @@ def write_objective(task_md: Path, title: str, src: Source) -> None:
     """Puts the source text under `## Task Objective` of task.md: replaces that section's body when
     task.md exists; otherwise writes a task.md holding the objective, which `classify` later turns
     into its full template (see carried_objective)."""
-    from spark_git.state.files import write_text_atomic
-
     body = objective_body(src)
     if task_md.is_file():
         doc = task_md.read_text()
