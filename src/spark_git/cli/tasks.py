@@ -6,10 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from spark_git.ops import status as status_mod
 from spark_git.core.layout import task_name
-from spark_git.ops import agent_add as agent_add_op, start as start_op
+from spark_git.ops import agent_add as agent_add_op
+from spark_git.ops import start as start_op
+from spark_git.ops import status as status_mod
 from spark_git.state.locks import session_from
+
 from . import app
 from .common import Result, SessionOpt, execute, progress, state
 
