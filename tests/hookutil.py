@@ -34,12 +34,12 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     """Moves `task` along FORWARD to `target` through protocol.record_transition under the task
     mutex, so task.json's transition_log (and the audit trail) stay consistent with its state.
     Replace with `spark-git advance` once the state-machine issue lands."""
-    from spark_git.protocol import machine as protocol
-    from spark_git.ops import tasks
     from spark_git.core.layout import Layout
+    from spark_git.ops import taskfile
+    from spark_git.protocol import machine as protocol
 
     layout = Layout.discover(repo)
-    with tasks.updating(layout, task, session) as tf:
+    with taskfile.updating(layout, task, session) as tf:
         i = FORWARD.index(tf.state)
         for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
             protocol.record_transition(layout, tf, to, session, "test setup (no advance command yet)")

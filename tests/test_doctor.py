@@ -32,10 +32,10 @@ FLEET_SCRIPT = """
 import sys
 from pathlib import Path
 from spark_git.core.layout import Layout
-from spark_git.ops import tasks
+from spark_git.ops import start
 layout = Layout.discover(Path(sys.argv[1]))
 for name in sys.argv[2:]:
-    tasks.start(layout, name, ["a1"], session="s1")
+    start.start(layout, name, ["a1"], session="s1")
 """
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.test_start_concurrency import run_together
 
 
@@ -113,3 +114,36 @@ def test_racing_lock_main_exactly_one_wins(repo: Path) -> None:
     assert sorted(r.returncode for r in results) == [0] + [3] * 7, "\n".join(map(str, results))
     assert json.loads(lock.read_text())["session_id"] == wins[0].env_session
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_hold_takes_releases_and_takes_over_its_own(repo: Path, cli) -> None:
+    """mainlock.hold (what `complete` runs under): held for the operation, released after, also on
+    error; a lock left by a killed run of the same session and reason is taken over and released."""
+    import pytest
+
+    from spark_git.core.errors import Blocked
+    from spark_git.core.layout import Layout
+    from spark_git.ops import mainlock
+    from spark_git.state.backends import open_store
+    from spark_git.state.models import MainLock
+
+    lock, _ = _paths(repo)
+    store = open_store(Layout.discover(repo))
+    with mainlock.hold(store, "s1", "spark-git complete t1", task="t1"):
+        assert json.loads(lock.read_text())["reason"] == "spark-git complete t1"
+    assert not lock.exists()
+    with pytest.raises(RuntimeError), mainlock.hold(store, "s1", "spark-git complete t1"):
+        raise RuntimeError("the operation failed")
+    assert not lock.exists()
+    store.create_main_lock(MainLock(session_id="s1", reason="spark-git complete t1", pid=1))  # a killed run's
+    with mainlock.hold(store, "s1", "spark-git complete t1"):
+        pass
+    assert not lock.exists()
+    # A lock this session took with `lock main` is used and kept; another session's refuses.
+    assert cli("lock", "main").returncode == 0
+    with mainlock.hold(store, "s1", "spark-git complete t1"):
+        pass
+    assert json.loads(lock.read_text())["session_id"] == "s1"
+    with pytest.raises(Blocked, match="owned by session s1"), mainlock.hold(store, "s2", "spark-git complete t1", task="t1"):
+        pass
+    assert lock.exists()

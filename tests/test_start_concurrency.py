@@ -22,7 +22,7 @@ from fixtures.repo import git
 WRAPPER = r"""
 import os, runpy, sys
 ready, go = int(sys.argv[1]), int(sys.argv[2])
-import spark_git.cli, spark_git.ops.tasks, spark_git.ops.status, git.cmd, filelock  # warm start-up
+import spark_git.cli, spark_git.ops.start, spark_git.ops.status, git.cmd, filelock  # warm start-up
 os.write(ready, b".")
 os.close(ready)
 if os.read(go, 1) != b"g":

@@ -6,9 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from spark_git.core.layout import task_name
+from spark_git.ops import agent_add as agent_add_op
+from spark_git.ops import start as start_op
 from spark_git.ops import status as status_mod
-from spark_git.ops import tasks
 from spark_git.state.locks import session_from
+
 from . import app
 from .common import Result, SessionOpt, execute, progress, state
 
@@ -53,7 +56,7 @@ def start(
 
             src = sources.read(from_, state(ctx).cwd)  # before anything is created: a bad source changes nothing
         ttl = title or (src.title if src else None)
-        d = tasks.start(layout, task, names, base=base, session=session_from(session), title=ttl, progress=progress(ctx), no_setup=no_setup)
+        d = start_op.start(layout, task, names, base=base, session=session_from(session), title=ttl, progress=progress(ctx), no_setup=no_setup)
         if src is not None and not d.resumed:
             from spark_git.ops import sources
 
@@ -88,7 +91,7 @@ def status(
 
     def action(layout):
         if task is not None:
-            tasks.task_name(task)
+            task_name(task)
         d = status_mod.collect(layout, task)
 
         def human(out):
@@ -161,7 +164,7 @@ def agent_add(
     def action(layout):
         from spark_git.protocol.machine import agent_add_guard
 
-        d = tasks.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
+        d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
         nxt = [f"cd {d.worktree}"]
         failed = _setup_failed(d.provisioning, nxt)
         if failed:

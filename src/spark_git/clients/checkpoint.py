@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
-from spark_git.state.files import read_optional
+from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 
 
@@ -60,13 +60,14 @@ def _next(tf: TaskFile, waiting: str | None) -> list[str]:
 
 
 def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
+    store = open_store(layout)
     git = layout.git()
-    names = layout.task_names()
+    names = store.task_names()
     heads = git.refs("refs/heads/") if names else {}
     out = SessionStartData(sessions=sorted(sessions), tasks=[])
     for name in names:
         try:
-            tf = read_optional(layout.task_json(name), TaskFile)
+            tf = store.read_task(name)
         except CorruptState as e:
             out.problems.append(e.message)
             continue

@@ -94,6 +94,9 @@ class Layout:
     def audit_trail(self, task: str) -> Path:
         return self.task_dir(task) / "audit-trail.json"
 
+    def audit_snapshot(self, task: str) -> Path:
+        return self.task_dir(task) / "audit-snapshot.json"
+
     def logs_dir(self, task: str) -> Path:
         return self.task_dir(task) / "logs"
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel
 
-from spark_git.state import audit
-from spark_git.state import notes
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
-from spark_git.state.models import Checkpoint, now
-from spark_git.ops.tasks import load_task, updating
+from spark_git.ops.taskfile import load_task, updating
+from spark_git.protocol import machine as protocol
+from spark_git.state.backends import open_store
+from spark_git.state.models import Checkpoint, TaskFile, now
+from spark_git.state.store import Store
 
 Kind = Literal["changes", "plan"]
 
@@ -55,31 +57,47 @@ def approve(
     task = task_name(task)
     if kind not in ("changes", "plan"):
         raise BadInput(f"approve --{kind} is not supported")
-    from spark_git.protocol import machine as protocol
-
-    tf = load_task(layout, task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     unmet = protocol.approve_conditions(layout, tf, kind)
     if unmet:
         raise protocol.refuse(f"cannot approve the {kind} of {task}", unmet, task)
     digest = protocol.task_md_digest(layout, task) if kind == "plan" else None
     if kind == "plan" and digest is None:
         raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
-    git = layout.git()
+    target = _target(layout, tf, sha)
+    presented_at = now()
+    via = _confirm(layout, task, target, digest, interactive, ask)
+    by = who_approves(session)
+    cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest)
+    cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
+    cur_head = _record(store, task, cp, sha is not None, session)
+    store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
+    store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
+    return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via)
+
+
+def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
+    """The commit approved: the task head, or `sha` if it is on the task branch."""
+    task, git = tf.task_name, layout.git()
     head = git.branch_head(tf.task_branch)
     if head is None:
         raise Blocked(f"task branch {tf.task_branch} does not exist", task=task)
-    target = head
-    if sha is not None:
-        resolved = git.rev_parse(sha)
-        if resolved is None:
-            raise BadInput(f"{sha!r} is not a commit in this repository", task=task)
-        if not git.is_ancestor(resolved, head):
-            raise BadInput(f"{resolved[:12]} is not on the task branch {tf.task_branch}", task=task)
-        target = resolved
-    presented_at = now()
+    if sha is None:
+        return head
+    resolved = git.rev_parse(sha)
+    if resolved is None:
+        raise BadInput(f"{sha!r} is not a commit in this repository", task=task)
+    if not git.is_ancestor(resolved, head):
+        raise BadInput(f"{resolved[:12]} is not on the task branch {tf.task_branch}", task=task)
+    return resolved
+
+
+def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None) -> str:
+    """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not."""
     if interactive:
         assert ask is not None
-        subject = git.log_fields(f"-1", ["%s"], target)[0][0] if target else ""
+        subject = layout.git().log_fields("-1", ["%s"], target)[0][0] if target else ""
         what = f"the plan of task {task!r} ({layout.task_md(task)}, sha256 {digest[:12]})" if digest else f"the changes of task {task!r} at {target[:12]} ({subject})"
         typed = ask(
             f"Approve {what}?\n"
@@ -87,29 +105,28 @@ def approve(
         ).strip()
         if typed != task:
             raise Blocked(f"not approved: the confirmation did not match the task name {task!r}; nothing was recorded", task=task)
-        via = "terminal"
-    else:
-        if not layout.config.approval.allow_non_interactive:
-            raise Blocked(
-                "approval needs a human at a terminal: stdin is not a terminal",
-                hint="run `spark-git approve` yourself in a terminal, or set approval.allow_non_interactive = true in the repo's config",
-                task=task,
-            )
-        via = "non-interactive"
-    by = who_approves(session)
-    with updating(layout, task, session, owner=False) as cur:
-        cur_head = git.branch_head(cur.task_branch)
-        if sha is None and cur_head != target:
-            raise Blocked(f"the task head moved from {target[:12]} to {(cur_head or '?')[:12]} while you were confirming; nothing was recorded", task=task)
-        at = now()
-        if kind == "plan":
-            if protocol.approve_conditions(layout, cur, kind) or protocol.task_md_digest(layout, task) != digest:
-                raise Blocked(f"the task or its task.md changed while you were confirming; nothing was recorded", task=task)
-            cur.plan_approval = Checkpoint(type="plan", commit_sha=target, presented_at=presented_at, approved=True, approved_at=at, approved_by=by, task_md_sha256=digest)
-            cur.plan_approval.via = via  # type: ignore[attr-defined]
+        return "terminal"
+    if not layout.config.approval.allow_non_interactive:
+        raise Blocked(
+            "approval needs a human at a terminal: stdin is not a terminal",
+            hint="run `spark-git approve` yourself in a terminal, or set approval.allow_non_interactive = true in the repo's config",
+            task=task,
+        )
+    return "non-interactive"
+
+
+def _record(store: Store, task: str, cp: Checkpoint, sha_given: bool, session: str | None) -> str | None:
+    """Records `cp` in task.json unless the task moved while the human was confirming; the task head."""
+    layout = store.layout
+    with updating(store, task, session, owner=False) as cur:
+        cur_head = layout.git().branch_head(cur.task_branch)
+        if not sha_given and cur_head != cp.commit_sha:
+            raise Blocked(f"the task head moved from {(cp.commit_sha or '?')[:12]} to {(cur_head or '?')[:12]} while you were confirming; nothing was recorded", task=task)
+        cp.approved_at = now()
+        if cp.type == "plan":
+            if protocol.approve_conditions(layout, cur, "plan") or protocol.task_md_digest(layout, task) != cp.task_md_sha256:
+                raise Blocked("the task or its task.md changed while you were confirming; nothing was recorded", task=task)
+            cur.plan_approval = cp
         else:
-            cur.checkpoint = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_at=at, approved_by=by)
-            cur.checkpoint.via = via  # type: ignore[attr-defined]  (extra field, kept by the model)
-    notes.append(layout, target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})
-    audit.event(layout, task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
-    return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=at, approved_by=by, via=via)
+            cur.checkpoint = cp
+    return cur_head

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from spark_git.state import audit
 from spark_git.core.errors import BadInput, GitError
 from spark_git.core.git import ZERO_SHA, Git, Sha, branch_ref
 from spark_git.core.layout import Layout
+from spark_git.state.backends import as_store, open_store
+from spark_git.state.store import ARCHIVE_PREFIX, Store
 
-PREFIX = "refs/spark/archive/"
 FALLBACK_IDENT = {
     "GIT_AUTHOR_NAME": "spark-git", "GIT_AUTHOR_EMAIL": "spark-git@localhost",
     "GIT_COMMITTER_NAME": "spark-git", "GIT_COMMITTER_EMAIL": "spark-git@localhost",
@@ -28,35 +28,10 @@ class Archived(BaseModel):
     files: list[str] = []  # for uncommitted work: the files it holds
 
 
-def ref_for(task: str, name: str, sha: str) -> str:
-    return f"{PREFIX}{task}/{name}/{sha[:12]}"
-
-
-def keep(layout: Layout, task: str, name: str, sha: str, what: str, session: str | None = None) -> Archived:
+def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, session: str | None = None) -> Archived:
     """Makes `sha` reachable from `refs/spark/archive/<task>/<name>/<sha12>` (the same scheme `merge`
     uses before it rewrites a branch). Idempotent; an existing ref is never moved."""
-    git = layout.git()
-    ref = ref_for(task, name, sha)
-    cur = git.rev_parse(ref)
-    if cur is None:
-        try:
-            git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
-        except GitError:
-            if git.rev_parse(ref) != sha:
-                raise
-            return Archived(ref=ref, sha=sha, what=what)  # a racer archived the same commit
-        audit.event(layout, task, "archived", session, ref=ref, sha=sha, what=what)
-    elif cur != sha:  # 12-hex-digit prefix collision: keep both
-        return _keep_long(layout, task, name, sha, what, session)
-    return Archived(ref=ref, sha=sha, what=what)
-
-
-def _keep_long(layout: Layout, task: str, name: str, sha: str, what: str, session: str | None) -> Archived:
-    git = layout.git()
-    ref = f"{ref_for(task, name, sha)}-{sha[12:20]}"
-    if git.rev_parse(ref) is None:
-        git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
-        audit.event(layout, task, "archived", session, ref=ref, sha=sha, what=what)
+    ref = as_store(store).archive(task, name, sha, what, session)
     return Archived(ref=ref, sha=sha, what=what)
 
 
@@ -64,7 +39,7 @@ def snapshot_commit(wt: Git, message: str) -> Sha:
     """A commit of the worktree's full state (index untouched), parent HEAD."""
     tree = wt.full_state_tree()
     head = wt.rev_parse("HEAD")
-    parents = [head] if head else []
+    parents: list[str] = [head] if head else []
     try:
         return wt.commit_tree(tree, parents, message, env={})
     except GitError as e:
@@ -73,11 +48,11 @@ def snapshot_commit(wt: Git, message: str) -> Sha:
         return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
 
 
-def keep_uncommitted(layout: Layout, task: str, label: str, path: Path, files: list[str], session: str | None = None) -> Archived:
+def keep_uncommitted(store: Store | Layout, task: str, label: str, path: Path, files: list[str], session: str | None = None) -> Archived:
     wt = Git(path)
     msg = f"spark-git: uncommitted work of {path}\n\nSaved by spark-git before removing the worktree.\n\nFiles:\n" + "".join(f"  {f}\n" for f in files)
     sha = snapshot_commit(wt, msg)
-    a = keep(layout, task, f"uncommitted-{label}", sha, f"uncommitted work in {path}", session)
+    a = keep(store, task, f"uncommitted-{label}", sha, f"uncommitted work in {path}", session)
     a.files = files
     return a
 
@@ -99,16 +74,7 @@ class ArchiveListData(BaseModel):
 
 
 def list_refs(layout: Layout, task: str | None = None) -> ArchiveListData:
-    git = layout.git()
-    pattern = PREFIX + (f"{task}/" if task else "")
-    out = git.run("for-each-ref", "--sort=refname", "--format=%(objectname)%1f%(refname)%1f%(committerdate:iso-strict)%1f%(subject)", pattern).stdout
-    entries = []
-    for line in out.splitlines():
-        sha, ref, date, subject = (line.split("\x1f") + ["", "", "", ""])[:4]
-        t, _, rest = ref[len(PREFIX):].partition("/")
-        name = rest.rsplit("/", 1)[0] if "/" in rest else rest
-        entries.append(ArchiveEntry(ref=ref, task=t, name=name, sha=sha, date=date, subject=subject))
-    return ArchiveListData(entries=entries)
+    return ArchiveListData(entries=[ArchiveEntry(**r._asdict()) for r in open_store(layout).archived(task)])
 
 
 class RestoreData(BaseModel):
@@ -119,20 +85,21 @@ class RestoreData(BaseModel):
 
 def full_ref(ref: str) -> str:
     if ref.startswith("refs/"):
-        if not ref.startswith(PREFIX):
-            raise BadInput(f"{ref} is not an archive ref (they live under {PREFIX})")
+        if not ref.startswith(ARCHIVE_PREFIX):
+            raise BadInput(f"{ref} is not an archive ref (they live under {ARCHIVE_PREFIX})")
         return ref
-    return PREFIX + ref.removeprefix("archive/")
+    return ARCHIVE_PREFIX + ref.removeprefix("archive/")
 
 
 def restore(layout: Layout, ref: str, branch: str | None = None) -> RestoreData:
     """Creates `branch` (default: the archived name) at the archived commit, only if it does not exist."""
+    store = open_store(layout)
     git = layout.git()
     ref = full_ref(ref)
-    sha = git.rev_parse(ref)
+    sha = store.archived_sha(ref)
     if sha is None:
         raise BadInput(f"no archive ref {ref}", hint="`spark-git archive list` shows them", next=["spark-git archive list"])
-    rest = ref[len(PREFIX):].split("/")
+    rest = ref[len(ARCHIVE_PREFIX):].split("/")
     name = branch or ("/".join(rest[1:-1]) if len(rest) >= 3 else rest[-1])
     if not git.is_valid_branch_name(name) or name.startswith("-"):
         raise BadInput(f"bad branch name {name!r} (git check-ref-format --branch)", hint="pass --branch NAME")
@@ -144,7 +111,7 @@ def restore(layout: Layout, ref: str, branch: str | None = None) -> RestoreData:
         if git.branch_head(name) is not None:
             raise BadInput(f"branch {name} was just created by someone else", hint="pass --branch NAME") from e
         raise
-    task = ref[len(PREFIX):].partition("/")[0]
-    if layout.task_dir(task).is_dir():
-        audit.event(layout, task, "archive_restored", os.environ.get("SPARK_SESSION_ID"), ref=ref, sha=sha, branch=name)
+    task = ref[len(ARCHIVE_PREFIX):].partition("/")[0]
+    if task in store.task_names():  # the restore goes in the audit trail of a task spark-git knows
+        store.event(task, "archive_restored", os.environ.get("SPARK_SESSION_ID"), ref=ref, sha=sha, branch=name)
     return RestoreData(ref=ref, sha=sha, branch=name)

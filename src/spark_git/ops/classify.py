@@ -9,13 +9,16 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from spark_git.state import audit
-from spark_git.protocol import machine as protocol
 from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
-from spark_git.state.models import TaskFile
+from spark_git.ops.agent_add import add_agent
+from spark_git.ops.sources import carried_objective, with_objective
+from spark_git.ops.taskfile import load_task, updating
+from spark_git.protocol import machine as protocol
+from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
+from spark_git.state.models import TaskFile
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
 CLASSIFY_STATES = (protocol.INIT, protocol.CLASSIFIED)
@@ -118,11 +121,18 @@ Risk {d.level}, variant {d.variant}; agents: {', '.join(sorted(set(tf.agents) | 
 """
 
 
+def _paths(layout: Layout, tf: TaskFile, files: list[str] | None) -> list[str]:
+    """--files, or else the paths the task branch changes."""
+    if files:
+        return [f.strip() for f in files if f.strip()]
+    git = layout.git()
+    head = git.branch_head(tf.task_branch) or tf.base_commit
+    return [p for p in git.out("diff", "--name-only", f"{tf.base_commit}..{head}").splitlines() if p]
+
+
 def classify(
     layout: Layout, task: str, *, files: list[str] | None, risk: str | None, why: str | None, session: str | None,
 ) -> ClassifyData:
-    from spark_git.ops.tasks import add_agent, load_task, updating
-
     task = task_name(task)
     if risk is not None:
         risk = risk.strip().upper()
@@ -130,16 +140,11 @@ def classify(
             raise BadInput(f"bad --risk {risk!r}: use HIGH, MEDIUM or LOW")
         if not (why or "").strip():
             raise BadInput("--risk needs --why: the override and its reason are logged")
-    tf = load_task(layout, task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     if protocol.is_full(layout) and tf.state not in CLASSIFY_STATES:
         raise Blocked(f"task {task!r} is in {tf.state}: classification happens in INIT (or again in CLASSIFIED)", task=task)
-    if files:
-        paths = [f.strip() for f in files if f.strip()]
-    else:
-        git = layout.git()
-        head = git.branch_head(tf.task_branch) or tf.base_commit
-        paths = [p for p in git.out("diff", "--name-only", f"{tf.base_commit}..{head}").splitlines() if p]
-    d = decide(paths, tf.title or "", layout.config.risk, risk, why)
+    d = decide(_paths(layout, tf, files), tf.title or "", layout.config.risk, risk, why)
     added = []
     guard = protocol.agent_add_guard(layout)
     for a in d.agents:
@@ -147,18 +152,16 @@ def classify(
             add_agent(layout, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)
             added.append(a)
     md = layout.task_md(task)
-    with updating(layout, task, session) as cur:
+    with updating(store, task, session) as cur:
         if protocol.is_full(layout) and cur.state not in CLASSIFY_STATES:
             raise Blocked(f"task {task!r} moved to {cur.state} meanwhile", task=task)
         cur.risk, cur.variant = d.level, d.variant
         cur.required_agents = list(dict.fromkeys([*d.agents, *cur.required_agents]))
-        cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  (extra field)
-        from spark_git.ops.sources import carried_objective, with_objective
-
+        cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  # an extra field, kept by the model
         carried = carried_objective(md)  # task.md written by `start --from`: keep its objective
         written = not md.is_file() or carried is not None
         if written:
             write_text_atomic(md, with_objective(task_md_template(cur, d, layout), carried))
-    audit.event(layout, task, "classified", session, level=d.level, variant=d.variant, agents=d.agents, reasons=d.reasons,
+    store.event(task, "classified", session, level=d.level, variant=d.variant, agents=d.agents, reasons=d.reasons,
                 keywords=d.keywords, override=d.override, paths=[m.model_dump() for m in d.paths])
     return ClassifyData(task=task, decision=d, added_agents=added, task_md=str(md), task_md_written=written)

@@ -4,24 +4,28 @@ deletion (compare-and-swap), and the lock last, so a killed run leaves a lock th
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
-from spark_git.ops import archive
-from spark_git.state import audit
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
-from spark_git.state.locks import WORKTREES, mutex, require_owner, task_mutex_name
+from spark_git.gates import attribution
+from spark_git.ops import archive
+from spark_git.ops.taskfile import load_task, save_task
+from spark_git.protocol import machine as protocol
+from spark_git.state.backends import open_store
+from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
-from spark_git.state.files import read_optional, write_atomic
-from spark_git.ops.tasks import load_task, save_task
+from spark_git.state.store import Store
 
 ENDED = ("CLEANUP", "ABANDONED")
+Contained = Callable[[str], bool]  # is this commit contained in the base branch?
 
 
 class EndData(BaseModel):
@@ -46,10 +50,6 @@ class _Tree:
     dirty: list[str] = field(default_factory=list)
 
 
-def snapshot_path(layout: Layout, task: str) -> Path:
-    return layout.task_dir(task) / "audit-snapshot.json"
-
-
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
             why: str | None = None, caller: Path | None = None) -> EndData:
     return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
@@ -64,91 +64,105 @@ def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller:
 
 def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None) -> EndData:
     task = task_name(task)
+    store = open_store(layout)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
-    with mutex(layout, task_mutex_name(task)):
-        if not layout.task_json(task).exists():
-            done = read_optional(snapshot_path(layout, task), AuditSnapshot)
+    with store.mutex(task_mutex_name(task)):
+        if not store.has_task(task):
+            done = store.read_snapshot(task)
             if done is not None and done.final_state in ENDED:
-                return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(snapshot_path(layout, task)), go_to=go_to, already_done=True)
-        tf = load_task(layout, task)
-        require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-        if final == "CLEANUP" and tf.state not in ("COMPLETE", "CLEANUP"):
-            raise Blocked(
-                f"task {task!r} is {tf.state}, not COMPLETE: cleanup removes only finished tasks",
-                hint="land it with `spark-git complete`, or stop it with `spark-git abandon` (its work is archived)",
-                next=[f"spark-git complete {task}", f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
-                details={"state": tf.state}, task=task,
-            )
-        if final == "CLEANUP" and tf.state == "COMPLETE":
-            _check_guard(layout, tf, session)
+                return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, already_done=True)
+        tf = load_task(store, task)
+        _check_may_end(store, tf, final, session)
         git = layout.git()
-        trees = _trees(layout, tf, git)
-        dirty = [t for t in trees if t.dirty]
-        if dirty and not force:
-            raise Blocked(
-                f"task {task!r} has uncommitted changes in {len(dirty)} worktree(s); nothing was removed",
-                hint="commit them, or pass --force to save them as a commit on an archive ref first",
-                next=[f"spark-git cleanup {task} --force"],
-                details={"dirty": [f"{t.path}: {f}" for t in dirty for f in t.dirty]}, task=task,
-            )
-        base = tf.base_branch
-        contained = _containment(git, base)
-        archived: list[archive.Archived] = []
-        for t in dirty:
-            archived.append(archive.keep_uncommitted(layout, task, t.label, t.path, t.dirty, session))
-        for t in trees:
-            if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
-                archived.append(archive.keep(layout, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
+        trees = _trees(store, tf, git)
+        dirty = _dirty(trees, force, task)
+        contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
-        branches = _branches(layout, tf, trees, heads)
-        for b in branches:
-            head = heads[branch_ref(b)]
-            if not contained(head):
-                archived.append(archive.keep(layout, task, b, head, f"branch {b}", session))
+        branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
+        archived = _archive(store, tf, dirty, trees, branches, contained, session)
         faults.point("end-after-archive")
-        if tf.state != final:
-            from spark_git.protocol import machine as protocol
-
-            reason = why or "spark-git cleanup"
-            protocol.record_transition(layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
-            save_task(layout, tf)
-        faults.point("end-after-transition")
-        prior = read_optional(snapshot_path(layout, task), AuditSnapshot)
+        _record_end(store, tf, final, session, why, archived)
+        prior = store.read_snapshot(task)
         if prior is None or prior.final_state != final:  # a resumed run keeps the first, complete count
-            write_atomic(snapshot_path(layout, task), _snapshot(layout, tf, git, heads, contained, archived, why))
+            store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
         faults.point("end-after-snapshot")
-        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(snapshot_path(layout, task)), go_to=go_to)
-        with mutex(layout, WORKTREES):
-            for t in sorted(trees, key=lambda t: t.label == "task"):  # agents first, the task worktree last
-                _remove(git, t, data)
-            git.worktree_prune()
-            faults.point("end-after-worktrees")
-            still_out = {wt.branch for wt in git.worktrees() if wt.branch}
-            for b in branches:
-                head = heads[branch_ref(b)]
-                if b in still_out or not (contained(head) or final == "ABANDONED"):
-                    data.kept_branches.append(b)
-                    continue
-                git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {task}")
-                data.deleted_branches.append(b)
+        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to)
+        _remove_all(store, git, tf, trees, branches, contained, final, data)
         faults.point("end-before-unlock")
-        os.unlink(layout.task_json(task))
+        store.release_task(task)
     kind = "cleaned_up" if final == "CLEANUP" else "abandoned"
-    audit.event(layout, task, kind, session, why=why, removed_worktrees=data.removed_worktrees,
+    store.event(task, kind, session, why=why, removed_worktrees=data.removed_worktrees,
                 deleted_branches=data.deleted_branches, kept_branches=data.kept_branches, archived=[a.ref for a in archived])
     return data
 
 
-def _check_guard(layout: Layout, tf: TaskFile, session: str | None) -> None:
-    """The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base)."""
-    from spark_git.protocol import machine as protocol
+def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) -> None:
+    task = tf.task_name
+    require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
+    if final == "CLEANUP" and tf.state not in ("COMPLETE", "CLEANUP"):
+        raise Blocked(
+            f"task {task!r} is {tf.state}, not COMPLETE: cleanup removes only finished tasks",
+            hint="land it with `spark-git complete`, or stop it with `spark-git abandon` (its work is archived)",
+            next=[f"spark-git complete {task}", f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
+            details={"state": tf.state}, task=task,
+        )
+    if final == "CLEANUP" and tf.state == "COMPLETE":
+        # The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base).
+        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session))
+        if unmet:
+            raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 
-    unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(layout, tf, session))
-    if unmet:
-        raise protocol.refuse(f"cleanup of task {tf.task_name!r}", unmet, tf.task_name)
+
+def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+    dirty = [t for t in trees if t.dirty]
+    if dirty and not force:
+        raise Blocked(
+            f"task {task!r} has uncommitted changes in {len(dirty)} worktree(s); nothing was removed",
+            hint="commit them, or pass --force to save them as a commit on an archive ref first",
+            next=[f"spark-git cleanup {task} --force"],
+            details={"dirty": [f"{t.path}: {f}" for t in dirty for f in t.dirty]}, task=task,
+        )
+    return dirty
 
 
-def _containment(git: Git, base: str):
+def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:
+    """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
+    task = tf.task_name
+    archived = [archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session) for t in dirty]
+    for t in trees:
+        if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
+            archived.append(archive.keep(store, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
+    for b, head in branches:
+        if not contained(head):
+            archived.append(archive.keep(store, task, b, head, f"branch {b}", session))
+    return archived
+
+
+def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None, archived: list[archive.Archived]) -> None:
+    if tf.state != final:
+        reason = why or "spark-git cleanup"
+        protocol.record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+        save_task(store, tf)
+    faults.point("end-after-transition")
+
+
+def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> None:
+    """Worktrees (agents first, the task worktree last), then the branches no worktree still has out."""
+    with store.mutex(WORKTREES):
+        for t in sorted(trees, key=lambda t: t.label == "task"):
+            _remove(git, t, data)
+        git.worktree_prune()
+        faults.point("end-after-worktrees")
+        still_out = {wt.branch for wt in git.worktrees() if wt.branch}
+        for b, head in branches:
+            if b in still_out or not (contained(head) or final == "ABANDONED"):
+                data.kept_branches.append(b)
+                continue
+            git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {tf.task_name}")
+            data.deleted_branches.append(b)
+
+
+def _containment(git: Git, base: str) -> Contained:
     base_head = git.branch_head(base)
     cache: dict[str, bool] = {}
 
@@ -162,15 +176,15 @@ def _containment(git: Git, base: str):
     return contained
 
 
-def _trees(layout: Layout, tf: TaskFile, git: Git) -> list[_Tree]:
+def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
     """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
     task = tf.task_name
-    with mutex(layout, WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
+    with store.mutex(WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
         registered = {wt.path.resolve(): wt for wt in git.worktrees()}
     wanted: dict[Path, str] = {Path(tf.worktree).resolve(): "task"}
     for a, e in tf.agents.items():
         wanted[Path(e.worktree).resolve()] = a
-    root = layout.task_dir(task).resolve()
+    root = store.layout.task_dir(task).resolve()
     for p in registered:
         if p not in wanted and within(p, root):
             wanted[p] = p.parent.name if p.name == "code" else p.name
@@ -210,7 +224,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
             data.kept_paths.append(str(t.path))  # not a worktree: spark-git never deletes files it does not own
 
 
-def _snapshot(layout: Layout, tf: TaskFile, git: Git, heads: dict[str, Sha], contained, archived, why: str | None) -> AuditSnapshot:
+def _snapshot(store: Store, tf: TaskFile, git: Git, heads: dict[str, Sha], contained: Contained, archived: list[archive.Archived], why: str | None) -> AuditSnapshot:
     head = heads.get(branch_ref(tf.task_branch))
     by_state: dict[str, int] = {}
     for t in tf.transition_log:
@@ -218,15 +232,15 @@ def _snapshot(layout: Layout, tf: TaskFile, git: Git, heads: dict[str, Sha], con
     by_agent: dict[str, int] = {}
     coordination = total = 0
     if head is not None:
-        for sha, subject, trailer in git.log_fields(f"{tf.base_commit}..{head}", ["%H", "%s", "%(trailers:key=Spark-Agent,valueonly,separator=%x2C)"]):
+        for (message,) in git.log_fields(f"{tf.base_commit}..{head}", ["%B"]):
             total += 1
-            agent = trailer.strip().split(",")[0].strip() or _subject_agent(subject)
+            agent = attribution.trailer_agent(message) or attribution.prefix_agent(message)
             if agent:
                 by_agent[agent] = by_agent.get(agent, 0) + 1
             else:
                 coordination += 1
     try:
-        trail = audit.load(layout, tf.task_name)
+        trail = store.read_audit(tf.task_name)
     except SparkError:
         trail = None
     gates = trail.build_verifications if trail else []
@@ -241,18 +255,12 @@ def _snapshot(layout: Layout, tf: TaskFile, git: Git, heads: dict[str, Sha], con
     )
 
 
-def _subject_agent(subject: str) -> str | None:
-    if subject.startswith("[") and "]" in subject:
-        return subject[1:subject.index("]")].strip() or None
-    return None
-
-
-def _gate_passed(entry: dict) -> bool:
+def _gate_passed(entry: dict[str, Any]) -> bool:
     if entry.get("result") in ("passed", "failed"):
-        return entry["result"] == "passed"
+        return bool(entry["result"] == "passed")
     if isinstance(entry.get("passed"), bool):
-        return entry["passed"]
+        return bool(entry["passed"])
     ev = entry.get("evidence")
     if isinstance(ev, dict) and isinstance(ev.get("passed"), bool):
-        return ev["passed"]
-    return entry.get("exit_code", entry.get("returncode")) == 0
+        return bool(ev["passed"])
+    return bool(entry.get("exit_code", entry.get("returncode")) == 0)

@@ -1,23 +1,23 @@
 """Per-worktree environment: SPARK_* variables and a SPARK_PORT unique across the repo's live
-worktrees. Ports are recorded in `<tasks_root>/ports.json` (written atomically under the `ports`
-mutex, a leaf in the lock order: nothing else is locked while it is held). A port is free again as
+worktrees. Ports are recorded in the Store (`<tasks_root>/ports.json` locally), under the `ports`
+mutex (a leaf in the lock order: nothing else is locked while it is held). A port is free again as
 soon as its worktree directory or its task's lock is gone, so cleanup frees ports without calling
 here; `release()` frees one explicitly."""
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, Blocked
-from spark_git.core.git import GIT_LOCATION_ENV
-from spark_git.core.layout import Layout
-from spark_git.state.locks import mutex
+from spark_git.core.git import clean_env
+from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.ops.taskfile import load_task
+from spark_git.state.backends import as_store
 from spark_git.state.models import PortEntry, PortsFile
-from spark_git.state.files import read_optional, write_atomic
+from spark_git.state.store import Store
 
 PORTS = "ports"
 
@@ -29,12 +29,8 @@ class EnvData(BaseModel):
     vars: dict[str, str]
 
 
-def ports_file(layout: Layout) -> Path:
-    return layout.tasks_root / "ports.json"
-
-
-def _live(layout: Layout, e: PortEntry) -> bool:
-    return Path(e.worktree).is_dir() and layout.task_json(e.task).is_file()
+def _live(store: Store, e: PortEntry) -> bool:
+    return Path(e.worktree).is_dir() and store.has_task(e.task)
 
 
 def _bindable(port: int) -> bool:
@@ -47,26 +43,26 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def allocate(layout: Layout, task: str, agent: str | None, worktree: Path) -> int:
+def allocate(store: Store | Layout, task: str, agent: str | None, worktree: Path) -> int:
     """The worktree's port: its recorded one if still live, else the lowest free port of the range."""
-    rng = layout.config.ports
+    store = as_store(store)
+    rng = store.layout.config.ports
     if rng.end < rng.start:
         raise BadInput(f"ports: end {rng.end} is below start {rng.start}")
     wt = str(worktree)
-    layout.tasks_root.mkdir(parents=True, exist_ok=True)
-    with mutex(layout, PORTS):
-        pf = read_optional(ports_file(layout), PortsFile) or PortsFile()
-        live = [e for e in pf.ports if _live(layout, e)]
+    with store.mutex(PORTS):
+        pf = store.read_ports()
+        live = [e for e in pf.ports if _live(store, e)]
         for e in live:
             if e.worktree == wt:
                 if len(live) != len(pf.ports):
-                    write_atomic(ports_file(layout), PortsFile(ports=live))
+                    store.write_ports(PortsFile(ports=live))
                 return e.port
         taken = {e.port for e in live}
         for port in range(rng.start, rng.end + 1):
             if port not in taken and _bindable(port):
                 live.append(PortEntry(port=port, task=task, agent=agent, worktree=wt))
-                write_atomic(ports_file(layout), PortsFile(ports=live))
+                store.write_ports(PortsFile(ports=live))
                 return port
     raise Blocked(
         f"no free port in the configured range {rng.start}-{rng.end} ({len(taken)} live worktrees hold one)",
@@ -74,13 +70,13 @@ def allocate(layout: Layout, task: str, agent: str | None, worktree: Path) -> in
     )
 
 
-def release(layout: Layout, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
+def release(store: Store | Layout, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
     """Frees the port of one worktree (or every worktree of the task). Returns the freed ports."""
-    path = ports_file(layout)
-    if not path.exists():
+    store = as_store(store)
+    if not store.read_ports().ports:  # nothing to free: no need to wait for the mutex
         return []
-    with mutex(layout, PORTS):
-        pf = read_optional(path, PortsFile) or PortsFile()
+    with store.mutex(PORTS):
+        pf = store.read_ports()
         keep, freed = [], []
         for e in pf.ports:
             if e.task == task and (all_of_task or e.agent == agent):
@@ -88,22 +84,21 @@ def release(layout: Layout, task: str, agent: str | None = None, *, all_of_task:
             else:
                 keep.append(e)
         if freed:
-            write_atomic(path, PortsFile(ports=keep))
+            store.write_ports(PortsFile(ports=keep))
     return freed
 
 
-def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
+def spark_vars(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
     """SPARK_* for one worktree of a task (allocates its port if needed). need_port=False: an
     exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
-    from spark_git.ops.tasks import load_task
-
-    tf = load_task(layout, task)
+    store = as_store(store)
+    tf = load_task(store, task)
     if agent is not None and agent not in tf.agents:
         raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
-    task_wt = layout.task_worktree(task)
+    task_wt = store.layout.task_worktree(task)
     wt = Path(tf.agents[agent].worktree) if agent else task_wt
     try:
-        port = str(allocate(layout, task, agent, wt))
+        port = str(allocate(store, task, agent, wt))
     except Blocked:
         if need_port:
             raise
@@ -118,11 +113,11 @@ def spark_vars(layout: Layout, task: str, agent: str | None = None, session: str
     }
 
 
-def for_worktree(layout: Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
+def for_worktree(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
     """The environment gates and setup commands run with: the process environment without variables
     that would point git at another repository, plus SPARK_* of the worktree."""
-    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
-    env.update(spark_vars(layout, task, agent, session, need_port=False))
+    env = clean_env()
+    env.update(spark_vars(store, task, agent, session, need_port=False))
     return env
 
 
@@ -144,8 +139,6 @@ def _fish_quote(v: str) -> str:
 
 
 def env_data(layout: Layout, task: str, agent: str | None) -> EnvData:
-    from spark_git.core.layout import agent_name, task_name
-
     task_name(task)
     if agent is not None:
         agent_name(agent)

@@ -3,13 +3,15 @@ agent, gate and approval annotations). Read only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
-from spark_git.gates import attribution
-from spark_git.state import notes
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.tasks import load_task
+from spark_git.gates import attribution
+from spark_git.ops.taskfile import load_task
+from spark_git.state.backends import open_store
 
 
 class CommitView(BaseModel):
@@ -20,8 +22,8 @@ class CommitView(BaseModel):
     files: list[str]
     added: int
     removed: int
-    gates: list[dict] = []  # gate evidence whose commit is this one
-    approvals: list[dict] = []
+    gates: list[dict] = []  # type: ignore[type-arg]  # gate evidence of this commit; a bare dict keeps the pinned schema
+    approvals: list[dict] = []  # type: ignore[type-arg]  # a bare dict keeps the pinned schema
     landed: bool = False  # tip of an agent merge
 
 
@@ -49,7 +51,7 @@ class LogData(BaseModel):
     commits: list[CommitView]  # newest first
 
 
-def _agent_of(message: str, objs: list[dict]) -> tuple[str | None, str | None]:
+def _agent_of(message: str, objs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     for o in reversed(objs):
         if o.get("kind") == "attribution" and o.get("agent"):
             return o["agent"], "note"
@@ -64,7 +66,8 @@ def _agent_of(message: str, objs: list[dict]) -> tuple[str | None, str | None]:
 
 def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]:
     task = task_name(task)
-    tf = load_task(layout, task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     git = layout.git()
     head = git.branch_head(tf.task_branch)
     if head is None:
@@ -75,7 +78,7 @@ def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]
         rng = f"{base_now}..{head}"  # the task was rebased onto a newer base: its commits start there
     recs = git.log_fields(rng, ["%H", "%s", "%B"], "--first-parent")
     stats = git.numstat(rng)
-    by_sha = notes.read_range(git, rng)
+    by_sha = store.notes_in(rng)
     views = []
     for sha, subject, body in recs:
         objs = by_sha.get(sha, [])

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from pydantic import BaseModel
 
-from spark_git.state import audit
 from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.layout import Layout
-from spark_git.state.locks import MAIN, idle_for, mutex, require_owner
+from spark_git.state.backends import as_store, open_store
+from spark_git.state.locks import MAIN, idle_for, require_owner
 from spark_git.state.models import MainLock, now
-from spark_git.state.files import create_exclusive, read_optional, write_atomic
+from spark_git.state.store import Store
 
 
 class MainLockData(BaseModel):
@@ -28,53 +31,74 @@ class MainLockData(BaseModel):
     previous_owner: str | None = None  # unlock: who held it (None if unknown: the lock was corrupt)
 
 
-def view(layout: Layout, lock: MainLock | None, **kw) -> MainLockData:
+def view(store: Store | Layout, lock: MainLock | None, **kw: Any) -> MainLockData:
+    path = str(as_store(store).layout.main_lock())
     if lock is None:
-        return MainLockData(held=False, path=str(layout.main_lock()), **kw)
+        return MainLockData(held=False, path=path, **kw)
     return MainLockData(
         held=True, session_id=lock.session_id, created_at=lock.created_at, last_active_at=lock.last_active_at,
-        idle=idle_for(lock.last_active_at), reason=lock.reason, path=str(layout.main_lock()), **kw,
+        idle=idle_for(lock.last_active_at), reason=lock.reason, path=path, **kw,
     )
 
 
-def read(layout: Layout) -> MainLock | None:
-    return read_optional(layout.main_lock(), MainLock)
+def read(store: Store | Layout) -> MainLock | None:
+    return as_store(store).read_main_lock()
 
 
 def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockData:
-    path = layout.main_lock()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with mutex(layout, MAIN):
-        cur = read(layout)
+    store = open_store(layout)
+    with store.mutex(MAIN):
+        cur = store.read_main_lock()
         if cur is not None:
             require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
             cur.last_active_at = now()
-            write_atomic(path, cur)
-            return view(layout, cur)
+            store.write_main_lock(cur)
+            return view(store, cur)
         new = MainLock(session_id=session, reason=reason, pid=os.getpid())
-        if not create_exclusive(path, new):  # pragma: no cover - the mutex makes this unreachable
+        if not store.create_main_lock(new):  # pragma: no cover - the mutex makes this unreachable
             raise Blocked("the main worktree was just locked by another session")
-    audit.event(layout, "main", "main_locked", session, reason=reason)
-    return view(layout, new)
+    store.event("main", "main_locked", session, reason=reason)
+    return view(store, new)
 
 
 def unlock(layout: Layout, session: str | None, force: bool = False, why: str | None = None) -> MainLockData:
     if force and not (why and why.strip()):
         raise BadInput("--force needs --why: breaking someone's lock is logged with the reason")
+    store = open_store(layout)
     problem = None
-    with mutex(layout, MAIN):
+    with store.mutex(MAIN):
         try:
-            cur = read(layout)
+            cur = store.read_main_lock()
         except CorruptState as e:
             if not force:
                 raise
             cur, problem = None, e.message  # a human may break an unreadable lock too; logged below
         if cur is None and problem is None:
-            return view(layout, None)
+            return view(store, None)
         if not force and cur is not None:
             require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
-        os.unlink(layout.main_lock())
+        store.release_main_lock()
     owner = cur.session_id if cur is not None else None
     extra = {"problem": problem} if problem else {}
-    audit.event(layout, "main", "main_unlocked", session, owner=owner, forced=force, why=why, **extra)
-    return view(layout, None, forced_by=session if force else None, why=why, released=True, previous_owner=owner)
+    store.event("main", "main_unlocked", session, owner=owner, forced=force, why=why, **extra)
+    return view(store, None, forced_by=session if force else None, why=why, released=True, previous_owner=owner)
+
+
+@contextmanager
+def hold(store: Store | Layout, session: str, reason: str, *, task: str | None = None) -> Iterator[None]:
+    """Holds the main mutex and the main-worktree lock for the duration of an operation (`complete`).
+    Our own lock left by a killed run of the same session and reason is taken over; a lock this
+    session holds for another reason (`lock main`) is used and left in place."""
+    store = as_store(store)
+    with store.mutex(MAIN):
+        held = store.read_main_lock()
+        took = held is not None and held.session_id == session and held.reason == reason
+        if held is not None and held.session_id != session:
+            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
+        if held is None:
+            took = store.create_main_lock(MainLock(session_id=session, reason=reason, pid=os.getpid()))
+        try:
+            yield
+        finally:
+            if took:
+                store.release_main_lock()

@@ -7,12 +7,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from spark_git.state import audit
-from spark_git.protocol import machine as protocol
-from spark_git.core.errors import BadInput
+from spark_git.core.errors import BadInput, CorruptState
+from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
-from spark_git.state.models import AgentStatus, now
-from spark_git.state.files import write_atomic
+from spark_git.gates import attribution
+from spark_git.ops.taskfile import updating
+from spark_git.protocol import machine as protocol
+from spark_git.state.audit import SECTIONS
+from spark_git.state.backends import open_store
+from spark_git.state.models import AgentStatus, AuditTrail, TaskFile, now
+from spark_git.state.store import Store
 
 STATUSES = ("WORKING", "COMPLETE", "BLOCKED", "ERROR")
 
@@ -31,9 +35,38 @@ def report(
     blocking: list[str] | None = None, deferrable: list[str] | None = None, scope: str | None = None,
     cwd: Path | None = None,
 ) -> ReportData:
-    from spark_git.ops.tasks import updating
-
     task, agent = task_name(task), agent_name(agent)
+    status, decision, scope = _checked(status, decision, feedback, scope)
+    rp = None
+    if report_path:
+        p = Path(report_path).expanduser()
+        rp = str(p if p.is_absolute() else (cwd or Path.cwd()) / p)
+    store = open_store(layout)
+    with updating(store, task, session) as tf:
+        if agent not in tf.agents:
+            raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
+        entry = tf.agents[agent]
+        head = layout.git().branch_head(tf.task_branch)
+        old = _usable_status(store, task, agent) or AgentStatus(agent=agent, task=task)
+        st = AgentStatus(
+            agent=agent, task=task, status=status, decision=decision,
+            round=old.round + (1 if status == "COMPLETE" else 0),
+            last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
+            last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
+            work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),
+            task_state=tf.state, task_head=head, blocking=list(blocking or []), deferrable=list(deferrable or []),
+            scope_decision=scope,
+        )
+        store.write_status(st)
+        store.audit(task, "agent_invocations", {
+            "agent": agent, "role": entry.role, "working_dir": entry.worktree, "status": status, "decision": decision,
+            "round": st.round, "task_state": tf.state, "task_head": head, "report_path": st.report_path, "session_id": session,
+        }, session=session)
+        return ReportData(task=task, agent=agent, role=entry.role, status=st, task_state=tf.state)
+
+
+def _checked(status: str, decision: str | None, feedback: str | None, scope: str | None) -> tuple[str, str | None, str | None]:
+    """--status, --decision and --scope normalized (upper case), refused if they do not go together."""
     status = status.strip().upper()
     if status not in STATUSES:
         raise BadInput(f"bad --status {status!r}: use {', '.join(STATUSES)}")
@@ -49,32 +82,14 @@ def report(
         scope = scope.strip().upper().replace("-", "_")
         if scope not in ("RESOLVE_NOW", "DEFER"):
             raise BadInput(f"bad --scope {scope!r}: use RESOLVE_NOW or DEFER")
-    rp = None
-    if report_path:
-        p = Path(report_path).expanduser()
-        rp = str(p if p.is_absolute() else (cwd or Path.cwd()) / p)
-    with updating(layout, task, session) as tf:
-        if agent not in tf.agents:
-            raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
-        entry = tf.agents[agent]
-        head = layout.git().branch_head(tf.task_branch)
-        path = layout.agent_status(task, agent)
-        old = protocol.read_status(layout, task, agent) or AgentStatus(agent=agent, task=task)
-        st = AgentStatus(
-            agent=agent, task=task, status=status, decision=decision,  # type: ignore[arg-type]
-            round=old.round + (1 if status == "COMPLETE" else 0),
-            last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
-            last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
-            work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),
-            task_state=tf.state, task_head=head, blocking=list(blocking or []), deferrable=list(deferrable or []),
-            scope_decision=scope,  # type: ignore[arg-type]
-        )
-        write_atomic(path, st)
-        audit.record(layout, task, "agent_invocations", {
-            "agent": agent, "role": entry.role, "working_dir": entry.worktree, "status": status, "decision": decision,
-            "round": st.round, "task_state": tf.state, "task_head": head, "report_path": st.report_path, "session_id": session,
-        }, session=session)
-        return ReportData(task=task, agent=agent, role=entry.role, status=st, task_state=tf.state)
+    return status, decision, scope
+
+
+def _usable_status(store: Store, task: str, agent: str) -> AgentStatus | None:
+    try:
+        return store.read_status(task, agent)
+    except CorruptState:  # an unreadable report counts as none: the new one replaces it
+        return None
 
 
 # -- audit ----------------------------------------------------------------------------------------
@@ -119,20 +134,16 @@ def _line(section: str, e: dict[str, Any]) -> str:
 
 
 def audit_view(layout: Layout, task: str) -> AuditData:
-    from spark_git.gates import attribution
-    from spark_git.state.files import read_optional
-    from spark_git.state.models import TaskFile
-
     task = task_name(task)
-    trail = audit.load(layout, task)
-    tf = read_optional(layout.task_json(task), TaskFile)  # no consistency check: audit looks at hand edits
+    store = open_store(layout)
+    trail = store.read_audit(task)
+    tf = store.read_task(task)  # no consistency check: audit looks at hand edits
     if trail is None and tf is None:
         raise BadInput(f"no task {task!r}: neither task.json nor audit-trail.json exists under {layout.task_dir(task)}", task=task)
     timeline: list[TimelineEntry] = []
     agents: dict[str, AgentInvocations] = {}
-    smells: list[str] = []
     if trail is not None:
-        for section in audit.SECTIONS:
+        for section in SECTIONS:
             for e in getattr(trail, section):
                 timeline.append(TimelineEntry(at=str(e.get("at", "")), kind=section, text=_line(section, e)))
         for e in trail.agent_invocations:
@@ -143,29 +154,34 @@ def audit_view(layout: Layout, task: str) -> AuditData:
             else:
                 cur.last_report, cur.reports, cur.last_status = e["at"], cur.reports + 1, e.get("status")
     timeline.sort(key=lambda t: t.at)
-    head = None
-    if tf is not None:
-        problem = protocol.inconsistency(tf)
-        if problem:
-            smells.append(f"task.json was edited by hand: {problem}")
-        recorded = {(t.get("from"), t.get("to"), t.get("at")) for t in (trail.state_transitions if trail else [])}
-        for t in tf.transition_log[1:]:
-            if (t.from_state, t.to, t.at) not in recorded:
-                smells.append(f"transition {t.from_state} → {t.to} at {t.at} is in task.json but not in the audit trail (state skipped by hand-editing?)")
-        git = layout.git()
-        head = git.branch_head(tf.task_branch)
-        if head:
-            smells += _commit_smells(git, tf.base_commit, head, attribution)
-            for a, e in tf.agents.items():
-                st = protocol.read_status(layout, task, a)
-                if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and st.last_review_sha != head:
-                    smells.append(f"reviewer {a}'s APPROVED is for {st.last_review_sha[:12]}, older than the task head {head[:12]} it would approve")
+    head, smells = _task_smells(store, tf, trail) if tf is not None else (None, [])
     return AuditData(task=task, state=tf.state if tf else None, head=head, timeline=timeline, agents=list(agents.values()),
                      smells=smells, trail=trail.model_dump(mode="json") if trail else {})
 
 
-def _commit_smells(git, base: str, head: str, attribution) -> list[str]:
-    out = []
+def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[str | None, list[str]]:
+    """The task head, and what task.json, the audit trail, the commits and the reports disagree on."""
+    smells: list[str] = []
+    problem = protocol.inconsistency(tf)
+    if problem:
+        smells.append(f"task.json was edited by hand: {problem}")
+    recorded = {(t.get("from"), t.get("to"), t.get("at")) for t in (trail.state_transitions if trail else [])}
+    for t in tf.transition_log[1:]:
+        if (t.from_state, t.to, t.at) not in recorded:
+            smells.append(f"transition {t.from_state} → {t.to} at {t.at} is in task.json but not in the audit trail (state skipped by hand-editing?)")
+    git = store.layout.git()
+    head = git.branch_head(tf.task_branch)
+    if head:
+        smells += _commit_smells(git, tf.base_commit, head)
+        for a, e in tf.agents.items():
+            st = _usable_status(store, tf.task_name, a)
+            if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and st.last_review_sha != head:
+                smells.append(f"reviewer {a}'s APPROVED is for {st.last_review_sha[:12]}, older than the task head {head[:12]} it would approve")
+    return head, smells
+
+
+def _commit_smells(git: Git, base: str, head: str) -> list[str]:
+    out: list[str] = []
     rows = git.log_fields(f"{base}..{head}", ["%H", "%B"])
     if not rows:
         return out

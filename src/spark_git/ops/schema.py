@@ -16,9 +16,9 @@ from spark_git.core.errors import BadInput
 # Command (as typed after `spark-git`) → model of the `data` it prints with --json on success;
 # "cmd --opt" where an option changes the shape of that data.
 COMMANDS: dict[str, str] = {
-    "start": "spark_git.ops.tasks:StartData",
+    "start": "spark_git.ops.start:StartData",
     "status": "spark_git.ops.status:StatusData",
-    "agent add": "spark_git.ops.tasks:AgentAddData",
+    "agent add": "spark_git.ops.agent_add:AgentAddData",
     "abandon": "spark_git.ops.cleanup:EndData",
     "cleanup": "spark_git.ops.cleanup:EndData",
     "lock main": "spark_git.ops.mainlock:MainLockData",

@@ -19,7 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput, Failed
-from spark_git.core.git import GIT_LOCATION_ENV
+from spark_git.core.git import clean_env
+from spark_git.state.files import write_text_atomic
 
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
 GH_URL = re.compile(r"^https?://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull)/(?P<num>\d+)(?:[/?#].*)?$")
@@ -112,9 +113,8 @@ def _tool(name: str, what: str, instead: str) -> str:
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
     try:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         raise Failed(f"`{' '.join(argv)}` did not answer within {TIMEOUT_S:.0f}s") from e
 
@@ -181,8 +181,6 @@ def write_objective(task_md: Path, title: str, src: Source) -> None:
     """Puts the source text under `## Task Objective` of task.md: replaces that section's body when
     task.md exists; otherwise writes a task.md holding the objective, which `classify` later turns
     into its full template (see carried_objective)."""
-    from spark_git.state.files import write_text_atomic
-
     body = objective_body(src)
     if task_md.is_file():
         doc = task_md.read_text()

@@ -15,3 +15,8 @@ BACKENDS: dict[str, Callable[[Layout], Store]] = {
 
 def open_store(layout: Layout) -> Store:
     return BACKENDS["local"](layout)
+
+
+def as_store(where: Store | Layout) -> Store:
+    """Callers not yet converted to the Store pass their Layout; converted ones pass their Store."""
+    return open_store(where) if isinstance(where, Layout) else where

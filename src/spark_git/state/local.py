@@ -23,7 +23,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.store import NoteEntry, archive_ref_for
+from spark_git.state.store import ARCHIVE_PREFIX, ArchiveRecord, NoteEntry, archive_ref_for
 
 
 class LocalStore:
@@ -48,6 +48,9 @@ class LocalStore:
 
     def release_task(self, task: str) -> None:
         self.layout.task_json(task).unlink(missing_ok=True)
+
+    def has_task(self, task: str) -> bool:
+        return self.layout.task_json(task).is_file()
 
     def task_names(self) -> list[str]:
         return self.layout.task_names()
@@ -76,6 +79,9 @@ class LocalStore:
     def write_status(self, st: AgentStatus) -> None:
         write_atomic(self.layout.agent_status(st.task, st.agent), st)
 
+    def create_status(self, st: AgentStatus) -> bool:
+        return create_exclusive(self.layout.agent_status(st.task, st.agent), st)
+
     # -- audit -----------------------------------------------------------------------------
 
     def audit(self, task: str, section: str, entry: dict[str, Any], session: str | None = None) -> None:
@@ -88,12 +94,15 @@ class LocalStore:
         return _audit.load(self.layout, task)
 
     def read_snapshot(self, task: str) -> AuditSnapshot | None:
-        return read_optional(self.layout.task_dir(task) / "audit-snapshot.json", AuditSnapshot)
+        return read_optional(self.layout.audit_snapshot(task), AuditSnapshot)
 
     def write_snapshot(self, task: str, snap: AuditSnapshot) -> None:
-        write_atomic(self.layout.task_dir(task) / "audit-snapshot.json", snap)
+        write_atomic(self.layout.audit_snapshot(task), snap)
 
     # -- notes -----------------------------------------------------------------------------
+
+    def keep_notes_on_rewrite(self) -> None:
+        _notes.ensure_rewrite_config(self.layout)
 
     def add_notes(self, entries: Iterable[NoteEntry]) -> None:
         _notes.append_many(self.layout, entries)
@@ -127,6 +136,21 @@ class LocalStore:
         if event:
             self.event(task, "archived", session, ref=ref, sha=sha, what=what)
         return ref
+
+    def archived(self, task: str | None = None) -> list[ArchiveRecord]:
+        pattern = ARCHIVE_PREFIX + (f"{task}/" if task else "")
+        fmt = "--format=%(objectname)%1f%(refname)%1f%(committerdate:iso-strict)%1f%(subject)"
+        out = self.layout.git().run("for-each-ref", "--sort=refname", fmt, pattern).stdout
+        res = []
+        for line in out.splitlines():
+            sha, ref, date, subject = [*line.split("\x1f"), "", "", ""][:4]
+            t, _, rest = ref[len(ARCHIVE_PREFIX):].partition("/")
+            name = rest.rsplit("/", 1)[0] if "/" in rest else rest
+            res.append(ArchiveRecord(ref=ref, task=t, name=name, sha=sha, date=date, subject=subject))
+        return res
+
+    def archived_sha(self, ref: str) -> str | None:
+        return self.layout.git().rev_parse(ref)
 
     # -- ports -------------------------------------------------------------------------------
 

@@ -11,10 +11,11 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout
@@ -65,11 +66,12 @@ def _write_owner(owner: Path) -> None:
         pass
 
 
-def _read_owner(owner: Path) -> dict:
+def _read_owner(owner: Path) -> dict[str, Any]:
     try:
-        return json.loads(owner.read_text())
+        got = json.loads(owner.read_text())
     except (OSError, ValueError):
         return {}
+    return got if isinstance(got, dict) else {}
 
 
 # -- sessions and ownership ------------------------------------------------------------------
@@ -83,7 +85,7 @@ def session_from(given: str | None) -> str | None:
 
 
 def mint_session() -> str:
-    return f"spark-{datetime.now(timezone.utc):%Y%m%d}-{secrets.token_hex(4)}"
+    return f"spark-{datetime.now(UTC):%Y%m%d}-{secrets.token_hex(4)}"
 
 
 def idle_for(last_active_at: str | None) -> str:

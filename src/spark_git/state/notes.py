@@ -7,7 +7,8 @@ two processes at once silently loses one of the writes.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout

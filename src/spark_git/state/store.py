@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from spark_git.core.layout import Layout
 from spark_git.state.models import (
@@ -22,12 +22,22 @@ from spark_git.state.models import (
 )
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
+# Archive refs are named `refs/spark/archive/<task>/<name>/<sha12>` in every backend: users type them.
 ARCHIVE_PREFIX = "refs/spark/archive/"
 
 
 def archive_ref_for(task: str, name: str, sha: str) -> str:
     """Where every backend keeps an archived commit (a 12-digit prefix collision adds `-<8 more>`)."""
     return f"{ARCHIVE_PREFIX}{task}/{name}/{sha[:12]}"
+
+
+class ArchiveRecord(NamedTuple):
+    ref: str
+    task: str
+    name: str
+    sha: str
+    date: str  # committer date, ISO 8601
+    subject: str
 
 
 class Store(Protocol):
@@ -44,6 +54,8 @@ class Store(Protocol):
     def write_task(self, tf: TaskFile) -> None: ...
     def release_task(self, task: str) -> None:
         """Ends the ownership lock (cleanup, abandon, an undone start); records stay."""
+    def has_task(self, task: str) -> bool:
+        """The task's lock exists (readable or not)."""
     def task_names(self) -> list[str]: ...
 
     # -- the main-worktree lock ------------------------------------------------------------
@@ -55,6 +67,8 @@ class Store(Protocol):
     # -- agent reports -------------------------------------------------------------------
     def read_status(self, task: str, agent: str) -> AgentStatus | None: ...
     def write_status(self, st: AgentStatus) -> None: ...
+    def create_status(self, st: AgentStatus) -> bool:
+        """Writes the agent's first report unless it has one (even an unreadable one); False then."""
 
     # -- audit trail (append-only, kept after the task ends) --------------------------------
     def audit(self, task: str, section: str, entry: dict[str, Any], session: str | None = None) -> None: ...
@@ -64,6 +78,8 @@ class Store(Protocol):
     def write_snapshot(self, task: str, snap: AuditSnapshot) -> None: ...
 
     # -- git notes (attribution, evidence, approvals) ---------------------------------------
+    def keep_notes_on_rewrite(self) -> None:
+        """Notes follow `git rebase` / `commit --amend` of annotated commits; before a task's first note."""
     def add_notes(self, entries: Iterable[NoteEntry]) -> None: ...
     def notes(self, sha: str) -> list[dict[str, Any]]: ...
     def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]: ...
@@ -72,6 +88,10 @@ class Store(Protocol):
     def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> str:
         """Keeps `sha` reachable; returns the archive ref. Idempotent. `event`: log a new ref in the
         audit trail (a merge's pre-rebase safety ref, dropped again on a conflict, is not logged)."""
+    def archived(self, task: str | None = None) -> list[ArchiveRecord]:
+        """Every archive ref (of `task`), sorted by ref."""
+    def archived_sha(self, ref: str) -> str | None:
+        """The commit an archive ref keeps; None if there is no such ref."""
 
     # -- ports --------------------------------------------------------------------------
     def read_ports(self) -> PortsFile: ...

@@ -1,0 +1,86 @@
+"""`agent add`: a new agent worktree branched from the task head, recorded with its justification."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.git import Git
+from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.ops.provision import ProvisionReport
+from spark_git.ops.taskfile import role_of, updating
+from spark_git.ops.worktrees import Created, Progress, ensure_worktree, quiet, setup_new, undo
+from spark_git.state.backends import open_store
+from spark_git.state.locks import WORKTREES
+from spark_git.state.models import AgentAddition, AgentEntry, AgentStatus, TaskFile
+
+
+class AgentAddData(BaseModel):
+    task: str
+    agent: str
+    branch: str
+    worktree: str
+    role: str
+    state: str
+    from_commit: str
+    provisioning: list[ProvisionReport] = []
+
+
+def add_agent(
+    layout: Layout,
+    task: str,
+    agent: str,
+    *,
+    why: str,
+    session: str | None,
+    role: str | None = None,
+    guard: Callable[[TaskFile], None] | None = None,
+    progress: Progress = quiet,
+    no_setup: bool = False,
+) -> AgentAddData:
+    task = task_name(task)
+    agent = agent_name(agent)
+    if not why.strip():
+        raise BadInput("--why needs a justification; it is recorded in task.json")
+    if role is not None and role not in ("reviewer", "updater", "other"):
+        raise BadInput(f"bad role {role!r}: use reviewer, updater or other")
+    store = open_store(layout)
+    branch = layout.agent_branch(task, agent)
+    path = layout.agent_worktree(task, agent)
+    with updating(store, task, session) as tf:
+        if agent in tf.agents:
+            raise BadInput(f"agent {agent!r} is already part of task {task!r}", details={"worktree": tf.agents[agent].worktree}, task=task)
+        if guard is not None:
+            guard(tf)
+        git = layout.git()
+        head = _branch_point(git, tf, agent, branch)
+        created = Created()
+        progress(f"worktree {path} on branch {branch}")
+        try:
+            with store.mutex(WORKTREES):
+                ensure_worktree(git, head, branch, path, {}, created)
+            store.write_status(AgentStatus(agent=agent, task=task))
+        except BaseException:
+            undo(store, created)
+            raise
+        entry = AgentEntry(name=agent, branch=branch, worktree=str(path), role=role or role_of(layout, agent))
+        tf.agents[agent] = entry
+        tf.agent_additions.append(AgentAddition(agent=agent, state=tf.state, why=why))
+    store.event(task, "agent_added", session, agent=agent, state=tf.state, why=why, from_commit=head)
+    reports = setup_new(store, task, [(agent, path)], no_setup, progress)
+    return AgentAddData(task=task, agent=agent, branch=branch, worktree=str(path), role=entry.role, state=tf.state, from_commit=head, provisioning=reports)
+
+
+def _branch_point(git: Git, tf: TaskFile, agent: str, branch: str) -> str:
+    """The task head the new agent branch starts from; refused if the branch name is unusable or taken."""
+    task = tf.task_name
+    if not git.is_valid_branch_name(branch):
+        raise BadInput(f"bad agent name {agent!r}: {branch!r} is not a valid branch name", task=task)
+    if git.branch_head(branch) is not None:
+        raise BadInput(f"branch {branch} already exists for something else", task=task)
+    head = git.branch_head(tf.task_branch)
+    if head is None:
+        raise Blocked(f"task branch {tf.task_branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
+    return head
