@@ -4,9 +4,6 @@ advanced by fast-forward only. If the base moved, nothing lands."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -16,18 +13,17 @@ from spark_git.core.errors import Blocked, Failed
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.gates import command as gates
-from spark_git.ops import envs
+from spark_git.ops import envs, mainlock
 from spark_git.ops.merging.prepare import unmet_blocked
 from spark_git.ops.merging.verify import (
     GATE_LEFT_CHANGES_HINT,
     gate_failed,
     record_gate,
 )
-from spark_git.ops.tasks import updating
+from spark_git.ops.taskfile import updating
 from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
-from spark_git.state.locks import MAIN, require_owner
-from spark_git.state.models import MainLock, TaskFile
+from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 
@@ -46,25 +42,8 @@ def complete(layout: Layout, task: str, *, session: str | None) -> CompleteData:
     if session is None:
         raise Blocked("no session given: complete is run by the task's owner", hint="pass --session or export SPARK_SESSION_ID", task=task)
     store = open_store(layout)
-    with store.mutex(MAIN), _main_lock(store, session, f"spark-git complete {task}", task):
+    with mainlock.hold(store, session, f"spark-git complete {task}", task=task):
         return _complete_locked(layout, store, task, session)
-
-
-@contextmanager
-def _main_lock(store: Store, session: str, reason: str, task: str) -> Iterator[None]:
-    """Holds the main-worktree lock for the operation; ours from a killed `complete` (same session and
-    reason) is taken over and released too."""
-    held = store.read_main_lock()
-    took = held is not None and held.session_id == session and held.reason == reason
-    if held is not None and held.session_id != session:
-        require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
-    if held is None:
-        took = store.create_main_lock(MainLock(session_id=session, reason=reason, pid=os.getpid()))
-    try:
-        yield
-    finally:
-        if took:
-            store.release_main_lock()
 
 
 def _base_worktree(git: Git, base: str) -> Path | None:

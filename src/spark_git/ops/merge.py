@@ -22,7 +22,7 @@ from spark_git.ops.merging.record import (
 )
 from spark_git.ops.merging.rewrite import rebase, stamp
 from spark_git.ops.merging.verify import verify
-from spark_git.ops.tasks import load_task, save_task
+from spark_git.ops.taskfile import load_task, save_task
 from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name

@@ -10,7 +10,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.gates import command as gates
 from spark_git.ops.merging.prepare import agent_entry, existing_worktree
 from spark_git.ops.merging.rewrite import rebase_onto, recover
-from spark_git.ops.tasks import updating
+from spark_git.ops.taskfile import updating
 from spark_git.state.backends import open_store
 
 
