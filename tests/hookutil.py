@@ -34,7 +34,7 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     """Moves `task` along FORWARD to `target` through protocol.record_transition under the task
     mutex, so task.json's transition_log (and the audit trail) stay consistent with its state.
     Replace with `spark-git advance` once the state-machine issue lands."""
-    from spark_git.protocol import machine as protocol
+    from spark_git.ops.advance import record_transition
     from spark_git.ops import tasks
     from spark_git.core.layout import Layout
 
@@ -42,7 +42,7 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     with tasks.updating(layout, task, session) as tf:
         i = FORWARD.index(tf.state)
         for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
-            protocol.record_transition(layout, tf, to, session, "test setup (no advance command yet)")
+            record_transition(layout, tf, to, session, "test setup (no advance command yet)")
 
 
 def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:

@@ -13,6 +13,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.state import audit
 from spark_git.state import notes
 from spark_git.core.errors import BadInput, Blocked
@@ -55,8 +56,6 @@ def approve(
     task = task_name(task)
     if kind not in ("changes", "plan"):
         raise BadInput(f"approve --{kind} is not supported")
-    from spark_git.protocol import machine as protocol
-
     tf = load_task(layout, task)
     unmet = protocol.approve_conditions(layout, tf, kind)
     if unmet:

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel
 
 from spark_git.state import audit
-from spark_git.protocol import machine as protocol
+from spark_git import protocol
 from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
@@ -18,7 +18,7 @@ from spark_git.state.models import TaskFile
 from spark_git.state.files import write_text_atomic
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
-CLASSIFY_STATES = (protocol.INIT, protocol.CLASSIFIED)
+CLASSIFY_STATES = (protocol.State.INIT, protocol.State.CLASSIFIED)
 
 
 class PathMatch(BaseModel):

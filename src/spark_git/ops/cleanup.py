@@ -19,6 +19,8 @@ from spark_git.core.layout import Layout, task_name, within
 from spark_git.state.locks import WORKTREES, mutex, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
 from spark_git.state.files import read_optional, write_atomic
+from spark_git import protocol
+from spark_git.ops.advance import record_transition
 from spark_git.ops.tasks import load_task, save_task
 
 ENDED = ("CLEANUP", "ABANDONED")
@@ -107,10 +109,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
                 archived.append(archive.keep(layout, task, b, head, f"branch {b}", session))
         faults.point("end-after-archive")
         if tf.state != final:
-            from spark_git.protocol import machine as protocol
-
             reason = why or "spark-git cleanup"
-            protocol.record_transition(layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+            record_transition(layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
             save_task(layout, tf)
         faults.point("end-after-transition")
         prior = read_optional(snapshot_path(layout, task), AuditSnapshot)
@@ -141,8 +141,6 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
 
 def _check_guard(layout: Layout, tf: TaskFile, session: str | None) -> None:
     """The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base)."""
-    from spark_git.protocol import machine as protocol
-
     unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(layout, tf, session))
     if unmet:
         raise protocol.refuse(f"cleanup of task {tf.task_name!r}", unmet, tf.task_name)

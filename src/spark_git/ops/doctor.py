@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.ops import archive
 from spark_git.state import audit
 from spark_git.core.errors import CorruptState, SparkError
@@ -194,13 +195,11 @@ def _idle_minutes(at: str | None) -> float | None:
 
 
 def _check_state_log(ctx: _Ctx, tf: TaskFile) -> None:
-    from spark_git.protocol import machine as protocol
-
     check = getattr(protocol, "consistency_problems", None)
     mismatch = bool(tf.transition_log) and tf.transition_log[-1].to != tf.state
     if callable(check):  # the state machine's own view of what the log cannot explain
         for problem in check(ctx.layout, tf):
-            if mismatch and str(problem).startswith("state is"):
+            if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
                 continue  # the plain state/log mismatch: reported below, with its fix
             ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
                             repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))

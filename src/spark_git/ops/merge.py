@@ -23,7 +23,7 @@ from spark_git.ops.merging.record import (
 from spark_git.ops.merging.rewrite import rebase, stamp
 from spark_git.ops.merging.verify import verify
 from spark_git.ops.tasks import load_task, save_task
-from spark_git.protocol import machine as protocol
+from spark_git import protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile

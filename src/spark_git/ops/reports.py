@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from spark_git.state import audit
-from spark_git.protocol import machine as protocol
+from spark_git import protocol
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.state.models import AgentStatus, now

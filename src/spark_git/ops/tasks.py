@@ -21,6 +21,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.state.locks import WORKTREES, mint_session, mutex, require_owner, task_mutex_name
 from spark_git.state.models import AgentEntry, AgentStatus, AgentAddition, TaskFile, now
 from spark_git.ops.provision import ProvisionReport
+from spark_git.protocol import check_consistent
 from spark_git.state.files import create_exclusive, read_model, read_optional, write_atomic
 
 Progress = Callable[[str], None]
@@ -42,8 +43,6 @@ def load_task(layout: Layout, task: str, *, check: bool = True) -> TaskFile:
     except FileNotFoundError:
         raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task) from None
     if check:
-        from spark_git.protocol.machine import check_consistent
-
         check_consistent(layout, tf)
     return tf
 
@@ -143,8 +142,6 @@ def start(
 
     if existing is not None:
         require_owner(f"task {task!r}", existing.session_id, existing.last_active_at, session, task=task)
-        from spark_git.protocol.machine import check_consistent
-
         check_consistent(layout, existing)  # a hand-edited task is refused here too
         if existing.provisioning == "done":
             if not layout.task_worktree(task).is_dir():
