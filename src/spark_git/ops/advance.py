@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
     return rule
 
 
-def _build_runner(layout: Layout, tf: TaskFile):
+def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
     cfg, task = layout.config.gates, tf.task_name
     return lambda: gates.run("build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(layout, task))

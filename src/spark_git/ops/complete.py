@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, Failed
 from spark_git.core.git import Git, Sha, branch_ref
@@ -25,7 +26,6 @@ from spark_git.ops.merging.verify import (
     record_gate,
 )
 from spark_git.ops.tasks import updating
-from spark_git import protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import MAIN, require_owner
 from spark_git.state.models import MainLock, TaskFile

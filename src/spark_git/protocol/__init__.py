@@ -3,12 +3,26 @@ effects (machine.py, guards.py, effects.py), and the conditions other commands a
 Callers use `from spark_git import protocol`; ops/advance.py performs the transitions."""
 
 from spark_git.protocol.conditions import (
-    agent_add_guard, approve_conditions, check_consistent, complete_conditions, consistency_problems, inconsistency,
+    agent_add_guard,
+    approve_conditions,
+    check_consistent,
+    complete_conditions,
+    consistency_problems,
+    inconsistency,
     merge_conditions,
 )
 from spark_git.protocol.context import BuildRun, Ctx, make_ctx, read_status, task_head, task_md_digest
 from spark_git.protocol.machine import (
-    TRANSITIONS, WORKFLOW_STATES, Rule, blockers, command_to, guard_for, is_full, legal, next_states, rule_for,
+    TRANSITIONS,
+    WORKFLOW_STATES,
+    Rule,
+    blockers,
+    command_to,
+    guard_for,
+    is_full,
+    legal,
+    next_states,
+    rule_for,
 )
 from spark_git.protocol.states import AGENT_ADD_STATES, FULL, SHORT, VARIANTS, State, variant_of
 from spark_git.protocol.unmet import OWNER, STATE_LOG_MISMATCH, Unmet, refuse

@@ -4,7 +4,8 @@ unmet ones (empty: go ahead), each with the command that would make it hold."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from itertools import pairwise
 
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout
@@ -23,7 +24,7 @@ def _inconsistency(tf: TaskFile) -> Unmet | None:
         return Unmet(f"state is {tf.state} but transition_log is empty", kind=STATE_LOG_MISMATCH)
     if log[0].from_state is not None or log[0].to != S.INIT:
         return Unmet(f"transition_log does not begin with the start of the task (→ INIT), but with {log[0].from_state} → {log[0].to}")
-    for prev, t in zip(log, log[1:]):
+    for prev, t in pairwise(log):
         if t.from_state != prev.to:
             return Unmet(f"transition_log jumps: {prev.to} is followed by a transition from {t.from_state} (at {t.at})")
         light = getattr(t, "protocol", None) == "light"

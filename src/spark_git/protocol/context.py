@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git
@@ -83,7 +84,7 @@ def task_md_sections(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     cur: str | None = None
     body: list[str] = []
-    for line in text.splitlines() + ["# <end>"]:
+    for line in [*text.splitlines(), "# <end>"]:
         m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
         if m:
             if cur is not None:
@@ -115,7 +116,7 @@ def requirements_path(layout: Layout, task: str, agent: str, st: AgentStatus | N
 def build_evidence(layout: Layout, task: str, head: str, tree: str | None, since: str | None = None) -> dict[str, Any] | None:
     """The newest passing `gates.build` result recorded for this commit or its tree (after `since`)."""
     trail = open_store(layout).read_audit(task)
-    for e in reversed(trail.build_verifications if trail else []):
+    for e in (trail.build_verifications if trail else [])[::-1]:
         if e.get("gate") != "build" or e.get("result") != "passed":
             continue
         if since and str(e.get("at", "")) < since:

@@ -4,17 +4,26 @@ of VALIDATION → REVIEW, is handed in by the caller (`Ctx.run_build`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from spark_git.core.git import Git
 from spark_git.protocol.context import (
-    TASK_MD_SECTIONS, BuildRun, Ctx, build_evidence, entered_at, plan_section, requirements_path, task_head, task_md_digest,
+    TASK_MD_SECTIONS,
+    BuildRun,
+    Ctx,
+    build_evidence,
+    entered_at,
+    plan_section,
+    requirements_path,
+    task_head,
+    task_md_digest,
     task_md_sections,
 )
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import AgentStatus
+
 
 def _role(ctx: Ctx, agent: str) -> str:
     return ctx.tf.agents[agent].role if agent in ctx.tf.agents else "other"
@@ -110,38 +119,47 @@ def _plan(ctx: Ctx) -> list[Unmet]:
     return out
 
 
+def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
+    st = ctx.statuses.get(a)
+    u = _status_problem(ctx, a, st)
+    if u or st is None:
+        return u
+    if st.task_state != phase:
+        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", _report_cmd(ctx, a, " --work-remaining none"))
+    if (st.work_remaining or "none").strip().lower() != "none":
+        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", _report_cmd(ctx, a, " --work-remaining none"))
+    return None
+
+
 def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
     out = []
     git, head = ctx.git(), task_head(ctx)
     for a in _agents(ctx, "updater"):
-        st = ctx.statuses.get(a)
-        u = _status_problem(ctx, a, st)
+        u = _updater_report(ctx, a, phase)
         if u:
             out.append(u)
-        elif getattr(st, "task_state", None) != phase:
-            out.append(Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {getattr(st, 'task_state', None) or 'an earlier state'})", _report_cmd(ctx, a, " --work-remaining none")))
-        elif (st.work_remaining or "none").strip().lower() != "none":
-            out.append(Unmet(f"updater {a} reports work remaining: {st.work_remaining}", _report_cmd(ctx, a, " --work-remaining none")))
         ahead = git.branch_head(ctx.tf.agents[a].branch)
         if ahead and head and not git.is_ancestor(ahead, head):
             out.append(Unmet(f"updater {a}'s branch ({ahead[:12]}) is not contained in the task branch", f"spark-git merge {ctx.task} --agent {a}"))
     return out
 
 
+def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
+    st = ctx.statuses.get(a)
+    cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
+    u = _status_problem(ctx, a, st)
+    if u or st is None:
+        return Unmet(u.condition, cmd) if u else None
+    if st.decision != "APPROVED":
+        return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
+    if st.last_review_sha != head:
+        return Unmet(f"reviewer {a}'s approval is stale: it reviewed {(st.last_review_sha or '?')[:12]}, the task head is {head[:12]} ({what})", cmd)
+    return None
+
+
 def _reviews(ctx: Ctx, what: str) -> list[Unmet]:
-    out = []
     head = task_head(ctx) or "?"
-    for a in _agents(ctx, "reviewer"):
-        st = ctx.statuses.get(a)
-        cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
-        u = _status_problem(ctx, a, st)
-        if u:
-            out.append(Unmet(u.condition, cmd))
-        elif st.decision != "APPROVED":
-            out.append(Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd))
-        elif st.last_review_sha != head:
-            out.append(Unmet(f"reviewer {a}'s approval is stale: it reviewed {(st.last_review_sha or '?')[:12]}, the task head is {head[:12]} ({what})", cmd))
-    return out
+    return [u for a in _agents(ctx, "reviewer") if (u := _review(ctx, a, head, what))]
 
 
 def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
@@ -185,7 +203,7 @@ def g_review(ctx: Ctx) -> list[Unmet]:
     if ctx.dry:  # status: the gate runs at `advance` once everything else holds
         return out
     if out or ctx.run_build is None:
-        return out + [Unmet(f"gates.build has not passed on the task head {(task_head(ctx) or '?')[:12]} since entering VALIDATION (advance runs it once the other conditions hold)",
+        return [*out, Unmet(f"gates.build has not passed on the task head {(task_head(ctx) or '?')[:12]} since entering VALIDATION (advance runs it once the other conditions hold)",
                             ctx.advance_cmd(State.REVIEW))]
     return _build_now(ctx, ctx.run_build)
 

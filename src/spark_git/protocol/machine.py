@@ -6,15 +6,28 @@ Each transition carries its guard and its effect; the functions below only read 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from spark_git.core.layout import Layout
 from spark_git.protocol.context import Ctx, make_ctx
 from spark_git.protocol.effects import defer_follow_ups, present_changes, void_plan_approval
 from spark_git.protocol.guards import (
-    g_awaiting, g_back_to_impl, g_classified, g_cleanup, g_complete, g_implementation, g_reopen, g_requirements, g_review,
-    g_scope, g_scope_to_awaiting, g_scope_to_synthesis, g_short_awaiting, g_synthesis, g_validation,
+    g_awaiting,
+    g_back_to_impl,
+    g_classified,
+    g_cleanup,
+    g_complete,
+    g_implementation,
+    g_reopen,
+    g_requirements,
+    g_review,
+    g_scope,
+    g_scope_to_awaiting,
+    g_scope_to_synthesis,
+    g_short_awaiting,
+    g_synthesis,
+    g_validation,
 )
 from spark_git.protocol.states import FULL, SHORT, State, variant_of
 from spark_git.protocol.unmet import OWNER, Unmet

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
@@ -14,7 +15,6 @@ from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.rewrite import recover
-from spark_git import protocol
 from spark_git.state.models import AgentEntry, TaskFile
 from spark_git.state.store import Store
 
