@@ -36,13 +36,13 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     Replace with `spark-git advance` once the state-machine issue lands."""
     from spark_git.core.layout import Layout
     from spark_git.ops import taskfile
-    from spark_git.protocol import machine as protocol
+    from spark_git.ops.advance import record_transition
 
     layout = Layout.discover(repo)
     with taskfile.updating(layout, task, session) as tf:
         i = FORWARD.index(tf.state)
         for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
-            protocol.record_transition(layout, tf, to, session, "test setup (no advance command yet)")
+            record_transition(layout, tf, to, session, "test setup (no advance command yet)")
 
 
 def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:

@@ -22,10 +22,11 @@ def advance(
     session: SessionOpt = None,
 ) -> None:
     """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
-    from spark_git.protocol import machine as protocol
+    from spark_git import protocol
+    from spark_git.ops import advance as ops_advance
 
     def action(layout):
-        d = protocol.advance(layout, task, to, session=session_from(session), why=why)
+        d = ops_advance.advance(layout, task, to, session=session_from(session), why=why)
 
         def human(out):
             for w in d.waived:

@@ -136,7 +136,7 @@ def status(
 def _render_next_states(out, t) -> None:
     from rich.markup import escape
 
-    from spark_git.protocol.machine import command_to
+    from spark_git.protocol import command_to
 
     if t.risk:
         out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
@@ -162,7 +162,7 @@ def agent_add(
     """Add an agent worktree + branch to a running task, from the current task head."""
 
     def action(layout):
-        from spark_git.protocol.machine import agent_add_guard
+        from spark_git.protocol import agent_add_guard
 
         d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
         nxt = [f"cd {d.worktree}"]

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.taskfile import load_task, updating
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.models import Checkpoint, TaskFile, now
 from spark_git.state.store import Store

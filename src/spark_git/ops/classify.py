@@ -9,19 +9,19 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.agent_add import add_agent
 from spark_git.ops.sources import carried_objective, with_objective
 from spark_git.ops.taskfile import load_task, updating
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.models import TaskFile
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
-CLASSIFY_STATES = (protocol.INIT, protocol.CLASSIFIED)
+CLASSIFY_STATES = (protocol.State.INIT, protocol.State.CLASSIFIED)
 
 
 class PathMatch(BaseModel):

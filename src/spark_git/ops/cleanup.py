@@ -11,14 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
 from spark_git.ops import archive
+from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -141,7 +142,7 @@ def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree],
 def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None, archived: list[archive.Archived]) -> None:
     if tf.state != final:
         reason = why or "spark-git cleanup"
-        protocol.record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+        record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
         save_task(store, tf)
     faults.point("end-after-transition")
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, Failed
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.gates import command as gates
 from spark_git.ops import envs, mainlock
+from spark_git.ops.advance import record_transition
 from spark_git.ops.merging.prepare import unmet_blocked
 from spark_git.ops.merging.verify import (
     GATE_LEFT_CHANGES_HINT,
@@ -21,7 +23,6 @@ from spark_git.ops.merging.verify import (
     record_gate,
 )
 from spark_git.ops.taskfile import updating
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
@@ -67,7 +68,7 @@ def _complete_locked(layout: Layout, store: Store, task: str, session: str) -> C
         _land(layout, tf, head, base_head, main_wt, ev)
         faults.point("complete-after-ff")
         store.add_notes([(head, {"kind": "completed", "task": task, "session": session, "base": tf.base_branch, "old_base": base_head})])
-        protocol.record_transition(layout, tf, "COMPLETE", session, f"landed on {tf.base_branch}", {"commit": head, "old_base": base_head, "gate_log": ev.log_path})
+        record_transition(layout, tf, "COMPLETE", session, f"landed on {tf.base_branch}", {"commit": head, "old_base": base_head, "gate_log": ev.log_path})
         store.event(task, "completed", session, base=tf.base_branch, old_base=base_head, new_base=head)
         return CompleteData(task=task, base_branch=tf.base_branch, old_base=base_head, new_base=head, approved_sha=head, gate=ev,
                             main_worktree_updated=main_wt is not None)

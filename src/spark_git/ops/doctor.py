@@ -15,14 +15,15 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from spark_git.ops import archive
-from spark_git.state import audit
+from spark_git import protocol
 from spark_git.core.errors import CorruptState, SparkError
 from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
+from spark_git.ops import archive
+from spark_git.state import audit
+from spark_git.state.files import read_optional, write_atomic
 from spark_git.state.locks import WORKTREES, idle_for, mutex, task_mutex_name
 from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, MainLock, TaskFile, now, parse_time
-from spark_git.state.files import read_optional, write_atomic
 
 ENDED = ("CLEANUP", "ABANDONED")
 
@@ -194,13 +195,11 @@ def _idle_minutes(at: str | None) -> float | None:
 
 
 def _check_state_log(ctx: _Ctx, tf: TaskFile) -> None:
-    from spark_git.protocol import machine as protocol
-
     check = getattr(protocol, "consistency_problems", None)
     mismatch = bool(tf.transition_log) and tf.transition_log[-1].to != tf.state
     if callable(check):  # the state machine's own view of what the log cannot explain
         for problem in check(ctx.layout, tf):
-            if mismatch and str(problem).startswith("state is"):
+            if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
                 continue  # the plain state/log mismatch: reported below, with its fix
             ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
                             repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
@@ -536,8 +535,8 @@ class LockBreakData(BaseModel):
 
 def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> LockBreakData:
     """A human's explicit takeover of a task lock: the owner becomes `session`; logged (audit + note)."""
-    from spark_git.ops import mainlock
     from spark_git.core.errors import BadInput
+    from spark_git.ops import mainlock
 
     if not why or not why.strip():
         raise BadInput("--why is required: breaking a lock is logged with the reason")
@@ -554,8 +553,8 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
-    from spark_git.state.files import create_exclusive
     from spark_git.ops.tasks import save_task
+    from spark_git.state.files import create_exclusive
 
     git = layout.git()
     aside: Path | None = None
@@ -602,8 +601,8 @@ def _parses(path: Path, model: type[BaseModel]) -> bool:
 def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
     """A lock for a task whose task.json is gone or corrupt, from git (branches, worktrees) and the audit trail."""
     from spark_git.core.errors import BadInput
-    from spark_git.state.models import AgentEntry, Transition
     from spark_git.ops.tasks import role_of
+    from spark_git.state.models import AgentEntry, Transition
 
     branch = layout.task_branch(task)
     head = git.branch_head(branch)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core.errors import SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.gates import command as gates
@@ -23,7 +24,6 @@ from spark_git.ops.merging.record import (
 from spark_git.ops.merging.rewrite import rebase, stamp
 from spark_git.ops.merging.verify import verify
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile

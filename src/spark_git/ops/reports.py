@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.gates import attribution
 from spark_git.ops.taskfile import updating
-from spark_git.protocol import machine as protocol
 from spark_git.state.audit import SECTIONS
 from spark_git.state.backends import open_store
 from spark_git.state.models import AgentStatus, AuditTrail, TaskFile, now

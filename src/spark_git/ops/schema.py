@@ -34,7 +34,7 @@ COMMANDS: dict[str, str] = {
     "archive restore": "spark_git.ops.archive:RestoreData",
     "doctor": "spark_git.ops.doctor:DoctorData",
     "lock break": "spark_git.ops.doctor:LockBreakData",
-    "advance": "spark_git.protocol.machine:AdvanceData",
+    "advance": "spark_git.ops.advance:AdvanceData",
     "classify": "spark_git.ops.classify:ClassifyData",
     "report": "spark_git.ops.reports:ReportData",
     "audit": "spark_git.ops.reports:AuditData",

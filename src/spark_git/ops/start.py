@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, branch_ref
@@ -17,7 +18,6 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.ops.provision import ProvisionReport
 from spark_git.ops.taskfile import role_of, updating
 from spark_git.ops.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, mint_session, require_owner
 from spark_git.state.models import AgentEntry, AgentStatus, TaskFile, Transition

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from spark_git.ops import mainlock
+from spark_git import protocol
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
+from spark_git.ops import mainlock
+from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
-from spark_git.state.files import read_optional
 
 
 class AgentView(BaseModel):
@@ -149,7 +150,6 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
 
 def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
     """Next legal states with their blockers, and the agents that need a look."""
-    from spark_git.protocol import machine as protocol
     from spark_git.core.errors import SparkError
     from spark_git.state.locks import human_duration
     from spark_git.state.models import now, parse_time

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from spark_git import protocol
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
-from spark_git.protocol import machine as protocol
 from spark_git.state.backends import as_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile, now

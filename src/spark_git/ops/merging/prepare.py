@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
@@ -14,7 +15,6 @@ from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.rewrite import recover
-from spark_git.protocol import machine as protocol
 from spark_git.state.models import AgentEntry, TaskFile
 from spark_git.state.store import Store
 
@@ -32,12 +32,7 @@ def existing_worktree(path: str, what: str, task: str) -> Git:
 
 
 def unmet_blocked(what: str, unmet: list[protocol.Unmet], task: str) -> Blocked:
-    return Blocked(
-        f"{what}: {len(unmet)} condition(s) not met",
-        details={"unmet": [str(u) for u in unmet]},
-        next=[u.fix for u in unmet if u.fix],
-        task=task,
-    )
+    return protocol.refuse(what, unmet, task, default_hint=None, dedupe=False)
 
 
 def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None) -> Plan:

@@ -1,0 +1,111 @@
+"""`advance`: perform one transition of the protocol's table (its guard, then its effects), and
+`record_transition`, the one writer of the transition log (used by `complete` and `cleanup` too)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from spark_git import protocol
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.layout import Layout, task_name
+from spark_git.gates import command as gates
+from spark_git.ops import envs
+from spark_git.ops.taskfile import updating
+from spark_git.protocol import State
+from spark_git.state.backends import open_store
+from spark_git.state.files import write_text_atomic
+from spark_git.state.models import TaskFile, Transition
+
+
+class AdvanceData(BaseModel):
+    task: str
+    from_state: str
+    to: str
+    variant: str
+    protocol: str
+    evidence: dict[str, Any] = {}
+    waived: list[str] = []  # unmet conditions recorded but not enforced (protocol = "light")
+    next_states: list[str] = []
+
+
+def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None) -> AdvanceData:
+    task = task_name(task)
+    to = _known_state(to, task)
+    with updating(layout, task, session, owner=False) as tf:
+        frm = tf.state
+        rule = _rule(tf, to)
+        to = rule.to.value
+        ctx = protocol.make_ctx(layout, tf, session, why, run_build=_build_runner(layout, tf))
+        unmet = rule.guard(ctx)
+        if to == State.COMPLETE:
+            raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
+        if unmet and (protocol.is_full(layout) or any(u.kind == protocol.OWNER for u in unmet)):
+            raise protocol.refuse(f"cannot advance {task} from {frm} to {to}", unmet, task, hint=f"nothing was changed; the conditions of {frm} → {to} are listed")
+        waived = [str(u) for u in unmet]
+        head = protocol.task_head(ctx)
+        for effect in rule.effects:
+            effect(ctx)
+        for path, text in ctx.writes.items():
+            write_text_atomic(path, text)
+        evidence = dict(ctx.evidence)
+        evidence["task_head"] = head
+        if waived:
+            evidence["waived"] = waived
+        if why:
+            evidence["why"] = why
+        record_transition(layout, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
+        if ctx.record_build is not None:
+            open_store(layout).audit(task, "build_verifications", ctx.record_build, session=session)
+        return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
+                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf))
+
+
+def _known_state(to: str | None, task: str) -> str | None:
+    if to is None:
+        return None
+    to = to.strip().upper()
+    if to not in protocol.WORKFLOW_STATES:
+        raise BadInput(f"unknown state {to!r}: use one of {', '.join(protocol.WORKFLOW_STATES)}", task=task)
+    return to
+
+
+def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
+    """The transition to `to` (None: the variant's default next state); Blocked if it is not legal."""
+    legal, task, frm = protocol.next_states(tf), tf.task_name, tf.state
+    if to is None:
+        if not legal:
+            raise Blocked(f"task {task!r} is in {frm}: there is no state after it", task=task)
+        to = legal[0]
+    rule = protocol.rule_for(tf, to)
+    if rule is None:
+        raise Blocked(
+            f"illegal transition {frm} → {to} for task {task!r} (variant {protocol.variant_of(tf)})",
+            hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
+            details={"legal_next_states": legal},
+            next=[protocol.command_to(task, s) for s in legal],
+            task=task,
+        )
+    return rule
+
+
+def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
+    """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
+    cfg, task = layout.config.gates, tf.task_name
+    return lambda: gates.run("build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(layout, task))
+
+
+def record_transition(
+    layout: Layout, tf: TaskFile, to: str, session: str | None, reason: str, evidence: dict[str, Any] | None = None
+) -> Transition:
+    """Appends a transition to `tf.transition_log` (the caller saves tf, under the task mutex) and
+    to the audit trail's `state_transitions`."""
+    to = str(to)  # a State member is stored as its plain value
+    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=layout.config.protocol)
+    tf.transition_log.append(t)
+    tf.state = to  # type: ignore[assignment]
+    open_store(layout).audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
+    return t

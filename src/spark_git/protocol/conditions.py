@@ -1,0 +1,121 @@
+"""What other commands ask of the protocol: is task.json's state explained by its log (hand edits),
+and the protocol's conditions of `merge`, `complete`, `approve` and `agent add`. Each returns ALL
+unmet ones (empty: go ahead), each with the command that would make it hold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import pairwise
+
+from spark_git.core.errors import Blocked
+from spark_git.core.layout import Layout
+from spark_git.protocol.context import task_md_digest
+from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
+from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
+from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
+from spark_git.state.models import TaskFile
+
+S = State
+
+
+def _inconsistency(tf: TaskFile) -> Unmet | None:
+    log = tf.transition_log
+    if not log:
+        return Unmet(f"state is {tf.state} but transition_log is empty", kind=STATE_LOG_MISMATCH)
+    if log[0].from_state is not None or log[0].to != S.INIT:
+        return Unmet(f"transition_log does not begin with the start of the task (→ INIT), but with {log[0].from_state} → {log[0].to}")
+    for prev, t in pairwise(log):
+        if t.from_state != prev.to:
+            return Unmet(f"transition_log jumps: {prev.to} is followed by a transition from {t.from_state} (at {t.at})")
+        light = getattr(t, "protocol", None) == "light"
+        if not light and not legal_anywhere(t.from_state, t.to):
+            return Unmet(f"transition_log holds an illegal transition {t.from_state} → {t.to} (at {t.at})")
+    if tf.state != log[-1].to:
+        return Unmet(f"state is {tf.state} but the last recorded transition leads to {log[-1].to}", kind=STATE_LOG_MISMATCH)
+    return None
+
+
+def inconsistency(tf: TaskFile) -> str | None:
+    """Why `tf.state` cannot be explained by its transition_log (None: it can)."""
+    problem = _inconsistency(tf)
+    return problem.condition if problem else None
+
+
+def consistency_problems(layout: Layout, tf: TaskFile) -> list[Unmet]:
+    """For `doctor`: what about task.json's state its transition_log cannot explain."""
+    problem = _inconsistency(tf)
+    return [problem] if problem else []
+
+
+def check_consistent(layout: Layout, tf: TaskFile) -> None:
+    problem = inconsistency(tf)
+    if problem:
+        raise Blocked(
+            f"task {tf.task_name!r} was edited by hand: {problem}; every command on it is refused until a human looks",
+            hint="task.json's state must be explained by its transition_log; run `spark-git doctor` (it reads the task anyway)",
+            next=[f"spark-git doctor {tf.task_name}", f"spark-git audit {tf.task_name}"],
+            details={"path": str(layout.task_json(tf.task_name)), "problem": problem},
+            task=tf.task_name,
+        )
+
+
+def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
+    """Protocol conditions for `spark-git merge` (agent → task) beyond the merge gates."""
+    if not is_full(layout):
+        return []
+    if variant_of(tf) == SHORT:
+        if tf.state != S.SYNTHESIS:
+            return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" (variant short) agent merges are accepted only in SYNTHESIS after plan approval", path_to(tf, S.SYNTHESIS))]
+        pa = tf.plan_approval
+        if pa is None or not pa.approved or getattr(pa, "task_md_sha256", None) != task_md_digest(layout, tf.task_name):
+            return [Unmet("the plan is not approved (agent merges in SYNTHESIS need the human's plan approval)", f"spark-git approve {tf.task_name} --plan")]
+        return []
+    if tf.state != S.IMPLEMENTATION:
+        return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" agent merges are accepted only in IMPLEMENTATION", path_to(tf, S.IMPLEMENTATION))]
+    return []
+
+
+def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
+    """Protocol conditions for `spark-git complete` (task → base) beyond approval and the final gate."""
+    if not is_full(layout):
+        return []
+    if tf.state != S.AWAITING_USER_APPROVAL:
+        return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" complete needs AWAITING_USER_APPROVAL", path_to(tf, S.AWAITING_USER_APPROVAL))]
+    presented = None
+    for t in reversed(tf.transition_log):
+        if t.to == S.AWAITING_USER_APPROVAL:
+            presented = t.evidence.get("task_head")
+            break
+    if presented != head:
+        return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]})", f"spark-git advance {tf.task_name} --to REQUIREMENTS --why 'changed after review'")]
+    return []
+
+
+def approve_conditions(layout: Layout, tf: TaskFile, kind: str) -> list[Unmet]:
+    """`approve --plan` only in SYNTHESIS, `approve --changes` only in AWAITING_USER_APPROVAL (full)."""
+    if not is_full(layout):
+        return []
+    need = S.SYNTHESIS if kind == "plan" else S.AWAITING_USER_APPROVAL
+    if tf.state != need:
+        return [Unmet(f"task {tf.task_name} is in {tf.state}; approve --{kind} needs {need}", path_to(tf, need))]
+    return []
+
+
+def agent_add_guard(layout: Layout) -> Callable[[TaskFile], None]:
+    """For tasks.add_agent: refused outside AGENT_ADD_STATES (full); joining in SYNTHESIS voids the plan approval."""
+
+    def guard(tf: TaskFile) -> None:
+        check_consistent(layout, tf)
+        reopen = S.REQUIREMENTS in next_states(tf)
+        if is_full(layout) and tf.state not in AGENT_ADD_STATES:
+            raise Blocked(
+                f"task {tf.task_name!r} is in {tf.state}: agents can join only in {', '.join(AGENT_ADD_STATES)}",
+                hint="a new agent must state its requirements: the task must go back to REQUIREMENTS first"
+                + (" (spark-git advance --to REQUIREMENTS --why ...)" if reopen else ""),
+                next=[f"spark-git advance {tf.task_name} --to REQUIREMENTS --why '...'"] if reopen else [],
+                details={"state": tf.state}, task=tf.task_name,
+            )
+        if tf.state == S.SYNTHESIS and tf.plan_approval is not None:
+            tf.plan_approval = None
+
+    return guard

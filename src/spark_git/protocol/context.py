@@ -1,0 +1,133 @@
+"""What the guards look at: the `Ctx` handed to every guard and effect, and the readers of the facts
+it holds (task.md, agent reports, recorded gate results)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from spark_git.core.errors import Blocked
+from spark_git.core.git import Git
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+from spark_git.state.models import AgentStatus, TaskFile
+
+TASK_MD_SECTIONS = ("Task Objective", "Scope", "Stakeholder Agent Reports")
+
+
+class BuildRun(Protocol):
+    """The result of running the build gate (gates.command.GateEvidence has this shape)."""
+
+    command: list[str] | str | None
+    ran: bool
+    passed: bool
+    exit_code: int | None
+    duration_s: float
+    tree: str
+    commit: str
+    log_path: str | None
+    tests: dict[str, int] | None
+    error: str | None
+
+
+@dataclass
+class Ctx:
+    layout: Layout
+    tf: TaskFile
+    session: str | None
+    why: str | None = None
+    dry: bool = False  # status: compute blockers without running a gate
+    head: str | None = None
+    statuses: dict[str, AgentStatus | None] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)  # recorded with the transition
+    # Runs the build gate on the task worktree; the ops layer provides it (None: nothing may run).
+    run_build: Callable[[], BuildRun] | None = None
+    record_build: dict[str, Any] | None = None  # a build result a guard produced, for the audit trail
+    writes: dict[Path, str] = field(default_factory=dict)  # documents the effects produced, to be written
+
+    @property
+    def task(self) -> str:
+        return self.tf.task_name
+
+    def git(self) -> Git:
+        return self.layout.git()
+
+    def advance_cmd(self, to: str) -> str:
+        return f"spark-git advance {self.task} --to {to}"
+
+
+def make_ctx(layout: Layout, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
+             run_build: Callable[[], BuildRun] | None = None) -> Ctx:
+    return Ctx(layout, tf, session, why, dry, statuses={a: read_status(layout, tf.task_name, a) for a in tf.agents}, run_build=run_build)
+
+
+def read_status(layout: Layout, task: str, agent: str) -> AgentStatus | None:
+    try:
+        return open_store(layout).read_status(task, agent)
+    except Blocked:  # corrupt status.json: counts as "no usable report"
+        return None
+
+
+def task_head(ctx: Ctx) -> str | None:
+    if ctx.head is None:
+        ctx.head = ctx.git().branch_head(ctx.tf.task_branch)
+    return ctx.head
+
+
+def task_md_sections(text: str) -> dict[str, str]:
+    """Heading line (without #) → its body, up to the next heading (HTML comments do not count)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    out: dict[str, str] = {}
+    cur: str | None = None
+    body: list[str] = []
+    for line in [*text.splitlines(), "# <end>"]:
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            if cur is not None:
+                out[cur] = "\n".join(body).strip()
+            cur, body = m.group(1), []
+        else:
+            body.append(line)
+    return out
+
+
+def plan_section(sections: dict[str, str], agent: str) -> str | None:
+    for head, body in sections.items():
+        if "implementation plan" in head.lower() and re.search(rf"(?<![a-z0-9._-]){re.escape(agent)}(?![a-z0-9._-])", head):
+            return body
+    return None
+
+
+def task_md_digest(layout: Layout, task: str) -> str | None:
+    p = layout.task_md(task)
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+
+
+def requirements_path(layout: Layout, task: str, agent: str, st: AgentStatus | None) -> Path:
+    if st is not None and st.report_path:
+        return Path(st.report_path)
+    return layout.task_dir(task) / f"{task}-{agent}-requirements.md"
+
+
+def build_evidence(layout: Layout, task: str, head: str, tree: str | None, since: str | None = None) -> dict[str, Any] | None:
+    """The newest passing `gates.build` result recorded for this commit or its tree (after `since`)."""
+    trail = open_store(layout).read_audit(task)
+    for e in (trail.build_verifications if trail else [])[::-1]:
+        if e.get("gate") != "build" or e.get("result") != "passed":
+            continue
+        if since and str(e.get("at", "")) < since:
+            continue
+        if e.get("commit") == head or (tree and e.get("tree") == tree):
+            return e
+    return None
+
+
+def entered_at(tf: TaskFile, state: str) -> str | None:
+    for t in reversed(tf.transition_log):
+        if t.to == state:
+            return t.at
+    return None

@@ -1,0 +1,303 @@
+"""The guards: one function per transition, Ctx -> every unmet condition (empty: it may go through).
+They read facts through the Ctx and never take them on trust; the only thing one runs, the build gate
+of VALIDATION → REVIEW, is handed in by the caller (`Ctx.run_build`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from spark_git.core.git import Git
+from spark_git.protocol.context import (
+    TASK_MD_SECTIONS,
+    BuildRun,
+    Ctx,
+    build_evidence,
+    entered_at,
+    plan_section,
+    requirements_path,
+    task_head,
+    task_md_digest,
+    task_md_sections,
+)
+from spark_git.protocol.states import State
+from spark_git.protocol.unmet import OWNER, Unmet
+from spark_git.state.models import AgentStatus
+
+
+def _role(ctx: Ctx, agent: str) -> str:
+    return ctx.tf.agents[agent].role if agent in ctx.tf.agents else "other"
+
+
+def _agents(ctx: Ctx, role: str | None = None) -> list[str]:
+    return [a for a in ctx.tf.agents if role is None or _role(ctx, a) == role]
+
+
+def _report_cmd(ctx: Ctx, agent: str, extra: str = "") -> str:
+    return f"spark-git report {ctx.task} --agent {agent} --status COMPLETE{extra}"
+
+
+def _status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None:
+    if st is None or st.status == "NEW":
+        return Unmet(f"agent {agent} has not reported (no status)", _report_cmd(ctx, agent))
+    if st.status in ("ERROR", "BLOCKED"):
+        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {_report_cmd(ctx, agent)}")
+    if st.status != "COMPLETE":
+        return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", _report_cmd(ctx, agent))
+    return None
+
+
+def owner(ctx: Ctx) -> list[Unmet]:
+    if ctx.session != ctx.tf.session_id:
+        return [Unmet(f"the task lock is held by session {ctx.tf.session_id}, not by {ctx.session or '(no session)'}",
+                      f"export SPARK_SESSION_ID={ctx.tf.session_id}", kind=OWNER)]
+    return []
+
+
+def _worktrees(ctx: Ctx) -> list[Unmet]:
+    out = []
+    if not Path(ctx.tf.worktree).is_dir():
+        out.append(Unmet(f"the task worktree {ctx.tf.worktree} does not exist", f"spark-git start {ctx.task}"))
+    for a, e in ctx.tf.agents.items():
+        if not Path(e.worktree).is_dir():
+            out.append(Unmet(f"agent {a}'s worktree {e.worktree} does not exist", f"spark-git doctor {ctx.task}"))
+    for a in ctx.tf.required_agents:
+        if a not in ctx.tf.agents:
+            out.append(Unmet(f"selected agent {a} has no worktree", f"spark-git agent add {ctx.task} {a} --why 'selected by classification'"))
+    return out
+
+
+def _task_md(ctx: Ctx) -> list[Unmet]:
+    p = ctx.layout.task_md(ctx.task)
+    if not p.is_file():
+        return [Unmet(f"{p} does not exist", f"spark-git classify {ctx.task}")]
+    heads = task_md_sections(p.read_text(errors="replace"))
+    missing = [s for s in TASK_MD_SECTIONS if not any(s.lower() in h.lower() for h in heads)]
+    if missing:
+        return [Unmet(f"{p} lacks the section(s) {', '.join(missing)}", f"add `## {missing[0]}` to {p}")]
+    return []
+
+
+def g_classified(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx) + _worktrees(ctx)
+    if not ctx.tf.risk or not ctx.tf.variant:
+        out.append(Unmet("the risk level and agent set are not decided", f"spark-git classify {ctx.task}"))
+    return out + _task_md(ctx)
+
+
+def g_requirements(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _worktrees(ctx) + _task_md(ctx)
+
+
+def g_synthesis(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    for a in _agents(ctx):
+        st = ctx.statuses.get(a)
+        u = _status_problem(ctx, a, st)
+        if u:
+            out.append(u)
+        p = requirements_path(ctx.layout, ctx.task, a, st)
+        if not p.is_file() or not p.read_text(errors="replace").strip():
+            out.append(Unmet(f"agent {a}'s requirements report {p} {'is empty' if p.is_file() else 'does not exist'}",
+                             f"write it, then: {_report_cmd(ctx, a, f' --report {p}')}"))
+    return out
+
+
+def _plan(ctx: Ctx) -> list[Unmet]:
+    out = []
+    p = ctx.layout.task_md(ctx.task)
+    sections = task_md_sections(p.read_text(errors="replace")) if p.is_file() else {}
+    for a in _agents(ctx):
+        body = plan_section(sections, a)
+        if not body:
+            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", f"add a `## Implementation Plan: {a}` section to {p}"))
+    pa = ctx.tf.plan_approval
+    if pa is None or not pa.approved:
+        out.append(Unmet("the human has not approved the plan", f"spark-git approve {ctx.task} --plan"))
+    elif getattr(pa, "task_md_sha256", None) != task_md_digest(ctx.layout, ctx.task):
+        out.append(Unmet("task.md changed after the plan was approved (the approval is void)", f"spark-git approve {ctx.task} --plan"))
+    return out
+
+
+def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
+    st = ctx.statuses.get(a)
+    u = _status_problem(ctx, a, st)
+    if u or st is None:
+        return u
+    if st.task_state != phase:
+        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", _report_cmd(ctx, a, " --work-remaining none"))
+    if (st.work_remaining or "none").strip().lower() != "none":
+        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", _report_cmd(ctx, a, " --work-remaining none"))
+    return None
+
+
+def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
+    out = []
+    git, head = ctx.git(), task_head(ctx)
+    for a in _agents(ctx, "updater"):
+        u = _updater_report(ctx, a, phase)
+        if u:
+            out.append(u)
+        ahead = git.branch_head(ctx.tf.agents[a].branch)
+        if ahead and head and not git.is_ancestor(ahead, head):
+            out.append(Unmet(f"updater {a}'s branch ({ahead[:12]}) is not contained in the task branch", f"spark-git merge {ctx.task} --agent {a}"))
+    return out
+
+
+def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
+    st = ctx.statuses.get(a)
+    cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
+    u = _status_problem(ctx, a, st)
+    if u or st is None:
+        return Unmet(u.condition, cmd) if u else None
+    if st.decision != "APPROVED":
+        return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
+    if st.last_review_sha != head:
+        return Unmet(f"reviewer {a}'s approval is stale: it reviewed {(st.last_review_sha or '?')[:12]}, the task head is {head[:12]} ({what})", cmd)
+    return None
+
+
+def _reviews(ctx: Ctx, what: str) -> list[Unmet]:
+    head = task_head(ctx) or "?"
+    return [u for a in _agents(ctx, "reviewer") if (u := _review(ctx, a, head, what))]
+
+
+def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
+    head = task_head(ctx)
+    if head is None:
+        return [Unmet(f"task branch {ctx.tf.task_branch} does not exist", f"spark-git doctor {ctx.task}")]
+    tree = ctx.git().tree_of(head)
+    ev = build_evidence(ctx.layout, ctx.task, head, tree, since)
+    if ev is None:
+        return [Unmet(f"no passing gates.build result for the task head {head[:12]}" + (" since entering VALIDATION" if since else ""),
+                      f"spark-git merge {ctx.task} --agent <agent>" if not since else ctx.advance_cmd(State.REVIEW))]
+    ctx.evidence["build"] = {k: ev.get(k) for k in ("at", "commit", "tree", "log_path", "ran")}
+    return []
+
+
+def g_implementation(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _plan(ctx)
+
+
+def g_validation(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _reviews(ctx, "a later merge voids a review") + _updaters_done(ctx, State.IMPLEMENTATION) + _build_on_head(ctx)
+
+
+def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
+    wt = Path(ctx.tf.worktree)
+    if not wt.is_dir():
+        return [Unmet(f"the task worktree {wt} does not exist", f"spark-git doctor {ctx.task}")]
+    g = Git(wt)
+    dirty = g.status()
+    if dirty:
+        return [Unmet(f"the task worktree is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit or remove the changes in {wt}")]
+    if g.head() != task_head(ctx):
+        return [Unmet(f"the task worktree is not at the task head {(task_head(ctx) or '?')[:12]}", f"cd {wt} && git checkout {ctx.tf.task_branch}")]
+    return []
+
+
+def g_review(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx) + _clean_task_worktree(ctx)
+    if not _build_on_head(ctx, entered_at(ctx.tf, State.VALIDATION)):
+        return out
+    if ctx.dry:  # status: the gate runs at `advance` once everything else holds
+        return out
+    if out or ctx.run_build is None:
+        return [*out, Unmet(f"gates.build has not passed on the task head {(task_head(ctx) or '?')[:12]} since entering VALIDATION (advance runs it once the other conditions hold)",
+                            ctx.advance_cmd(State.REVIEW))]
+    return _build_now(ctx, ctx.run_build)
+
+
+def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun]) -> list[Unmet]:
+    """No fresh result on this head: the build gate runs now, on the task worktree."""
+    ev = run_build()
+    if not ev.passed:
+        return [Unmet(f"gates.build failed on the task head {(task_head(ctx) or '?')[:12]} ({ev.error or f'exit code {ev.exit_code}'}); log: {ev.log_path}",
+                      f"fix it in IMPLEMENTATION: the reviewers reject, then {ctx.advance_cmd(State.IMPLEMENTATION)}")]
+    entry = {"gate": "build", "command": ev.command, "result": "passed", "ran": ev.ran, "exit_code": ev.exit_code, "duration_s": ev.duration_s,
+             "tree": ev.tree, "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": ctx.session, "by": "advance"}
+    ctx.evidence["build"] = entry
+    ctx.record_build = entry
+    return []
+
+
+def g_awaiting(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
+
+
+def rejecters(ctx: Ctx) -> list[tuple[str, AgentStatus]]:
+    return [(a, st) for a in _agents(ctx, "reviewer") if (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED"]
+
+
+def g_back_to_impl(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    rej = rejecters(ctx)
+    if not rej:
+        out.append(Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'"))
+    ctx.evidence["feedback"] = {a: st.feedback for a, st in rej}
+    return out
+
+
+def g_scope(ctx: Ctx) -> list[Unmet]:
+    out = g_back_to_impl(ctx)
+    for a, st in rejecters(ctx):
+        if not (getattr(st, "blocking", None) or getattr(st, "deferrable", None)):
+            out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW|DEFER"))
+        if getattr(st, "scope_decision", None) not in ("RESOLVE_NOW", "DEFER"):
+            out.append(Unmet(f"reviewer {a} has not recorded a scope decision", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope RESOLVE_NOW|DEFER"))
+    return out
+
+
+def _scope_decisions(ctx: Ctx) -> dict[str, str | None]:
+    return {a: getattr(st, "scope_decision", None) for a, st in rejecters(ctx)}
+
+
+def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    if "RESOLVE_NOW" not in _scope_decisions(ctx).values():
+        out.append(Unmet("no rejecting reviewer decided RESOLVE_NOW", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --scope RESOLVE_NOW"))
+    return out
+
+
+def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    for a, d in _scope_decisions(ctx).items():
+        if d != "DEFER":
+            out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
+    for a, st in rejecters(ctx):
+        if getattr(st, "blocking", None):
+            out.append(Unmet(f"reviewer {a} lists BLOCKING items: {'; '.join(st.blocking)}", ctx.advance_cmd(State.SYNTHESIS)))
+    return out
+
+
+def g_short_awaiting(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx)
+    head = task_head(ctx)
+    if head and head != ctx.tf.base_commit:
+        out += _build_on_head(ctx)
+    return out
+
+
+def g_reopen(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    if not (ctx.why or "").strip():
+        out.append(Unmet("going back to REQUIREMENTS needs a justification", f"{ctx.advance_cmd(State.REQUIREMENTS)} --why '...'"))
+    return out
+
+
+def g_complete(ctx: Ctx) -> list[Unmet]:
+    if ctx.dry:  # status: what `complete` still waits for (it also runs the final gate)
+        cp, head = ctx.tf.checkpoint, task_head(ctx)
+        if cp is None or not cp.approved or cp.commit_sha != head:
+            return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
+        return []
+    return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
+
+
+def g_cleanup(ctx: Ctx) -> list[Unmet]:
+    out = owner(ctx)
+    git, head = ctx.git(), task_head(ctx)
+    base = git.branch_head(ctx.tf.base_branch)
+    if head is None or base is None or not git.is_ancestor(head, base):
+        out.append(Unmet(f"the task branch {ctx.tf.task_branch} is not contained in {ctx.tf.base_branch}", f"spark-git complete {ctx.task}"))
+    return out

@@ -1,0 +1,35 @@
+"""An unmet condition of a transition, and the one refusal built from a list of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_git.core.errors import Blocked
+
+CONDITION = "condition"
+OWNER = "owner"  # the caller's session does not hold the task lock (never waived, never a blocker)
+STATE_LOG_MISMATCH = "state-log-mismatch"  # task.json's state is not where its transition_log leads
+NOTHING_CHANGED = "nothing was changed"
+
+
+@dataclass(frozen=True)
+class Unmet:
+    condition: str  # what does not hold, in a sentence
+    fix: str | None = None  # the command that would make it hold
+    kind: str = CONDITION
+
+    def __str__(self) -> str:
+        return f"{self.condition}" + (f"  → {self.fix}" if self.fix else "")
+
+
+def refuse(what: str, unmet: list[Unmet], task: str, hint: str | None = None, *,
+           default_hint: str | None = NOTHING_CHANGED, dedupe: bool = True) -> Blocked:
+    """`default_hint=None, dedupe=False`: the older form `merge` and `complete` print."""
+    fixes = [u.fix for u in unmet if u.fix]
+    return Blocked(
+        f"{what}: {len(unmet)} condition(s) not met",
+        hint=hint or default_hint,
+        details={"unmet": [str(u) for u in unmet]},
+        next=list(dict.fromkeys(fixes)) if dedupe else fixes,
+        task=task,
+    )
