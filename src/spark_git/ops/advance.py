@@ -13,6 +13,7 @@ from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.gates import command as gates
+from spark_git.gates import evidence as gate_evidence
 from spark_git.ops import envs
 from spark_git.ops.taskfile import updating
 from spark_git.protocol import State
@@ -51,6 +52,9 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
             effect(ctx)
         for path, text in ctx.writes.items():
             write_text_atomic(path, text)
+        build = None
+        if isinstance(ctx.record_build, gates.GateEvidence):
+            build = ctx.evidence["build"] = gate_evidence.entry(ctx.record_build, session, omit=("timed_out",), by="advance")
         evidence = dict(ctx.evidence)
         evidence["task_head"] = head
         if waived:
@@ -58,8 +62,8 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         if why:
             evidence["why"] = why
         record_transition(layout, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
-        if ctx.record_build is not None:
-            open_store(layout).audit(task, "build_verifications", ctx.record_build, session=session)
+        if build is not None:
+            open_store(layout).audit(task, "build_verifications", build, session=session)
         return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
                            evidence=evidence, waived=waived, next_states=protocol.next_states(tf))
 

@@ -46,7 +46,7 @@ class Ctx:
     evidence: dict[str, Any] = field(default_factory=dict)  # recorded with the transition
     # Runs the build gate on the task worktree; the ops layer provides it (None: nothing may run).
     run_build: Callable[[], BuildRun] | None = None
-    record_build: dict[str, Any] | None = None  # a build result a guard produced, for the audit trail
+    record_build: BuildRun | None = None  # a build the guard ran and saw pass, for ops to record
     writes: dict[Path, str] = field(default_factory=dict)  # documents the effects produced, to be written
 
     @property

@@ -214,10 +214,7 @@ def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun]) -> list[Unmet]:
     if not ev.passed:
         return [Unmet(f"gates.build failed on the task head {(task_head(ctx) or '?')[:12]} ({ev.error or f'exit code {ev.exit_code}'}); log: {ev.log_path}",
                       f"fix it in IMPLEMENTATION: the reviewers reject, then {ctx.advance_cmd(State.IMPLEMENTATION)}")]
-    entry = {"gate": "build", "command": ev.command, "result": "passed", "ran": ev.ran, "exit_code": ev.exit_code, "duration_s": ev.duration_s,
-             "tree": ev.tree, "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": ctx.session, "by": "advance"}
-    ctx.evidence["build"] = entry
-    ctx.record_build = entry
+    ctx.record_build = ev  # ops records it (audit entry and transition evidence) once the transition goes through
     return []
 
 
