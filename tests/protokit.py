@@ -35,23 +35,10 @@ class P:
             e["SPARK_SESSION_ID"] = session
         return spark(self.repo, *args, env=e, input=input)
 
-    inproc = False  # True: successful set-up steps run the CLI in this process (no interpreter start-up)
-
     def ok(self, *args: str, **kw) -> dict:
-        if self.inproc and not kw:
-            return self.fast(*args)
         r = self.spark("--json", *args, **kw)
         assert r.returncode == 0, r
         return r.json
-
-    def fast(self, *args: str, session: str = "s1") -> dict:
-        from typer.testing import CliRunner
-
-        from spark_git.cli import AppState, app
-
-        r = CliRunner().invoke(app, list(args), obj=AppState(json=True, cwd=self.repo), env={"SPARK_SESSION_ID": session})
-        assert r.exit_code == 0, (args, r.exit_code, r.output, r.exception)
-        return json.loads(r.stdout.strip().splitlines()[-1])
 
     def advance(self, to: str | None = None, **kw) -> Run:
         return self.spark("--json", "advance", self.task, *(["--to", to] if to else []), **kw)

@@ -86,7 +86,6 @@ class World:
             return self.shared[key]
         self.made += 1
         p = P(self.base / f"r{self.made}", task, config=CONFIG)
-        p.inproc = True  # set-up only; every refusal below runs the real CLI as a subprocess
         for _name, step in STEPS[: NAMES.index(milestone) + 1]:
             step(p)
         if not private:
@@ -518,7 +517,6 @@ def _short_ready(world: World) -> P:
     """A LOW-risk ("short" variant) task in SYNTHESIS with its docs change merged, in a repository of its own."""
     world.made += 1
     p = P(world.base / f"r{world.made}", "docs", config=CONFIG)
-    p.inproc = True
     p.ok("classify", p.task, "--files", "docs/guide.md")
     p.go(), p.go()
     p.requirements(DOC)
