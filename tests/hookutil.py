@@ -4,11 +4,10 @@ a task into a protocol state before `spark-git advance` exists."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
-from fixtures.repo import Run
+from fixtures.repo import Run, spark
 
 # The protocol's forward path; walking it keeps transition_log consistent with the state.
 FORWARD = ["INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION"]
@@ -26,8 +25,9 @@ def event(cwd: Path, tool: str, session: str = "claude-session-1", **tool_input:
 
 
 def hook(ev: dict, env: dict | None = None, sub: str = "pre-tool-use") -> Run:
-    r = subprocess.run([sys.executable, "-m", "spark_git", "hook", sub], input=json.dumps(ev), capture_output=True, text=True, env=env, cwd=ev.get("cwd") if Path(str(ev.get("cwd"))).is_dir() else None, timeout=60)
-    return Run(r.returncode, r.stdout, r.stderr, ["hook", sub])
+    """The hook as the agent client runs it: a process, the event on stdin, in the event's cwd."""
+    cwd = Path(str(ev.get("cwd")))
+    return spark(cwd if cwd.is_dir() else None, "hook", sub, env=env, input=json.dumps(ev), timeout=60, process=True)
 
 
 def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> None:
@@ -46,11 +46,7 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
 
 
 def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:
-    """The real CLI in `cwd` (any repo, unlike conftest's `cli`), with SPARK_SESSION_ID=session."""
-    import os
-
-    from fixtures.repo import spark
-
+    """The CLI in `cwd` (any repo, unlike conftest's `cli`), with SPARK_SESSION_ID=session."""
     e = dict(os.environ)
     if session is not None:
         e["SPARK_SESSION_ID"] = session

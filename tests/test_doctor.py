@@ -28,26 +28,12 @@ BROKEN: dict[str, tuple[str, str, bool]] = {
 }
 
 
-FLEET_SCRIPT = """
-import sys
-from pathlib import Path
-from spark_git.core.layout import Layout
-from spark_git.ops import start
-layout = Layout.discover(Path(sys.argv[1]))
-for name in sys.argv[2:]:
-    start.start(layout, name, ["a1"], session="s1")
-"""
-
-
 def build_fleet(root: Path, env: dict[str, str]) -> Path:
-    """A repo with N_TASKS tasks of one agent each, then BROKEN applied. The tasks are started by the
-    library in one process (the same code `spark-git start` runs, without 50 interpreter start-ups)."""
-    import sys
-
+    """A repo with N_TASKS tasks of one agent each, then BROKEN applied."""
     repo = make_repo(root / "repo", {"README.md": "# fleet\n"}, config='protocol = "light"\n')
-    names = [f"t{i:02d}" for i in range(N_TASKS)]
-    r = subprocess.run([sys.executable, "-c", FLEET_SCRIPT, str(repo), *names], env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    for name in (f"t{i:02d}" for i in range(N_TASKS)):
+        r = spark(repo, "start", name, "--agents", "a1", env={**env, "SPARK_SESSION_ID": "s1"})
+        assert r.returncode == 0, r
     break_tasks(repo, env)
     return repo
 

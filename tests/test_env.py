@@ -14,8 +14,13 @@ from tests.hookutil import run_cli
 CONFIG = "[ports]\nstart = 45500\nend = 45599\n"
 
 
-def _env_all(repo: Path, task: str, agents: list[str | None]) -> dict[str | None, dict]:
-    """Runs `spark-git env --json` for every worktree at once (they race for the ports mutex)."""
+def _env_all(repo: Path, task: str, agents: list[str | None], race: bool = False) -> dict[str | None, dict]:
+    """Runs `spark-git env --json` for every worktree: one at a time, or with `race` as processes
+    started at once (they race for the ports mutex)."""
+    if not race:
+        runs = {a: run_cli(repo, "env", task, *(["--agent", a] if a else []), "--json", session=None) for a in agents}
+        assert all(r.returncode == 0 for r in runs.values()), runs
+        return {a: r.json["data"] for a, r in runs.items()}
     e = dict(os.environ)
     procs = {
         a: subprocess.Popen(spark_argv("env", task, *(["--agent", a] if a else []), "--json"), cwd=repo, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -33,7 +38,7 @@ def test_ports_unique_across_20_worktrees_and_reused_after_cleanup(tmp_path: Pat
     repo = make_repo(tmp_path / "repo", config=CONFIG)
     agents = [f"a{i:02d}" for i in range(19)]
     assert run_cli(repo, "start", "t1", "--agents", ",".join(agents)).returncode == 0
-    got = _env_all(repo, "t1", [None, *agents])
+    got = _env_all(repo, "t1", [None, *agents], race=True)
     ports = [int(d["vars"]["SPARK_PORT"]) for d in got.values()]
     assert len(set(ports)) == 20 and sorted(ports) == list(range(45500, 45520))
     # asking again gives each worktree the port it already has
@@ -101,7 +106,7 @@ def test_release_frees_explicitly(tmp_path: Path) -> None:
     assert envs.allocate(layout, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
     assert envs.allocate(layout, "t1", None, layout.task_worktree("t1")) == 45501
     assert envs.release(layout, "t1", "a1") == [45500]
-    assert [e.port for e in envs.PortsFile.model_validate_json((tmp_path / "repo.tasks" / "ports.json").read_text()).ports] == [45501]
+    assert [e["port"] for e in json.loads((tmp_path / "repo.tasks" / "ports.json").read_text())["ports"]] == [45501]
     assert envs.release(layout, "t1", all_of_task=True) == [45501]
 
 

@@ -17,7 +17,7 @@ from spark_git.gates import attribution, evidence
 from spark_git.gates import command as gates
 from spark_git.gates.registry import GATES
 from tests.mergekit import PY, Task, config
-from tests.test_proc import daemon_gate, read_fifo, running, wait_gone, with_marker
+from tests.prockit import daemon_gate, read_fifo, running, wait_gone, with_marker
 
 
 def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
         t = Task(tmp_path / f"timeout-{timeout}", ["a1"], config(build=gate, timeout=timeout))
         t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
         old = t.head()
-        r = t.merge("a1")
+        r = t.merge("a1", process=True)  # gates killed: a real spark-git process
         assert r.returncode == 1, r
         assert r.json["data"]["timed_out"] is True and "timed out" in r.json["summary"]
         assert t.head() == old
@@ -67,7 +67,7 @@ def test_gate_that_daemonizes_leaves_nothing_running(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     t = Task(tmp_path, ["a1"], config(build=daemon_gate(fifo, marker)))
     t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
-    r = t.merge("a1")
+    r = t.merge("a1", process=True)  # spark-git is the subreaper: a real process
     assert r.returncode == 0, r
     daemon, child = (int(p) for p in Path(f"{fifo}.pids").read_text().split())
     assert with_marker(marker) == [] and not running(daemon) and not running(child)

@@ -202,10 +202,7 @@ def test_nothing_changes_when_a_write_is_blocked(world) -> None:
 
 
 def test_bad_stdin_is_a_non_blocking_error(world) -> None:
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "spark_git", "hook", "pre-tool-use"], input="{not json", capture_output=True, text=True, env=world["env"])
+    r = spark(None, "hook", "pre-tool-use", input="{not json", env=world["env"], process=True)
     assert r.returncode == 1 and "not JSON" in r.stderr
 
 
