@@ -4,11 +4,11 @@ reused once a worktree (or its task's lock) is gone."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
-from fixtures.repo import make_repo, spark_argv
+from fixtures.race import run_together
+from fixtures.repo import make_repo
 from tests.hookutil import run_cli
 
 CONFIG = "[ports]\nstart = 45500\nend = 45599\n"
@@ -16,22 +16,14 @@ CONFIG = "[ports]\nstart = 45500\nend = 45599\n"
 
 def _env_all(repo: Path, task: str, agents: list[str | None], race: bool = False) -> dict[str | None, dict]:
     """Runs `spark-git env --json` for every worktree: one at a time, or with `race` as processes
-    started at once (they race for the ports mutex)."""
+    released at once (they race for the ports mutex)."""
     if not race:
         runs = {a: run_cli(repo, "env", task, *(["--agent", a] if a else []), "--json", session=None) for a in agents}
         assert all(r.returncode == 0 for r in runs.values()), runs
         return {a: r.json["data"] for a, r in runs.items()}
-    e = dict(os.environ)
-    procs = {
-        a: subprocess.Popen(spark_argv("env", task, *(["--agent", a] if a else []), "--json"), cwd=repo, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for a in agents
-    }
-    out = {}
-    for a, p in procs.items():
-        so, se = p.communicate(timeout=120)
-        assert p.returncode == 0, se
-        out[a] = json.loads(so)["data"]
-    return out
+    runs = run_together(repo, [(["env", task, *(["--agent", a] if a else []), "--json"], {}) for a in agents], timeout=120)
+    assert all(r.returncode == 0 for r in runs), runs
+    return {a: r.json["data"] for a, r in zip(agents, runs)}
 
 
 def test_ports_unique_across_20_worktrees_and_reused_after_cleanup(tmp_path: Path) -> None:

@@ -3,54 +3,11 @@ all land, linear history, each agent commit exactly once, every landed tip gated
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from fixtures.race import run_together
 from fixtures.repo import git
 from tests.mergekit import PY, Task, config
-
-WRAPPER = r"""
-import os, runpy, sys
-ready, go = int(sys.argv[1]), int(sys.argv[2])
-import spark_git.cli, spark_git.ops.merge, git.cmd, filelock  # warm start-up: race on the work, not the imports
-os.write(ready, b".")
-os.close(ready)
-if os.read(go, 1) != b"g":
-    sys.exit(99)
-sys.argv = ["spark_git", *sys.argv[3:]]
-runpy.run_module("spark_git", run_name="__main__", alter_sys=True)
-"""
-
-
-def run_together(cwd: Path, argvs: list[list[str]], env: dict[str, str]) -> list[subprocess.CompletedProcess]:
-    ready_r, ready_w = os.pipe()
-    go_r, go_w = os.pipe()
-    procs = []
-    try:
-        for args in argvs:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-c", WRAPPER, str(ready_w), str(go_r), *args], cwd=cwd, env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(ready_w, go_r),
-            ))
-        os.close(ready_w)
-        ready_w = -1
-        got = b""
-        while len(got) < len(procs):  # every child is imported and waiting
-            chunk = os.read(ready_r, 64)
-            assert chunk, "a child died before the barrier"
-            got += chunk
-        os.write(go_w, b"g" * len(procs))  # release them all at once
-        results = []
-        for p in procs:
-            out, err = p.communicate(timeout=600)
-            results.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
-        return results
-    finally:
-        for fd in (ready_r, ready_w, go_r, go_w):
-            if fd >= 0:
-                os.close(fd)
 
 
 def test_eight_agents_merge_at_the_same_moment(tmp_path: Path) -> None:
@@ -59,8 +16,7 @@ def test_eight_agents_merge_at_the_same_moment(tmp_path: Path) -> None:
     t = Task(tmp_path, agents, config(build=gate))
     base = t.head()
     originals = {a: t.commit(a, {f"work/{a}.txt": f"written by {a}\n"}, f"work of {a}") for a in agents}
-    env = dict(os.environ, SPARK_SESSION_ID="s1")
-    results = run_together(t.repo, [["--json", "merge", "t1", "--agent", a] for a in agents], env)
+    results = run_together(t.repo, [(["--json", "merge", "t1", "--agent", a], {"SPARK_SESSION_ID": "s1"}) for a in agents])
     for a, r in zip(agents, results):
         assert r.returncode == 0, (a, r.stdout, r.stderr)
 

@@ -1,94 +1,14 @@
-"""Many real `spark-git start` processes released at the same instant through a pipe barrier.
-
-Each child is a tiny Python wrapper: it imports spark-git (so the race is on the work, not on
-interpreter start-up), writes one byte to a "ready" pipe, blocks reading one byte from a "go" pipe,
-then runs `python -m spark_git ARGS` in-process (runpy, exactly what `-m` does). The test waits for
-every "ready" byte, then writes all "go" bytes in one write: no sleeps anywhere.
-"""
+"""Many real `spark-git start` processes released at the same instant (fixtures.race: a pipe barrier)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from fixtures.race import run_together
 from fixtures.repo import git
-
-WRAPPER = r"""
-import os, runpy, sys
-ready, go = int(sys.argv[1]), int(sys.argv[2])
-import spark_git.cli, spark_git.ops.start, spark_git.ops.status, git.cmd, filelock  # warm start-up
-os.write(ready, b".")
-os.close(ready)
-if os.read(go, 1) != b"g":
-    sys.exit(99)
-sys.argv = ["spark_git", *sys.argv[3:]]
-runpy.run_module("spark_git", run_name="__main__", alter_sys=True)
-"""
-
-
-@dataclass
-class Done:
-    args: list[str]
-    env_session: str | None
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.stdout)
-
-    def __str__(self) -> str:
-        return f"{self.args} session={self.env_session} -> {self.returncode}\n{self.stdout}\n{self.stderr}"
-
-
-def run_together(cwd: Path, jobs: list[tuple[list[str], dict[str, str]]], timeout: float = 300) -> list[Done]:
-    """Starts one process per (args, extra_env), releases them all at once, returns their results in order."""
-    ready_r, ready_w = os.pipe()
-    go_r, go_w = os.pipe()
-    procs = []
-    try:
-        for args, extra in jobs:
-            env = {**os.environ, **extra}
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", WRAPPER, str(ready_w), str(go_r), *args],
-                    cwd=cwd, env=env, pass_fds=(ready_w, go_r),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                )
-            )
-        os.close(ready_w)
-        ready_w = -1
-        got = b""
-        while len(got) < len(jobs):
-            chunk = os.read(ready_r, len(jobs))
-            if not chunk:  # every writer gone before all were ready: a child died at start-up
-                break
-            got += chunk
-        assert len(got) == len(jobs), [p.communicate() for p in procs]
-        os.write(go_w, b"g" * len(jobs))  # one write: every waiting child wakes now
-        results = []
-        for p, (args, extra) in zip(procs, jobs):
-            out, err = p.communicate(timeout=timeout)
-            results.append(Done(args, extra.get("SPARK_SESSION_ID"), p.returncode, out, err))
-        return results
-    finally:
-        for fd in (ready_r, ready_w, go_r, go_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
 
 
 def branches(repo: Path) -> dict[str, str]:
@@ -122,13 +42,14 @@ def test_twenty_racing_starts_of_one_task_exactly_one_wins(repo: Path) -> None:
     jobs = [(["start", "same-task", "--agents", "a1,a2", "--json"], {"SPARK_SESSION_ID": f"racer-{i:02d}"}) for i in range(20)]
     results = run_together(repo, jobs)
 
+    sessions = {id(r): extra["SPARK_SESSION_ID"] for r, (_args, extra) in zip(results, jobs)}
     winners = [r for r in results if r.returncode == 0]
     losers = [r for r in results if r.returncode != 0]
     assert len(winners) == 1, "\n".join(map(str, results))
     assert sorted({r.returncode for r in losers}) == [3], "\n".join(map(str, losers))
     assert len(losers) == 19
     (win,) = winners
-    owner = win.env_session
+    owner = sessions[id(win)]
     assert win.json["data"]["session_id"] == owner and win.json["data"]["resumed"] is False
     for r in losers:
         assert "Traceback" not in r.stderr, r
