@@ -1,0 +1,183 @@
+"""The shape of src/spark_git, read from its source with ast (nothing is imported):
+
+- layers: cli -> ops -> {protocol, gates, clients} -> state -> core. A module imports only its own
+  package and lower layers; protocol, gates and clients do not import each other. spark_git/__init__.py
+  and spark_git/__main__.py are the entry on top (and every module may import the package root
+  `spark_git` itself, for __version__);
+- no import cycles;
+- no module over 400 lines.
+
+Every import counts: top-level, function-local and under `if TYPE_CHECKING:` (a one-way rule has no
+exceptions for where the import statement sits)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+ROOT = "spark_git"
+MAX_LINES = 400
+RANK = {"core": 0, "state": 1, "protocol": 2, "gates": 2, "clients": 2, "ops": 3, "cli": 4}
+TOP = len(RANK) + 1  # spark_git/__init__.py, spark_git/__main__.py
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.src} -> {self.dst} (line {self.line})"
+
+
+def modules() -> dict[str, Path]:
+    """Dotted name -> file, for every module of the package (a package is its __init__.py)."""
+    found = {}
+    for path in sorted((SRC / ROOT).rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_package(name: str, mods: dict[str, Path]) -> bool:
+    return mods[name].name == "__init__.py"
+
+
+def _resolve(node: ast.Import | ast.ImportFrom, here: str, mods: dict[str, Path]) -> list[str]:
+    """The spark_git modules an import statement names: `from a import b` is module a.b when that
+    exists, else module a (b is an attribute)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        pkg = here.split(".") if _is_package(here, mods) else here.split(".")[:-1]
+        pkg = pkg[: len(pkg) - (node.level - 1)]
+        base = ".".join(pkg + ([base] if base else []))
+    out = []
+    for a in node.names:
+        sub = f"{base}.{a.name}"
+        out.append(sub if sub in mods else base)
+    return out
+
+
+def edges(mods: dict[str, Path]) -> list[Edge]:
+    res = []
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _resolve(node, name, mods):
+                    while target and target not in mods and target.startswith(ROOT + "."):
+                        target = target.rpartition(".")[0]  # `import spark_git.x.y` with y an attribute
+                    if target in mods and target != name:
+                        res.append(Edge(name, target, node.lineno))
+    return list(dict.fromkeys(res))  # `from m import a, b` is one edge
+
+
+def layer(name: str) -> tuple[str, int]:
+    """(package, rank) of a module: spark_git.ops.merge -> ("ops", 3); the entry modules are on top."""
+    parts = name.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return ("", TOP)
+    return (parts[1], RANK.get(parts[1], -1))
+
+
+def layer_violations(es: list[Edge]) -> list[str]:
+    bad = []
+    for e in es:
+        (spkg, srank), (dpkg, drank) = layer(e.src), layer(e.dst)
+        if e.dst == ROOT or spkg == dpkg:
+            continue
+        if srank < 0 or drank < 0:
+            bad.append(f"{e}: {e.src if srank < 0 else e.dst} is in no layer")
+        elif drank >= srank:
+            bad.append(f"{e}: {spkg} may not import {dpkg}")
+    return bad
+
+
+def cycles(es: list[Edge]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    graph: dict[str, list[str]] = {}
+    for e in es:
+        graph.setdefault(e.src, []).append(e.dst)
+        graph.setdefault(e.dst, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        x = stack.pop()
+                        on.discard(x)
+                        comp.append(x)
+                        if x == v:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+            elif w not in index:
+                index[w] = low[w] = len(index)
+                stack.append(w)
+                on.add(w)
+                work.append((w, iter(graph[w])))
+            elif w in on:
+                low[v] = min(low[v], index[w])
+    return sorted(found)
+
+
+def test_the_import_graph_is_read() -> None:
+    mods = modules()
+    es = edges(mods)
+    assert "spark_git.cli" in mods and "spark_git.core" in mods
+    assert any(e.src.startswith("spark_git.cli") and e.dst.startswith("spark_git.ops") for e in es)
+    assert any(e.src == "spark_git.__main__" and e.dst == "spark_git.cli" for e in es)  # function-local
+
+
+def test_layers_import_only_downwards() -> None:
+    bad = layer_violations(edges(modules()))
+    assert not bad, f"{len(bad)} import(s) against the layer rule:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    es = edges(modules())
+    found = cycles(es)
+    report = []
+    for comp in found:
+        inside = [str(e) for e in es if e.src in comp and e.dst in comp]
+        report.append(f"cycle of {len(comp)} modules: {', '.join(comp)}\n    " + "\n    ".join(inside))
+    assert not found, "\n".join(report)
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {name: n for name, path in modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, "modules over 400 lines: " + ", ".join(f"{k} ({v})" for k, v in sorted(long.items(), key=lambda kv: -kv[1]))
+
+
+def test_the_checks_catch_what_they_should() -> None:
+    es = [Edge("spark_git.state.files", "spark_git.ops.merge", 1), Edge("spark_git.gates.command", "spark_git.protocol.machine", 2),
+          Edge("spark_git.ops.merge", "spark_git.state.files", 3), Edge("spark_git.__main__", "spark_git.cli", 4),
+          Edge("spark_git.cli.common", "spark_git", 5), Edge("spark_git.clients.hooks", "spark_git.clients.checkpoint", 6)]
+    assert layer_violations(es) == [
+        "spark_git.state.files -> spark_git.ops.merge (line 1): state may not import ops",
+        "spark_git.gates.command -> spark_git.protocol.machine (line 2): gates may not import protocol",
+    ]
+    assert cycles(es) == [["spark_git.ops.merge", "spark_git.state.files"]]
