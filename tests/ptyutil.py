@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import os
 import pty
+import select
 import subprocess
+import time
 from pathlib import Path
 
 from fixtures.repo import spark_argv
+
+BOUND_S = 60.0
+
+
+def _read(master: int, deadline: float) -> bytes:
+    """One chunk from the terminal; b"" once the child closed it. Fails past the deadline."""
+    ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+    assert ready, "no output from the command on its terminal in time"
+    try:
+        return os.read(master, 4096)
+    except OSError:  # EIO: the child closed the terminal
+        return b""
 
 
 def answer_on_pty(cwd: Path, args: list[str], typed: bytes, session: str = "s1") -> tuple[int, str]:
@@ -16,19 +30,20 @@ def answer_on_pty(cwd: Path, args: list[str], typed: bytes, session: str = "s1")
     env = dict(os.environ, SPARK_SESSION_ID=session)
     proc = subprocess.Popen(spark_argv(*args), cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
+    deadline = time.monotonic() + BOUND_S
     seen = b""
-    while b"Type the task name" not in seen:  # wait for the prompt, then answer it
-        chunk = os.read(master, 4096)
-        assert chunk, seen
-        seen += chunk
-    os.write(master, typed)
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode(errors="replace")
+    try:
+        while b"Type the task name" not in seen:  # wait for the prompt, then answer it
+            chunk = _read(master, deadline)
+            assert chunk, seen
+            seen += chunk
+        os.write(master, typed)
+        while chunk := _read(master, deadline):
+            seen += chunk
+    except BaseException:
+        proc.kill()  # leave nothing behind a failed test
+        proc.wait()
+        raise
+    finally:
+        os.close(master)
+    return proc.wait(timeout=BOUND_S), seen.decode(errors="replace")
