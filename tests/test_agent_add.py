@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.repo import commit, git
-from tests.test_bad_input import snapshot
+from fixtures.repo import commit, git, snapshot
 
 
 @pytest.fixture

@@ -9,27 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.repo import commit, git, make_repo, spark, write
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    """Every path under `root` (None for directories, bytes for files); empty if `root` is absent."""
-    if not root.exists():
-        return {}
-    res: dict[str, bytes | None] = {}
-    for p in sorted(root.rglob("*")):
-        res[str(p.relative_to(root))] = None if p.is_dir() else p.read_bytes()
-    return res
-
-
-def snapshot(repo: Path) -> dict[str, object]:
-    """What a refused command must not change: refs, worktrees, the main worktree's status, the tasks root."""
-    return {
-        "refs": git(repo, "for-each-ref", "--format=%(objectname) %(refname)"),
-        "worktrees": git(repo, "worktree", "list", "--porcelain"),
-        "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
-        "tasks": tree(repo.parent / f"{repo.name}.tasks"),
-    }
+from fixtures.repo import commit, git, make_repo, snapshot, spark, write
 
 
 def no_traceback(r) -> None:

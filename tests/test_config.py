@@ -6,8 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from fixtures.repo import git, make_repo, spark
-from tests.test_bad_input import snapshot
+from fixtures.repo import git, make_repo, snapshot, spark
 
 
 def run(repo: Path, *args: str, cwd: Path | None = None):

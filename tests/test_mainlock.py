@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fixtures.race import run_together
 from fixtures.repo import git
-
-from tests.test_start_concurrency import run_together
 
 
 def _paths(repo: Path) -> tuple[Path, Path]:
@@ -112,7 +111,7 @@ def test_racing_lock_main_exactly_one_wins(repo: Path) -> None:
     wins = [r for r in results if r.returncode == 0]
     assert len(wins) == 1, "\n".join(map(str, results))
     assert sorted(r.returncode for r in results) == [0] + [3] * 7, "\n".join(map(str, results))
-    assert json.loads(lock.read_text())["session_id"] == wins[0].env_session
+    assert json.loads(lock.read_text())["session_id"] == f"m{results.index(wins[0])}"
     assert git(repo, "status", "--porcelain") == ""
 
 

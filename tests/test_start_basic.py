@@ -5,8 +5,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fixtures.repo import commit, git
-from tests.test_bad_input import snapshot
+from fixtures.repo import commit, git, snapshot
 
 
 def test_start_creates_lock_branches_and_worktrees(repo: Path, cli) -> None:

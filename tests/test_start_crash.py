@@ -15,8 +15,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from fixtures.repo import git
-from tests.test_bad_input import snapshot
+from fixtures.repo import git, snapshot
 
 AGENTS = ("a1", "a2")
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fixtures.repo import commit, git, write
-from tests.test_bad_input import snapshot
+from fixtures.repo import commit, git, snapshot, write
 
 
 def _setup(repo: Path, cli) -> dict[str, str]:
