@@ -4,11 +4,10 @@ dates, no inherited session or git location variables."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from fixtures.repo import Run, make_repo, sealed_env, spark
 
 

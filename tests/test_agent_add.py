@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit, git, snapshot
 
 

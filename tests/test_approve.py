@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.mergekit import PY, Task, config
 from tests.ptyutil import answer_on_pty
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import commit
+
 from tests.protokit import P
 
 CFG = """[approval]

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit, git, make_repo, snapshot, spark, write
 
 

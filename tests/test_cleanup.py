@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit, git, make_repo, spark, write
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'

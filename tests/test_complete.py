@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.repo import commit, git, write
+
 from tests.mergekit import PY, Task, config
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fixtures.race import run_together
 from fixtures.repo import make_repo
+
 from tests.hookutil import run_cli
 
 CONFIG = "[ports]\nstart = 45500\nend = 45599\n"
@@ -23,7 +24,7 @@ def _env_all(repo: Path, task: str, agents: list[str | None], race: bool = False
         return {a: r.json["data"] for a, r in runs.items()}
     runs = run_together(repo, [(["env", task, *(["--agent", a] if a else []), "--json"], {}) for a in agents], timeout=120)
     assert all(r.returncode == 0 for r in runs), runs
-    return {a: r.json["data"] for a, r in zip(agents, runs)}
+    return {a: r.json["data"] for a, r in zip(agents, runs, strict=True)}
 
 
 def test_ports_unique_across_20_worktrees_and_reused_after_cleanup(tmp_path: Path) -> None:
@@ -89,8 +90,8 @@ def test_env_bad_input(tmp_path: Path) -> None:
 
 
 def test_release_frees_explicitly(tmp_path: Path) -> None:
-    from spark_git.ops import envs
     from spark_git.core.layout import Layout
+    from spark_git.ops import envs
 
     repo = make_repo(tmp_path / "repo", config=CONFIG)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit
+
 from tests.goldenkit import Transcript
 
 

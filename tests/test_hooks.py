@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit, git, make_repo, sealed_env, spark
+
 from tests.hookutil import event, hook, put_in_state
 
 
@@ -194,7 +194,7 @@ def test_unrelated_repo_and_no_repo_are_untouched(world) -> None:
 
 
 def test_nothing_changes_when_a_write_is_blocked(world) -> None:
-    t, code, a1, a2 = paths(world)
+    t, _code, a1, a2 = paths(world)
     before = (t / "task.json").read_bytes(), git(world["repo"], "for-each-ref"), git(a2, "status", "--porcelain")
     check(hook(event(a1, "Write", file_path=str(a2 / "evil.py")), world["env"]), 2)
     assert not (a2 / "evil.py").exists()
@@ -221,7 +221,7 @@ def test_fast_path_imports_nothing_heavy(world) -> None:
 
 
 def test_standing_outside_the_repo_does_not_dodge_the_rules(world) -> None:
-    t, code, _, a2 = paths(world)
+    t, _code, _, a2 = paths(world)
     # from the task directory (no git worktree there) and from an unrelated directory
     for cwd in (t, world["base"]):
         check(hook(event(cwd, "Write", file_path=str(a2 / "x.py")), world["env"]), 2, "agent a2's worktree")

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import make_repo
+
 from tests.hookutil import hook, run_cli
 from tests.protokit import P
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git, write
+
 from tests.mergekit import PY, Task, config
 
 OK_GATE = [PY, "-c", "print('gate ok')"]
@@ -90,7 +91,7 @@ def test_same_lines_conflict_restores_everything_then_sync_resolves(tmp_path: Pa
     r = t.merge("a2")
     assert r.returncode == 3, r
     assert r.json["data"]["conflicts"] == ["src/app.py"]
-    assert f"spark-git sync t1 --agent a2" in r.json["next"]
+    assert "spark-git sync t1 --agent a2" in r.json["next"]
     assert t.snapshot(["a1", "a2"]) == before
     assert not (t.root / "agents/a2/.spark-merge-rebase").exists()
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fixtures.race import run_together
 from fixtures.repo import git
+
 from tests.mergekit import PY, Task, config
 
 
@@ -17,7 +18,7 @@ def test_eight_agents_merge_at_the_same_moment(tmp_path: Path) -> None:
     base = t.head()
     originals = {a: t.commit(a, {f"work/{a}.txt": f"written by {a}\n"}, f"work of {a}") for a in agents}
     results = run_together(t.repo, [(["--json", "merge", "t1", "--agent", a], {"SPARK_SESSION_ID": "s1"}) for a in agents])
-    for a, r in zip(agents, results):
+    for a, r in zip(agents, results, strict=True):
         assert r.returncode == 0, (a, r.stdout, r.stderr)
 
     head = t.head()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import git
-from tests.mergekit import PY, Task, config, reachable_from_refs
+
+from tests.mergekit import Task, config, reachable_from_refs
 
 GATE = ["true"]  # the kill points, not the gate, are under test
 

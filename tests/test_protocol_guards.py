@@ -10,12 +10,12 @@ a test that moves a task forward asks for `world.at(milestone, private=True)`, a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from fixtures.repo import git
+
 from tests.protokit import FULL_CONFIG, P
 
 REV, UP, DOC = "rev-reviewer", "up-updater", "doc-updater"
@@ -117,7 +117,7 @@ def check(p: P, args: list[str], cases: dict[str, Case], name: str) -> None:
     for c in chosen:
         if c == "owner":
             session, text = "s2", "held by session s1"
-            undo = lambda: None  # noqa: E731
+            undo = lambda: None
         else:
             undo, text = cases[c](p)
         undos.append(undo)
@@ -363,7 +363,7 @@ def _gate_fails(p: P):
     return flag.unlink, "gates.build failed on the task head"
 
 
-@pytest.mark.parametrize("case", C(*REVIEW_CASES) + ["gate_fails"])
+@pytest.mark.parametrize("case", [*C(*REVIEW_CASES), "gate_fails"])
 def test_validation_to_review_refused(world: World, case: str) -> None:
     p = world.at("VALIDATION")
     cases = {**REVIEW_CASES, "gate_fails": _gate_fails}
@@ -403,7 +403,7 @@ AWAITING_CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("case", C(*AWAITING_CASES) + ["rejected"])
+@pytest.mark.parametrize("case", [*C(*AWAITING_CASES), "rejected"])
 def test_review_to_awaiting_refused(world: World, case: str) -> None:
     p = world.at("REVIEW")
     cases = {**AWAITING_CASES, "rejected": status(REV, f"reviewer {REV} decided REJECTED", decision="REJECTED", feedback="no")}

@@ -5,11 +5,10 @@ show it; doctor reads it anyway."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
 from fixtures.repo import git
+
 from tests.protokit import P
 
 CFG = """protocol = "light"

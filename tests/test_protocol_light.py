@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.protokit import P
 
 LIGHT = """protocol = "light"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.protokit import P
 
 REV, UPA, UPT = "architecture-reviewer", "architecture-updater", "test-updater"
@@ -55,7 +56,7 @@ def test_high_task_walks_every_state_and_lands_on_main(tmp_path: Path) -> None:
     path = [(t["from"], t["to"]) for t in tf["transition_log"]]
     states = ["INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION", "VALIDATION", "REVIEW",
               "AWAITING_USER_APPROVAL", "COMPLETE", "CLEANUP"]
-    assert path == list(zip([None] + states[:-1], states))
+    assert path == list(zip([None, *states[:-1]], states, strict=True))
     trail = json.loads((p.root / "audit-trail.json").read_text())
     assert [(t["from"], t["to"]) for t in trail["state_transitions"]] == path
     assert {c["agent"] for c in trail["commits"]} == {UPA, UPT}

@@ -13,7 +13,7 @@ import pytest
 from fixtures.repo import git, make_repo, spark_argv, write
 
 from tests.hookutil import run_cli
-from tests.test_proc import read_fifo, wait_gone, with_marker
+from tests.prockit import read_fifo, wait_gone, with_marker
 
 
 @pytest.fixture

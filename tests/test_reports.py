@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.protokit import P
 
 CFG = """stale_minutes = 45
@@ -41,7 +42,7 @@ def test_report_writes_status_json_and_agent_invocations(tmp_path: Path) -> None
 
 def test_bad_reports_are_refused_and_change_nothing(tmp_path: Path) -> None:
     p = P(tmp_path, agents="code-reviewer", config=CFG)
-    before = p.snapshot() + (p.status_file("code-reviewer").read_bytes(),)
+    before = (*p.snapshot(), p.status_file("code-reviewer").read_bytes())
     for args, text in [
         (["--agent", "code-reviewer", "--status", "DONE"], "bad --status"),
         (["--agent", "code-reviewer", "--status", "WORKING", "--decision", "APPROVED"], "goes with --status COMPLETE"),
@@ -54,7 +55,7 @@ def test_bad_reports_are_refused_and_change_nothing(tmp_path: Path) -> None:
         assert r.returncode == 2 and text in r.stdout, r
     r = p.spark("--json", "report", p.task, "--agent", "code-reviewer", "--status", "COMPLETE", session="other")
     assert r.returncode == 3
-    assert p.snapshot() + (p.status_file("code-reviewer").read_bytes(),) == before
+    assert (*p.snapshot(), p.status_file("code-reviewer").read_bytes()) == before
 
 
 def test_status_flags_agents_and_shows_next_states(tmp_path: Path) -> None:

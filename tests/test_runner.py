@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from fixtures.repo import Run, spark
+
 from tests.goldenkit import normalize
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.repo import commit, make_repo
+
 from tests.hookutil import run_cli
 
 CONFIG = """protocol = "light"
@@ -47,7 +48,7 @@ def validate(value: Any, schema: dict, root: dict, path: str = "$") -> list[str]
         kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "null": type(None), "array": list, "object": dict}
         ok = any(isinstance(value, kinds[k]) and not (k in ("integer", "number") and isinstance(value, bool)) for k in ([t] if isinstance(t, str) else t))
         if not ok:
-            return errs + [f"{path}: {type(value).__name__} is not {t}"]
+            return [*errs, f"{path}: {type(value).__name__} is not {t}"]
     if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
         errs.append(f"{path}: {value!r} does not match {schema['pattern']}")
     if isinstance(value, list) and "items" in schema:
@@ -163,8 +164,8 @@ def test_every_cli_command_has_a_schema() -> None:
     walked in-process (the command tree typer builds), which is what `--help` prints."""
     import typer
 
-    from spark_git.ops import schema as mod
     from spark_git.cli import app
+    from spark_git.ops import schema as mod
 
     def walk(cmd, prefix: str = "") -> list[str]:
         if getattr(cmd, "commands", None):  # a group

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fixtures.repo import commit, git, snapshot
@@ -44,7 +44,7 @@ def test_start_by_other_session_is_blocked_naming_owner(repo: Path, cli) -> None
 # -- extended: names from titles, sessions, output, base, abandon of an untouched task ----------
 
 def _today() -> str:
-    return f"{datetime.now(timezone.utc):%Y%m%d}"
+    return f"{datetime.now(UTC):%Y%m%d}"
 
 
 def test_title_derives_a_dated_name_and_counts_up_on_collision(repo: Path, cli) -> None:

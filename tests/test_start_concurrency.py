@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fixtures.race import run_together
 from fixtures.repo import git
 
@@ -42,7 +41,7 @@ def test_twenty_racing_starts_of_one_task_exactly_one_wins(repo: Path) -> None:
     jobs = [(["start", "same-task", "--agents", "a1,a2", "--json"], {"SPARK_SESSION_ID": f"racer-{i:02d}"}) for i in range(20)]
     results = run_together(repo, jobs)
 
-    sessions = {id(r): extra["SPARK_SESSION_ID"] for r, (_args, extra) in zip(results, jobs)}
+    sessions = {id(r): extra["SPARK_SESSION_ID"] for r, (_args, extra) in zip(results, jobs, strict=True)}
     winners = [r for r in results if r.returncode == 0]
     losers = [r for r in results if r.returncode != 0]
     assert len(winners) == 1, "\n".join(map(str, results))

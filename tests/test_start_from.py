@@ -10,8 +10,8 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import git, make_repo, write
+
 from tests.hookutil import run_cli
 
 TODAY = __import__("datetime").datetime.now(__import__("datetime").timezone.utc).strftime("%Y%m%d")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.repo import commit, git
+
 from tests.mergekit import PY, Task, config
 
 
