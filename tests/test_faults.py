@@ -3,9 +3,9 @@ nothing: after each kill git has no corruption, every agent commit made so far i
 branch or an archive ref, every JSON state file parses, `doctor --fix` exits 0 and leaves nothing it
 reports as broken, and the interrupted command then runs to the end.
 
-Each command of each task is killed once (after its N-th git subprocess, or at a named point), so
-the points are spread over several tasks run one after the other in one repository instead of
-re-running the whole task per point."""
+Each command of a task is killed once (after its N-th git subprocess, or at a named point), so the
+points are spread over a few tasks (one test each, in a repository of its own) instead of re-running
+the whole task per point."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from fixtures.repo import commit, git, make_repo, spark
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
@@ -69,7 +70,8 @@ def _doctor_fixes_everything(repo: Path, env: dict[str, str], where: str) -> Non
         assert again.returncode == 0 and again.json["data"]["broken"] == 0, (where, str(again))
 
 
-def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, record_property) -> None:
+@pytest.mark.parametrize("row", range(len(SCHEDULE)))
+def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, row: int, record_property) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"}, config=CONFIG)
     tasks_root = tmp_path / "repo.tasks"
     env = {**os.environ, "SPARK_SESSION_ID": "s1"}
@@ -85,31 +87,33 @@ def test_sigkill_at_many_points_of_a_full_task_loses_nothing(tmp_path: Path, rec
             _doctor_fixes_everything(repo, env, where)
             _check_invariants(repo, tasks_root, agent_commits, where + " + doctor --fix")
             r = spark(repo, *args, "--json", env=env)  # the interrupted command runs to the end
+        else:
+            assert isinstance(how, int), (where, "a named fault point was never reached", str(r))
         assert r.returncode == 0, (where, str(r))
         _check_invariants(repo, tasks_root, agent_commits, f"after {label}")
 
-    for i, (k_start, k_m1, k_m2, k_approve, k_complete, k_cleanup) in enumerate(SCHEDULE):
-        t = f"t{i}"
-        step(f"start {t}", ["start", t, "--agents", "a1,a2"], k_start)
-        a1 = tasks_root / t / "agents" / "a1" / "code"
-        a2 = tasks_root / t / "agents" / "a2" / "code"
-        agent_commits.append(commit(a1, {f"{t}-a1.txt": f"{t} by a1\n"}, f"[a1] {t} part one"))
-        agent_commits.append(commit(a2, {f"{t}-a2.txt": f"{t} by a2\n"}, f"[a2] {t} part two"))
-        step(f"merge {t} a1", ["merge", t, "--agent", "a1"], k_m1)
-        step(f"merge {t} a2", ["merge", t, "--agent", "a2"], k_m2)
-        step(f"approve {t}", ["approve", t, "--changes"], k_approve)
-        step(f"complete {t}", ["complete", t], k_complete)
-        step(f"cleanup {t}", ["cleanup", t], k_cleanup)
-        assert not (tasks_root / t / "task.json").exists()
-        snap = json.loads((tasks_root / t / "audit-snapshot.json").read_text())
-        assert snap["final_state"] == "CLEANUP" and snap["landed"] is True, snap
-        assert (repo / f"{t}-a1.txt").read_text() == f"{t} by a1\n" and (repo / f"{t}-a2.txt").read_text() == f"{t} by a2\n"
+    k_start, k_m1, k_m2, k_approve, k_complete, k_cleanup = SCHEDULE[row]
+    t = f"t{row}"
+    step(f"start {t}", ["start", t, "--agents", "a1,a2"], k_start)
+    a1 = tasks_root / t / "agents" / "a1" / "code"
+    a2 = tasks_root / t / "agents" / "a2" / "code"
+    agent_commits.append(commit(a1, {f"{t}-a1.txt": f"{t} by a1\n"}, f"[a1] {t} part one"))
+    agent_commits.append(commit(a2, {f"{t}-a2.txt": f"{t} by a2\n"}, f"[a2] {t} part two"))
+    step(f"merge {t} a1", ["merge", t, "--agent", "a1"], k_m1)
+    step(f"merge {t} a2", ["merge", t, "--agent", "a2"], k_m2)
+    step(f"approve {t}", ["approve", t, "--changes"], k_approve)
+    step(f"complete {t}", ["complete", t], k_complete)
+    step(f"cleanup {t}", ["cleanup", t], k_cleanup)
+    assert not (tasks_root / t / "task.json").exists()
+    snap = json.loads((tasks_root / t / "audit-snapshot.json").read_text())
+    assert snap["final_state"] == "CLEANUP" and snap["landed"] is True, snap
+    assert (repo / f"{t}-a1.txt").read_text() == f"{t} by a1\n" and (repo / f"{t}-a2.txt").read_text() == f"{t} by a2\n"
 
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert git(repo, "branch", "--format=%(refname:short)") == "main"
     # printed in pytest's terminal summary (conftest), also when the suite runs on xdist workers
-    record_property("summary", f"fault injection: {len(exercised)} distinct kill points exercised:\n  " + "\n  ".join(exercised))
-    assert len(set(exercised)) >= 25, exercised
+    record_property("summary", f"fault injection, task {t}: {len(exercised)} kill points exercised:\n  " + "\n  ".join(exercised))
+    assert len(exercised) >= 5, exercised  # a git-count point past a command's last git command kills nothing
 
 
 def test_sigkill_during_abandon_keeps_commits_and_uncommitted_files(tmp_path: Path) -> None:
