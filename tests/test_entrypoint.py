@@ -20,22 +20,25 @@ allow_non_interactive = true
 """
 
 
-def test_every_command_exits_with_its_code_as_a_process(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\n"}, config=CONFIG)
-    tasks = tmp_path / "repo.tasks"
-
+def _runner(repo: Path):
     def run(expect: int, *args: str, session: str = "s1") -> dict:
         r = spark(repo, "--json", *args, env={**os.environ, "SPARK_SESSION_ID": session}, process=True)
         assert not r.in_process and r.returncode == expect, r
         return r.json
 
-    run(0, "schema")
+    return run
+
+
+def _repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\n"}, config=CONFIG)
+
+
+def test_a_task_from_start_to_cleanup_as_processes(tmp_path: Path) -> None:
+    repo, tasks = _repo(tmp_path), tmp_path / "repo.tasks"
+    run = _runner(repo)
     run(0, "start", "t1", "--agents", "a1,a2")
     run(3, "start", "t1", session="s2")
     run(2, "start", "Bad/Name")
-    run(0, "status")
-    run(0, "env", "t1", "--agent", "a1")
-    run(0, "agent", "add", "t1", "a3", "--why", "more hands")
     run(0, "classify", "t1", "--files", "src/app.py")
     run(0, "advance", "t1")
     run(0, "report", "t1", "--agent", "a1", "--status", "COMPLETE")
@@ -49,13 +52,22 @@ def test_every_command_exits_with_its_code_as_a_process(tmp_path: Path) -> None:
     run(0, "who", "t1")
     run(0, "log", "t1")
     run(0, "audit", "t1")
-    run(0, "lock", "main")
-    run(0, "unlock", "main")
     run(3, "complete", "t1")  # not approved
     run(0, "approve", "t1", "--changes")
     run(0, "complete", "t1")
     run(0, "cleanup", "t1")
+
+
+def test_locks_archives_doctor_and_hooks_as_processes(tmp_path: Path) -> None:
+    repo, tasks = _repo(tmp_path), tmp_path / "repo.tasks"
+    run = _runner(repo)
+    run(0, "schema")
     run(0, "start", "t2", "--agents", "a1")
+    run(0, "status")
+    run(0, "env", "t2", "--agent", "a1")
+    run(0, "agent", "add", "t2", "a3", "--why", "more hands")
+    run(0, "lock", "main")
+    run(0, "unlock", "main")
     commit(tasks / "t2/agents/a1/code", {"c.txt": "c\n"}, "[a1] c")
     run(0, "lock", "break", "t2", "--why", "s1 is gone", session="s2")
     run(0, "abandon", "t2", "--why", "not needed", session="s2")
