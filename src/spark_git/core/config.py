@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spark_git.core.errors import BadInput
 
-Command = Union[list[str], str, None]  # argv list, or a shell string
+Command = list[str] | str | None  # argv list, or a shell string
 
 
 class _Strict(BaseModel):
@@ -119,7 +119,7 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
     dedicated = main_worktree / ".spark-git.toml"
     pyproject = main_worktree / "pyproject.toml"
-    data: dict | None = None
+    data: dict[str, Any] | None = None
     source: str | None = None
     prefix = ""
     try:

@@ -22,7 +22,7 @@ class SparkError(Exception):
         message: str,
         *,
         hint: str | None = None,
-        next: list[str] | None = None,  # noqa: A002 - mirrors the JSON envelope's key
+        next: list[str] | None = None,
         details: dict[str, Any] | None = None,
         task: str | None = None,
     ) -> None:

@@ -29,7 +29,7 @@ from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
-__all__ = ["LandedCommit", "MergeData", "MergeAllData", "merge", "merge_all"]
+__all__ = ["LandedCommit", "MergeAllData", "MergeData", "merge", "merge_all"]
 
 
 class MergeData(BaseModel):

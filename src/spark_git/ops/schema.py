@@ -93,7 +93,8 @@ def model_of(name: str) -> type[BaseModel] | None:
         raise BadInput(f"no schema named {name!r}", hint="`spark-git schema` lists them: " + ", ".join(names()))
     mod, _, cls = spec.partition(":")
     try:
-        return getattr(importlib.import_module(mod), cls)
+        model: type[BaseModel] = getattr(importlib.import_module(mod), cls)
+        return model
     except (ImportError, AttributeError):
         return None  # that part of spark-git is not built (yet)
 

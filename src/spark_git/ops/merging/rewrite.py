@@ -80,7 +80,7 @@ def rebase(plan: Plan) -> None:
     plan.a_head = plan.awt.head() or plan.a_head
     plan.messages = git.messages(f"{plan.task_head}..{plan.a_head}")
     # rebase keeps the order; commits already upstream are dropped (then the mapping is unknown)
-    plan.original = dict(zip(plan.new, old)) if len(plan.new) == len(old) else {sha: None for sha in plan.new}
+    plan.original = dict(zip(plan.new, old, strict=True)) if len(plan.new) == len(old) else {sha: None for sha in plan.new}
 
 
 def stamp(plan: Plan) -> None:
