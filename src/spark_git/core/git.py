@@ -1,15 +1,16 @@
 """The only module that runs git. Small plain methods on one class bound to a directory.
 
-GitPython's command layer runs every git process (so its quoting, env and error conventions apply);
-a `Repo` is only opened where its object model is needed, always in a `with` block because it starts
-helper processes. Refs move only by compare-and-swap (`update-ref <ref> <new> <old>`).
+Every git process is started here with `subprocess` (GitPython's conventions kept: LANGUAGE=C and
+LC_ALL=C, stdin closed, stderr without its last newline); `ObjectReader` keeps one `git cat-file
+--batch` for commands that read many objects. Refs move only by compare-and-swap
+(`update-ref <ref> <new> <old>`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import tempfile
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NewType
@@ -94,39 +95,20 @@ class Git:
     # -- running -----------------------------------------------------------------------------
 
     def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> Out:
-        try:
-            from git.cmd import Git as _Cmd  # lazy: GitPython costs ~100 ms to import
-        except ImportError as e:  # GitPython refuses to import when it cannot run `git --version`
-            raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
-
-        if not self.cwd.is_dir():
-            # GitPython silently falls back to the process cwd for a missing directory; never do that.
-            raise BadInput(f"not a directory: {self.cwd}")
         argv = ["git", *args]
-        stdin = None
-        if input is not None:
-            stdin = tempfile.TemporaryFile()
-            stdin.write(input.encode())
-            stdin.seek(0)
-        try:
-            rc, out, err = _Cmd(str(self.cwd)).execute(
-                argv,
-                istream=stdin,
-                with_extended_output=True,
-                with_exceptions=False,
-                strip_newline_in_stdout=False,
-                env={**self.env, **(env or {})},
-            )
-        except FileNotFoundError as e:  # git removed from PATH after GitPython was imported
-            raise BadInput("git is not installed or not on PATH") from e
-        finally:
-            if stdin is not None:
-                stdin.close()
+        p = _spawn(argv, self.cwd, self._env(env), input=None if input is None else input.encode())
         faults.after_git()
-        result = Out(rc, out if isinstance(out, str) else out.decode(errors="replace"), err or "")
-        if check and rc != 0:
-            raise GitError(argv, rc, result.stderr, cwd=str(self.cwd), stdout=result.stdout)
+        result = Out(p.returncode, _decode(p.stdout), _decode(p.stderr).removesuffix("\n"))
+        if check and p.returncode != 0:
+            raise GitError(argv, p.returncode, result.stderr, cwd=str(self.cwd), stdout=result.stdout)
         return result
+
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        # English messages whatever the user's locale: git's stderr is shown and sometimes parsed.
+        return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self.env, **(extra or {})}
+
+    def objects(self) -> "ObjectReader":
+        return ObjectReader(self)
 
     def out(self, *args: str) -> str:
         return self.run(*args).stdout.strip()
@@ -406,6 +388,7 @@ class Git:
         """Tree of this worktree's whole state (tracked changes and untracked, not ignored, files), built
         in a temporary copy of its index so the user's index and files are untouched."""
         import shutil
+        import tempfile
 
         index = self.git_path("index")
         with tempfile.TemporaryDirectory(prefix="spark-index-") as d:
@@ -460,3 +443,74 @@ class Git:
 def clean_env() -> dict[str, str]:
     """The process environment without variables that would redirect git to another repository."""
     return {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str], *, input: bytes | None) -> subprocess.CompletedProcess[bytes]:
+    if not cwd.is_dir():
+        raise BadInput(f"not a directory: {cwd}")  # never fall back to the process's own directory
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
+    except FileNotFoundError as e:
+        if not cwd.is_dir():
+            raise BadInput(f"not a directory: {cwd}") from e
+        raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
+
+
+class ObjectReader:
+    """One long-lived `git cat-file --batch` answering object reads in order: one process for a
+    command that reads many commits or notes, not one per object. Use in a `with` block."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> "ObjectReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is None:
+            if not self.git.cwd.is_dir():
+                raise BadInput(f"not a directory: {self.git.cwd}")
+            try:
+                self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.git.cwd, env=self.git._env(),
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except FileNotFoundError as e:
+                raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
+        return self._proc
+
+    def read(self, rev: str) -> tuple[str, bytes] | None:
+        """(type, content) of the object `rev` names; None when there is none."""
+        if not rev or "\n" in rev:
+            return None
+        p = self._start()
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.write(rev.encode() + b"\n")
+        p.stdin.flush()
+        header = p.stdout.readline().decode(errors="replace").split()
+        if len(header) != 3:  # "<rev> missing" / "<rev> ambiguous"
+            if not header:
+                raise GitError(["git", "cat-file", "--batch"], p.poll() or -1, "git cat-file --batch stopped answering", str(self.git.cwd))
+            return None
+        data = p.stdout.read(int(header[2]) + 1)[:-1]
+        return header[1], data
+
+    def commit_exists(self, sha: str) -> bool:
+        obj = self.read(sha)
+        return obj is not None and obj[0] == "commit"
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        p, self._proc = self._proc, None
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.close()
+        p.wait()
+        p.stdout.close()
+        faults.after_git()
