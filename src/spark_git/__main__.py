@@ -1,5 +1,6 @@
 """Entry point. Answers `--version` without importing anything heavy, makes `--json` global
-(accepted anywhere on the command line), then hands over to the typer app."""
+(accepted anywhere on the command line), then hands over to the typer app with only the invoked
+command's module loaded."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     json_mode = "--json" in args[:end]
     if json_mode:
         args = [a for a in args[:end] if a != "--json"] + args[end:]
-    from .cli import app, AppState
+    from spark_git.cli.common import AppState
+    from spark_git.cli.root import command_of, load
 
+    app = load(command_of(args))
     try:
         app(args=args, prog_name="spark-git", obj=AppState(json=json_mode), standalone_mode=True)
     except SystemExit as e:

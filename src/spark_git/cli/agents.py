@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import app
-from .common import Result, execute, state
+from spark_git.cli.root import app
+from spark_git.cli.common import Result, execute, state
 
 hook_app = typer.Typer(help="Claude Code hook commands (read the hook's JSON on stdin).", no_args_is_help=True)
 hooks_app = typer.Typer(help="Install or remove spark-git's Claude Code hooks.", no_args_is_help=True)

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from spark_git.state.locks import session_from
-from . import app
-from .common import Result, SessionOpt, execute, state
+from spark_git.cli.root import app
+from spark_git.cli.common import Result, SessionOpt, execute, state
 
 archive_app = typer.Typer(help="See and restore what cleanup/abandon archived (refs/spark/archive/...).", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")

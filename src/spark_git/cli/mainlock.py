@@ -9,8 +9,8 @@ import typer
 from spark_git.ops import mainlock
 from spark_git.core.errors import BadInput
 from spark_git.state.locks import mint_session, session_from
-from . import app
-from .common import Result, SessionOpt, execute
+from spark_git.cli.root import app
+from spark_git.cli.common import Result, SessionOpt, execute
 
 lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
 unlock_app = typer.Typer(help="Release locks: the main-worktree lock.", no_args_is_help=True)

@@ -9,8 +9,8 @@ import typer
 
 from spark_git.core.errors import BadInput
 from spark_git.state.locks import session_from
-from . import app
-from .common import Result, SessionOpt, _esc, execute
+from spark_git.cli.root import app
+from spark_git.cli.common import Result, SessionOpt, _esc, execute
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]

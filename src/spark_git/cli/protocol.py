@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from spark_git.state.locks import session_from
-from . import app
-from .common import Result, SessionOpt, execute, state
+from spark_git.cli.root import app
+from spark_git.cli.common import Result, SessionOpt, execute, state
 
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 

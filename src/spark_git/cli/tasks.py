@@ -6,14 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from spark_git.core.layout import task_name
-from spark_git.ops import agent_add as agent_add_op
-from spark_git.ops import start as start_op
-from spark_git.ops import status as status_mod
+from spark_git.cli.common import Result, SessionOpt, execute, progress, state
+from spark_git.cli.root import app
 from spark_git.state.locks import session_from
-
-from . import app
-from .common import Result, SessionOpt, execute, progress, state
 
 agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
 app.add_typer(agent_app, name="agent")
@@ -47,6 +42,7 @@ def start(
     no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands (files are still copied).")] = False,
 ) -> None:
     """Claim a task: atomic lock, task branch + worktree, one worktree + branch per agent."""
+    from spark_git.ops import start as start_op
 
     def action(layout):
         names = _split(agents) if agents is not None else list(layout.config.default_agents)
@@ -88,6 +84,8 @@ def status(
     task: Annotated[Optional[str], typer.Argument(help="Only this task.", show_default=False)] = None,
 ) -> None:
     """Every task: state, owner and idle time, agents ahead/behind and dirty; the main lock. Reads only."""
+    from spark_git.core.layout import task_name
+    from spark_git.ops import status as status_mod
 
     def action(layout):
         if task is not None:
@@ -160,6 +158,7 @@ def agent_add(
     no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands.")] = False,
 ) -> None:
     """Add an agent worktree + branch to a running task, from the current task head."""
+    from spark_git.ops import agent_add as agent_add_op
 
     def action(layout):
         from spark_git.protocol import agent_add_guard

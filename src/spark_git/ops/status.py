@@ -1,16 +1,17 @@
-"""`spark-git status`: a read-only view of every task. Git calls for different worktrees run in
-parallel threads (each its own process; no shared Repo)."""
+"""`spark-git status`: a read-only view of every task. Branch heads come from one `for-each-ref`;
+the per-worktree git calls run in parallel threads (each its own process), and none runs whose answer
+is already known (a task head still at its base commit has 0 commits beyond it)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput, CorruptState
-from spark_git.core.git import Git, branch_ref
+from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops import mainlock
 from spark_git.state.files import read_optional
@@ -18,7 +19,12 @@ from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
 
 
-class AgentView(BaseModel):
+class _View(BaseModel):
+    # Built on first use: human output reads the attributes and never needs the validators.
+    model_config = ConfigDict(defer_build=True)
+
+
+class AgentView(_View):
     name: str
     role: str
     branch: str
@@ -32,7 +38,12 @@ class AgentView(BaseModel):
     flags: list[str] = []  # never reported, ERROR/BLOCKED, WORKING without update, stale approval
 
 
-class TaskView(BaseModel):
+class NextState(_View):
+    state: str
+    blockers: list[str]
+
+
+class TaskView(_View):
     task: str
     state: str | None = None
     title: str | None = None
@@ -52,18 +63,10 @@ class TaskView(BaseModel):
     risk: str | None = None
     variant: str | None = None
     protocol: str | None = None
-    next_states: list["NextState"] = []  # legal next states and what blocks each
+    next_states: list[NextState] = []  # legal next states and what blocks each
 
 
-class NextState(BaseModel):
-    state: str
-    blockers: list[str]
-
-
-TaskView.model_rebuild()
-
-
-class StatusData(BaseModel):
+class StatusData(_View):
     tasks_root: str
     main_lock: mainlock.MainLockData
     tasks: list[TaskView]
@@ -83,69 +86,85 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
     git = layout.git()
     heads = git.refs("refs/heads/") if names else {}
     views: list[TaskView] = []
-    jobs = []
-    protocol_views: list[tuple[TaskView, TaskFile]] = []
+    live: list[tuple[TaskView, TaskFile]] = []
+    jobs: list[_Job] = []
     with ThreadPoolExecutor(max_workers=4) as pool:
         for name in names:
-            view = TaskView(task=name)
+            view, tf = _task_view(layout, name, heads)
             views.append(view)
-            try:
-                tf = read_optional(layout.task_json(name), TaskFile)
-            except CorruptState as e:
-                view.problem = e.message
-                continue
-            if tf is None:
-                view.worktree_exists = layout.task_worktree(name).is_dir()
-                if view.worktree_exists:
-                    view.problem = "task worktree exists without a lock (task.json): nothing owns it"
-                else:
-                    view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
-                continue
-            head = heads.get(branch_ref(tf.task_branch))
-            wt = Path(tf.worktree)
-            view.__dict__.update(
-                state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
-                last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=head, base_branch=tf.base_branch,
-                worktree=tf.worktree, worktree_exists=wt.is_dir(), provisioning=tf.provisioning,
-                risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
-            )
-            protocol_views.append((view, tf))
-            if head:
-                jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
-            jobs.append((view, "dirty", pool.submit(_dirty, wt)))
-            for a, entry in tf.agents.items():
-                ahead = heads.get(branch_ref(entry.branch))
-                av = AgentView(
-                    name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
-                    head=ahead, ahead=None, behind=None, dirty=None,
-                )
-                try:
-                    av.report = read_optional(layout.agent_status(name, a), AgentStatus)
-                except CorruptState as e:
-                    view.problem = e.message
-                view.agents.append(av)
-                if ahead and head:
-                    if ahead == head:
-                        av.ahead = av.behind = 0
-                    else:
-                        jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
-                jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
+            if tf is not None:
+                live.append((view, tf))
+                jobs += _git_jobs(pool, git, view, tf, heads)
         for obj, attr, fut in jobs:
             val = fut.result()
-            if isinstance(attr, tuple):
-                for k, v in zip(attr, val):
-                    setattr(obj, k, v)
-            else:
-                setattr(obj, attr, val)
-    for view, tf in protocol_views:
+            for k, v in (zip(attr, val) if isinstance(attr, tuple) else [(attr, val)]):
+                setattr(obj, k, v)
+    for view, tf in live:
         _protocol_view(layout, view, tf)
-    lock = None
+    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views)
+
+
+_Job = tuple[BaseModel, "str | tuple[str, str]", Future]
+
+
+def _task_view(layout: Layout, name: str, heads: dict[str, Sha]) -> tuple[TaskView, TaskFile | None]:
+    """The view of one task from its files (no git); the TaskFile when the task is live."""
+    view = TaskView.model_construct(task=name)
     try:
-        lock = mainlock.read(layout)
-        main = mainlock.view(layout, lock)
+        tf = read_optional(layout.task_json(name), TaskFile)
     except CorruptState as e:
-        main = mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
-    return StatusData(tasks_root=str(layout.tasks_root), main_lock=main, tasks=views)
+        view.problem = e.message
+        return view, None
+    if tf is None:
+        view.worktree_exists = layout.task_worktree(name).is_dir()
+        if view.worktree_exists:
+            view.problem = "task worktree exists without a lock (task.json): nothing owns it"
+        else:
+            view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
+        return view, None
+    view.__dict__.update(
+        state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
+        last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=heads.get(branch_ref(tf.task_branch)), base_branch=tf.base_branch,
+        worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
+        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
+    )
+    for a, entry in tf.agents.items():
+        av = AgentView.model_construct(
+            name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
+            head=heads.get(branch_ref(entry.branch)), ahead=None, behind=None, dirty=None,
+        )
+        try:
+            av.report = read_optional(layout.agent_status(name, a), AgentStatus)
+        except CorruptState as e:
+            view.problem = e.message
+        view.agents.append(av)
+    return view, tf
+
+
+def _git_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile, heads: dict[str, Sha]) -> list[_Job]:
+    """The git calls a task's view still needs, submitted to `pool`; answers known without git are set here."""
+    jobs: list[_Job] = []
+    head = view.head
+    if head == tf.base_commit:
+        view.commits_beyond_base = 0
+    elif head:
+        jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
+    jobs.append((view, "dirty", pool.submit(_dirty, Path(tf.worktree))))
+    for av, entry in zip(view.agents, tf.agents.values()):
+        if av.head and head:
+            if av.head == head:
+                av.ahead = av.behind = 0
+            else:
+                jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
+        jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
+    return jobs
+
+
+def _main_lock(layout: Layout) -> mainlock.MainLockData:
+    try:
+        return mainlock.view(layout, mainlock.read(layout))
+    except CorruptState as e:
+        return mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
 
 
 def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
@@ -175,6 +194,6 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
         for state, unmet in protocol.blockers(layout, tf, None).items():
-            view.next_states.append(NextState(state=state, blockers=[str(u) for u in unmet]))
+            view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
     except SparkError as e:  # status never fails because of one task's protocol view
         view.problem = f"cannot evaluate the protocol conditions: {e.message}"

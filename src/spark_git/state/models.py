@@ -25,7 +25,8 @@ def parse_time(s: str) -> datetime:
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # defer_build: a model's validator is built the first time it is used, not at import (start-up).
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class Transition(_File):
@@ -166,6 +167,8 @@ class AuditSnapshot(_File):
 
 
 class PortEntry(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     port: int
     task: str
     agent: str | None = None
@@ -175,6 +178,8 @@ class PortEntry(BaseModel):
 
 class PortsFile(BaseModel):
     """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
+
+    model_config = ConfigDict(defer_build=True)
 
     schema_version: int = 1
     ports: list[PortEntry] = Field(default_factory=list)

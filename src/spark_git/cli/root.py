@@ -1,0 +1,76 @@
+"""The typer app and its root options. Command modules register on it when imported; `load` imports
+only the module of the command about to run, so start-up pays for one command family, not all."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from spark_git.cli.common import state
+
+app = typer.Typer(
+    name="spark-git",
+    help="Coordinate several AI coding agents on one git repository: task locks, agent worktrees, gated merges.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# Top-level command -> the cli module registering it. Modules in the order they register, which is
+# the order `spark-git --help` lists the commands in (tests/test_git_processes.py checks this table).
+MODULES: dict[str, tuple[str, ...]] = {
+    "tasks": ("start", "status", "agent"),
+    "mainlock": ("lock", "unlock"),
+    "merge": ("merge", "sync", "approve", "complete", "who", "log"),
+    "protocol": ("advance", "classify", "report", "audit"),
+    "cleanup": ("cleanup", "abandon", "doctor", "archive"),
+    "agents": ("env", "schema", "hook", "hooks"),
+}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from spark_git import __version__
+
+        print(f"spark-git {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    directory: Annotated[Optional[Path], typer.Option("-C", help="Run as if started in this directory.", show_default=False)] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout (accepted anywhere on the command line).")] = False,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    st = state(ctx)
+    st.json = st.json or json_
+    if directory is not None:
+        st.cwd = directory
+
+
+def command_of(args: list[str]) -> str | None:
+    """The command name in `args` (after the root options); None when the root itself answers
+    (no command, --help, --version)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("--help", "--version", "-V"):
+            return None
+        i += 2 if a == "-C" else 1
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def load(command: str | None = None) -> typer.Typer:
+    """The app with `command`'s module registered; every module for None or an unknown name (help
+    lists them all, a typo gets suggestions)."""
+    mods = [m for m, names in MODULES.items() if command in names] or list(MODULES)
+    for m in mods:
+        importlib.import_module(f"spark_git.cli.{m}")
+    return app
