@@ -1,0 +1,74 @@
+"""`spark-git doctor [<task>] [--fix]`: finds what crashes leave behind and says how to repair each.
+
+Detection reads only, and reads each thing once: the worktree list, the branch heads and every
+task.json are read and indexed up front (scan.py), so the per-task checks (checks.py) are lookups and
+doctor's time grows linearly with the number of tasks. `--fix` repairs what needs no judgement and
+loses nothing (fixes.py): whatever could drop a commit or a file is archived first
+(refs/spark/archive/...), corrupt files are moved aside, never deleted. What needs a human (another
+session's lock, a worktree without a lock, a rewritten task branch) is only reported, with the
+command. spark-git's own mutex files are never touched. `lock break` lives in lockbreak.py.
+"""
+
+from __future__ import annotations
+
+from spark_git.core.errors import SparkError
+from spark_git.core.layout import Layout, task_name
+from spark_git.core.git import branch_ref
+from spark_git.ops.doctor import checks, repo
+from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
+from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
+from spark_git.state.locks import mutex, task_mutex_name
+from spark_git.state.models import TaskFile
+
+__all__ = ["DoctorData", "Finding", "LockBreakData", "break_lock", "run"]
+
+
+def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: str | None = None) -> DoctorData:
+    if only is not None:
+        task_name(only)
+        if not layout.task_dir(only).is_dir():
+            from spark_git.core.errors import BadInput
+
+            raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
+    ctx = Ctx.scan(layout, session)
+    names = [only] if only else layout.task_names()
+    tfs = {name: load_task(layout, name) for name in names}
+    ctx.index_merges(_recorded_merges(ctx, tfs.values()))
+    for name in names:
+        checks.check_task(ctx, name, tfs[name])
+    repo.check_main_lock(ctx)
+    repo.check_prunable(ctx, names if only else None)
+    repo.check_git_locks(ctx, names if only else None)
+    if fix:
+        _fix(ctx)
+    found = [f for f, _, _ in ctx.findings]
+    return DoctorData(
+        tasks_checked=len(names), findings=found,
+        broken=sum(1 for f in found if f.broken and not f.fixed), fixed=sum(1 for f in found if f.fixed),
+    )
+
+
+def _recorded_merges(ctx: Ctx, tfs) -> list[tuple[str, str, str]]:
+    """(last_merge_sha, task head, base commit) of every agent whose merges checks.check_merges looks at."""
+    out = []
+    for tf in tfs:
+        if not isinstance(tf, TaskFile) or tf.state in checks.ENDED or tf.provisioning != "done":
+            continue
+        th = ctx.heads.get(branch_ref(tf.task_branch))
+        out += [(e.last_merge_sha, th, tf.base_commit) for e in tf.agents.values() if e.last_merge_sha and th]
+    return out
+
+
+def _fix(ctx: Ctx) -> None:
+    for f, fn, task in ctx.findings:
+        if fn is None:
+            continue
+        try:
+            if task is not None:
+                with mutex(ctx.layout, task_mutex_name(task)):
+                    fn()
+            else:
+                fn()
+            f.fixed = True
+        except (SparkError, OSError) as e:
+            f.error = getattr(e, "message", None) or str(e)

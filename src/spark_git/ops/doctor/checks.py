@@ -1,0 +1,208 @@
+"""Doctor's checks of one task: its files, its lock, its worktrees and branches, its recorded merges,
+and what an interrupted `agent add` left. Every lookup goes to the run's index (scan.Ctx)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel
+
+from spark_git import protocol
+from spark_git.core.errors import CorruptState
+from spark_git.core.git import Git, Worktree, branch_ref
+from spark_git.ops.doctor import fixes
+from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.state import audit
+from spark_git.state.files import read_optional
+from spark_git.state.locks import idle_for
+from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, TaskFile, now
+
+ENDED = ("CLEANUP", "ABANDONED")
+
+
+def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
+    """`tf`: the task's task.json as read at the start of the run."""
+    layout = ctx.layout
+    check_files(ctx, task)
+    if isinstance(tf, CorruptState):
+        ctx.add(Finding(where=task, kind="task-json-corrupt", problem=tf.message,
+                        repair=f"spark-git lock break {task} --why TEXT  (keeps the corrupt file beside it and rebuilds the lock from git and the audit trail for your session)"))
+        return
+    if tf is None:
+        trees = [p for p, _ in ctx.worktrees_under(task)]
+        if trees or layout.task_worktree(task).is_dir():
+            ctx.add(Finding(where=task, kind="worktree-without-lock",
+                            problem=f"worktree(s) {', '.join(map(str, trees or [layout.task_worktree(task)]))} exist but no task.json owns them",
+                            repair=f"spark-git lock break {task} --why TEXT  (adopts the task for your session; then `spark-git abandon {task} --why TEXT` or carry on)"))
+        return
+    check_owner(ctx, tf)
+    if tf.state in ENDED:
+        ctx.add(Finding(where=task, kind="end-interrupted", broken=False,
+                        problem=f"task is {tf.state} but its lock is still there: `{'cleanup' if tf.state == 'CLEANUP' else 'abandon'}` was interrupted",
+                        repair=f"spark-git {'cleanup' if tf.state == 'CLEANUP' else 'abandon'} {task}" + ("" if tf.state == "CLEANUP" else " --why TEXT") + f" --session {tf.session_id}"))
+        return
+    if tf.provisioning != "done":
+        ctx.add(Finding(where=task, kind="start-interrupted", broken=False,
+                        problem="`start` was interrupted before every worktree existed",
+                        repair=f"spark-git start {task} --session {tf.session_id}  (the owner resumes it)"))
+        return
+    check_state_log(ctx, tf)
+    expected = [("task", Path(tf.worktree), tf.task_branch)] + [(a, Path(e.worktree), e.branch) for a, e in tf.agents.items()]
+    for label, path, branch in expected:
+        check_worktree(ctx, tf, label, path, branch)
+    check_merges(ctx, tf)
+    check_strays(ctx, tf, {p.resolve() for _, p, _ in expected})
+
+
+def check_files(ctx: Ctx, task: str) -> None:
+    layout = ctx.layout
+    files: list[tuple[Path, type[BaseModel], Callable[[], BaseModel] | None]] = [
+        (layout.audit_trail(task), AuditTrail, lambda: AuditTrail(task_name=task)),
+        (layout.task_dir(task) / "audit-snapshot.json", AuditSnapshot, None),
+    ]
+    agents_dir = layout.task_dir(task) / "agents"
+    if agents_dir.is_dir():
+        for d in sorted(agents_dir.iterdir()):
+            files.append((d / "status.json", AgentStatus, (lambda a=d.name: AgentStatus(agent=a, task=task))))
+    for path, model, fresh in files:
+        try:
+            read_optional(path, model)
+        except CorruptState as e:
+            aside = path.with_name(f"{path.name}.corrupt-{now().replace(':', '')}")
+            what = f"move it to {aside.name}" + (" and start a fresh one" if fresh else "")
+            ctx.add(Finding(where=task, kind=f"{path.name.removesuffix('.json')}-corrupt", problem=e.message, repair=f"--fix: {what} (nothing is deleted)"),
+                    fixes.fix_corrupt(ctx, task, path, aside, fresh, model), task)
+
+
+def check_owner(ctx: Ctx, tf: TaskFile) -> None:
+    if ctx.session == tf.session_id:
+        return
+    minutes = idle_minutes(tf.last_active_at)
+    if minutes is not None and minutes >= ctx.layout.config.stale_minutes:
+        ctx.add(Finding(where=tf.task_name, kind="lock-idle", broken=False,
+                        problem=f"owned by session {tf.session_id}, {idle_for(tf.last_active_at)}",
+                        repair=f"spark-git lock break {tf.task_name} --why TEXT  (only if that session is really gone)",
+                        details={"owner": tf.session_id, "last_active_at": tf.last_active_at}))
+
+
+def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
+    check = getattr(protocol, "consistency_problems", None)
+    mismatch = bool(tf.transition_log) and tf.transition_log[-1].to != tf.state
+    if callable(check):  # the state machine's own view of what the log cannot explain
+        for problem in check(ctx.layout, tf):
+            if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
+                continue  # the plain state/log mismatch: reported below, with its fix
+            ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
+                            repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
+    if tf.transition_log and tf.transition_log[-1].to != tf.state:
+        last = tf.transition_log[-1].to
+        task = tf.task_name
+
+        def fix() -> None:
+            from spark_git.ops.tasks import load_task, save_task
+
+            cur = load_task(ctx.layout, task, check=False)
+            if cur.transition_log and cur.transition_log[-1].to != cur.state:
+                old = cur.state
+                cur.state = cur.transition_log[-1].to  # type: ignore[assignment]
+                save_task(ctx.layout, cur)
+                audit.event(ctx.layout, task, "doctor_state_repaired", ctx.session, was=old, now=cur.state)
+
+        ctx.add(Finding(where=task, kind="state-vs-log", problem=f"state is {tf.state} but the last transition in transition_log goes to {last}",
+                        repair=f"--fix: set state to {last} (the append-only log is the record)"), fix, task)
+
+
+def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str) -> None:
+    task = tf.task_name
+    wt = ctx.registered.get(path.resolve())
+    where = f"{task}/{label}"
+    ctx.handled.add(path.resolve())
+    if wt is None or wt.prunable or not path.is_dir():
+        _check_missing_worktree(ctx, task, label, path, branch, wt)
+        return
+    op = fixes.operation(path)
+    if op is not None:
+        from spark_git.ops.merging.rewrite import MARKER
+
+        by_merge = label != "task" and (ctx.layout.agent_dir(task, label) / MARKER).exists()
+        if by_merge or op != "rebase":
+            ctx.add(Finding(where=where, kind=f"{op}-in-progress", problem=f"a {op} was left half-done in {path}" + (" by a killed `spark-git merge`" if by_merge else ""),
+                            repair=f"--fix: archive the worktree's state and HEAD, then git {op} --abort"),
+                    lambda: fixes.abort(ctx, task, label, path, op, branch), task)
+        else:
+            ctx.add(Finding(where=where, kind="rebase-in-progress", broken=False, problem=f"a rebase is in progress in {path} (e.g. `spark-git sync` left conflicts to resolve)",
+                            repair=f"cd {path} && resolve, git add, git rebase --continue  (or git rebase --abort)"))
+        return
+    if wt.branch == branch:
+        return
+    dirty = [str(e) for e in Git(path).status()]
+    if wt.detached:
+        problem = f"{path} is on a detached HEAD {(wt.head or '?')[:12]}, expected branch {branch}"
+        unref = wt.head is not None and not ctx.contained(wt.head, branch_ref(branch), tf.base_branch)
+        if unref:
+            problem += " with commits no branch references"
+    else:
+        problem = f"{path} is on branch {wt.branch}, expected {branch}"
+    if dirty:
+        ctx.add(Finding(where=where, kind="wrong-branch", problem=problem + f"; it has uncommitted changes ({len(dirty)} file(s))",
+                        repair=f"cd {path} && commit or stash the changes, then git switch {branch}", details={"dirty": dirty}))
+        return
+    ctx.add(Finding(where=where, kind="wrong-branch", problem=problem, repair=f"--fix: archive HEAD, then git switch {branch} in {path}"),
+            lambda: fixes.switch(ctx, task, label, path, branch), task)
+
+
+def _check_missing_worktree(ctx: Ctx, task: str, label: str, path: Path, branch: str, wt: Worktree | None) -> None:
+    """The worktree is not registered (`wt` None), is prunable, or its directory is gone."""
+    where = f"{task}/{label}"
+    if path.is_dir() and any(path.iterdir()):
+        if (path / ".git").is_file() and wt is None:
+            ctx.add(Finding(where=where, kind="worktree-unregistered", problem=f"{path} looks like a worktree but git does not list it",
+                            repair=f"--fix: git worktree repair {path}"), lambda: fixes.repair(ctx, path), task)
+        else:
+            ctx.add(Finding(where=where, kind="worktree-not-a-worktree", problem=f"{path} holds files but is not a worktree",
+                            repair=f"move {path} aside (it may hold work), then `spark-git doctor --fix` re-creates the worktree"))
+        return
+    if ctx.heads.get(branch_ref(branch)) is None:
+        ctx.add(Finding(where=where, kind="branch-missing", problem=f"worktree {path} and its branch {branch} are both gone",
+                        repair=f"spark-git archive list {task}  (restore the branch with `spark-git archive restore REF --branch {branch}` if it was archived), or spark-git abandon {task} --why TEXT"))
+        return
+    kind = "worktree-dir-gone" if wt is not None else ("lock-without-worktree" if label == "task" else "branch-without-worktree")
+    problem = f"{'registered worktree' if wt is not None else 'worktree'} {path} of branch {branch} is gone"
+    ctx.add(Finding(where=where, kind=kind, problem=problem, repair=f"--fix: git worktree prune; git worktree add {path} {branch}  (the branch keeps every commit)"),
+            lambda: fixes.readd(ctx, task, wt, path, branch), task)
+
+
+def check_merges(ctx: Ctx, tf: TaskFile) -> None:
+    th = ctx.heads.get(branch_ref(tf.task_branch))
+    for a, e in tf.agents.items():
+        sha = e.last_merge_sha
+        if not sha or th is None:
+            continue
+        if not ctx.merged_into(sha, th):
+            ctx.add(Finding(where=f"{tf.task_name}/{a}", kind="last-merge-not-in-task-branch",
+                            problem=f"last_merge_sha {sha[:12]} of agent {a} is not an ancestor of task branch {tf.task_branch} (the task branch was rewritten)",
+                            repair=f"git log --oneline {tf.task_branch}..{sha}  (see what was lost), keep it: git update-ref refs/spark/archive/{tf.task_name}/lost-merge-{a}/{sha[:12]} {sha}; then spark-git merge {tf.task_name} --agent {a}"))
+
+
+def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
+    """Worktrees under the task dir and agent branches of this task that task.json does not name: left
+    by a killed `agent add`. Archived (if they hold anything new) and removed."""
+    task = tf.task_name
+    named = {e.branch for e in tf.agents.values()} | {tf.task_branch}
+    for p, wt in ctx.worktrees_under(task):
+        if p in expected:  # registered paths are already resolved
+            continue
+        ctx.handled.add(p)
+        ctx.add(Finding(where=task, kind="stray-worktree", problem=f"worktree {p} ({wt.branch or 'detached'}) is not in task.json (an interrupted `agent add`?)",
+                        repair="--fix: archive its uncommitted work and HEAD, then remove it"),
+                lambda p=p, wt=wt: fixes.remove_stray(ctx, tf, p, wt), task)
+        if wt.branch:
+            named.add(wt.branch)  # handled with its worktree
+    prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
+    for b in ctx.branches_with_prefix(prefix) if prefix else []:
+        if b not in named:
+            sha = ctx.heads[f"refs/heads/{b}"]
+            ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
+                            repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
+                    lambda b=b, sha=sha: fixes.drop_branch(ctx, tf, b, sha), task)

@@ -1,0 +1,129 @@
+"""`spark-git lock break`: a human's explicit takeover of a task lock (or removal of the main lock),
+logged in the audit trail and a git note; a missing or corrupt task.json is rebuilt from git."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from spark_git.core.errors import CorruptState
+from spark_git.core.git import Git
+from spark_git.core.layout import Layout, task_name
+from spark_git.ops.doctor.scan import parses
+from spark_git.state import audit
+from spark_git.state.files import read_optional
+from spark_git.state.locks import idle_for, mutex, task_mutex_name
+from spark_git.state.models import MainLock, TaskFile, now
+
+
+class LockBreakData(BaseModel):
+    task: str
+    previous_owner: str | None
+    new_owner: str | None
+    idle: str | None
+    why: str
+    rebuilt: bool = False  # task.json was missing or corrupt and was rebuilt from git + audit trail
+    corrupt_kept_as: str | None = None
+    noted_on: str | None = None  # commit the git note was added to (None: audit trail only)
+
+
+def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> LockBreakData:
+    """A human's explicit takeover of a task lock: the owner becomes `session`; logged (audit + note)."""
+    from spark_git.core.errors import BadInput
+
+    if not why or not why.strip():
+        raise BadInput("--why is required: breaking a lock is logged with the reason")
+    if task == "main":
+        return _break_main_lock(layout, why, session)
+    task = task_name(task)
+    if session is None:
+        raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
+    from spark_git.state.files import create_exclusive
+    from spark_git.ops.tasks import save_task
+
+    git = layout.git()
+    aside: Path | None = None
+    with mutex(layout, task_mutex_name(task)):
+        path = layout.task_json(task)
+        try:
+            tf = read_optional(path, TaskFile)
+        except CorruptState:
+            aside = path.with_name(f"task.json.corrupt-{now().replace(':', '')}")
+            tf = None
+        if tf is not None:
+            prev, idle = tf.session_id, idle_for(tf.last_active_at)
+            tf.session_id = session
+            save_task(layout, tf)
+            rebuilt = False
+        else:
+            tf = _rebuild(layout, git, task, session)
+            if aside is not None:
+                os.replace(path, aside)
+            if not create_exclusive(path, tf):
+                raise BadInput(f"{path} appeared while rebuilding it; run lock break again")
+            prev, idle, rebuilt = None, None, True
+        head = git.branch_head(tf.task_branch)
+    audit.event(layout, task, "lock_broken", session, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
+                corrupt_kept_as=str(aside) if aside else None)
+    noted = None
+    if head is not None:
+        from spark_git.state import notes
+
+        notes.append(layout, head, {"kind": "lock_break", "task": task, "previous_owner": prev, "new_owner": session, "why": why})
+        noted = head
+    return LockBreakData(task=task, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
+                         corrupt_kept_as=str(aside) if aside else None, noted_on=noted)
+
+
+def _break_main_lock(layout: Layout, why: str, session: str | None) -> LockBreakData:
+    from spark_git.ops import mainlock
+
+    before = mainlock.read(layout) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
+    if layout.main_lock().exists() and before is None:  # corrupt: keep it beside
+        aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}")
+        os.replace(layout.main_lock(), aside)
+        audit.event(layout, "main", "main_lock_broken", session, why=why, corrupt_kept_as=str(aside))
+        return LockBreakData(task="main", previous_owner=None, new_owner=None, idle=None, why=why, corrupt_kept_as=str(aside))
+    mainlock.unlock(layout, session, force=True, why=why)
+    return LockBreakData(task="main", previous_owner=before.session_id if before else None, new_owner=None,
+                         idle=idle_for(before.last_active_at) if before else None, why=why)
+
+
+def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
+    """A lock for a task whose task.json is gone or corrupt, from git (branches, worktrees) and the audit trail."""
+    from spark_git.core.errors import BadInput
+    from spark_git.state.models import AgentEntry, Transition
+    from spark_git.ops.tasks import role_of
+
+    branch = layout.task_branch(task)
+    head = git.branch_head(branch)
+    if head is None:
+        raise BadInput(f"task {task!r} has no branch {branch}: nothing to adopt", hint=f"see `spark-git archive list {task}`")
+    base = layout.base_branch()
+    base_commit = git.out("merge-base", head, base) if git.branch_head(base) else head
+    log: list[Transition] = []
+    try:
+        trail = audit.load(layout, task)
+    except CorruptState:
+        trail = None
+    for t in (trail.state_transitions if trail else []):
+        try:
+            log.append(Transition.model_validate(t))
+        except ValueError:
+            continue
+    state = log[-1].to if log else "INIT"
+    agents = {}
+    adir = layout.task_dir(task) / "agents"
+    for d in sorted(adir.iterdir()) if adir.is_dir() else []:
+        b = layout.agent_branch(task, d.name)
+        if git.branch_head(b) is not None:
+            agents[d.name] = AgentEntry(name=d.name, branch=b, worktree=str(layout.agent_worktree(task, d.name)), role=role_of(layout, d.name))
+    from typing import get_args
+
+    from spark_git.state.models import State
+
+    return TaskFile(task_name=task, session_id=session, state=state if state in get_args(State) else "INIT",  # type: ignore[arg-type]
+                    base_branch=base, base_commit=base_commit, task_branch=branch, worktree=str(layout.task_worktree(task)),
+                    provisioning="done", agents=agents, transition_log=log)

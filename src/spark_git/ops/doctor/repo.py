@@ -1,0 +1,109 @@
+"""Doctor's repo-wide checks: the main-worktree lock, registered worktrees whose directory is gone,
+and git lock files left by killed git processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spark_git.core.errors import CorruptState
+from spark_git.core.git import Worktree
+from spark_git.core.layout import Layout, within
+from spark_git.ops import archive
+from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.state.files import read_optional
+from spark_git.state.locks import WORKTREES, idle_for, mutex
+from spark_git.state.models import MainLock
+
+
+def check_main_lock(ctx: Ctx) -> None:
+    try:
+        lock = read_optional(ctx.layout.main_lock(), MainLock)
+    except CorruptState as e:
+        ctx.add(Finding(where="main lock", kind="main-lock-corrupt", problem=e.message, repair="spark-git lock break main --why TEXT"))
+        return
+    if lock is None or lock.session_id == ctx.session:
+        return
+    minutes = idle_minutes(lock.last_active_at)
+    if minutes is not None and minutes >= ctx.layout.config.stale_minutes:
+        ctx.add(Finding(where="main lock", kind="lock-idle", broken=False, problem=f"held by session {lock.session_id}, {idle_for(lock.last_active_at)}",
+                        repair="spark-git lock break main --why TEXT  (only if that session is really gone)"))
+
+
+def check_prunable(ctx: Ctx, only: list[str] | None) -> None:
+    """Registered worktrees whose directory is gone, outside any live task's expected paths."""
+    for p, wt in ctx.registered.items():
+        if not wt.prunable or p.is_dir() or p in ctx.handled:
+            continue
+        t, _ = ctx.layout.locate(p)
+        if only is not None and t not in only:
+            continue
+
+        def fix(wt: Worktree = wt, p: Path = p, t: str | None = t) -> None:
+            if wt.detached and wt.head and not ctx.contained(wt.head, "HEAD"):
+                archive.keep(ctx.layout, t or "repo", f"detached-{p.name}", wt.head, f"detached HEAD of vanished {p}", ctx.session)
+            with mutex(ctx.layout, WORKTREES):
+                ctx.git.worktree_prune()
+
+        ctx.add(Finding(where=t or "git", kind="worktree-dir-gone", problem=f"git lists worktree {p} but its directory is gone",
+                        repair="--fix: git worktree prune (a detached HEAD is archived first)"), fix)
+
+
+LOCK_GLOBS = ("*.lock", "refs/**/*.lock", "worktrees/*/*.lock", "logs/**/*.lock")
+
+
+def check_git_locks(ctx: Ctx, only: list[str] | None) -> None:
+    common = ctx.layout.repo.common_dir
+    found = sorted({p for g in LOCK_GLOBS for p in common.glob(g) if p.is_file() and not within(p, ctx.layout.spark_dir)})
+    if not found:
+        return
+    running = _git_processes(ctx.layout)
+    for p in found:
+        rel = p.relative_to(common)
+        where = _lock_owner(ctx, common, rel) or "git"
+        if only is not None and where != "git" and where.split("/")[0] not in only:
+            continue
+        if running:
+            ctx.add(Finding(where=where, kind="git-lock-busy", broken=False, problem=f"{rel} exists while git process(es) {', '.join(map(str, running))} run in this repo",
+                            repair="wait for them; run doctor again"))
+            continue
+        ctx.add(Finding(where=where, kind="git-lock-stale", problem=f"stale {rel} left by a killed git process (no git process runs in this repo)",
+                        repair=f"--fix: rm {p}"), lambda p=p: _unlink_stale(ctx, p))
+
+
+def _lock_owner(ctx: Ctx, common: Path, rel: Path) -> str | None:
+    """The task whose worktree a `worktrees/<name>/*.lock` belongs to (None: repo-wide lock)."""
+    if rel.parts[0] != "worktrees" or len(rel.parts) < 3:
+        return None
+    try:
+        wt = Path((common / "worktrees" / rel.parts[1] / "gitdir").read_text().strip()).parent
+    except OSError:
+        return None
+    task, agent = ctx.layout.locate(wt)
+    return f"{task}/{agent or 'task'}" if task else None
+
+
+def _unlink_stale(ctx: Ctx, p: Path) -> None:
+    if _git_processes(ctx.layout):
+        raise OSError(f"a git process started in this repo; {p} was left alone")
+    p.unlink(missing_ok=True)
+
+
+def _git_processes(layout: Layout) -> list[int]:
+    """Pids of git processes whose cwd is in the repo, its git dir or the tasks root (Linux /proc)."""
+    roots = [layout.main_worktree, layout.repo.common_dir, layout.tasks_root]
+    pids = []
+    me = os.getpid()
+    for d in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            comm = (d / "comm").read_text().strip()
+            if comm != "git" and not comm.startswith("git-"):
+                continue
+            cwd = Path(os.readlink(d / "cwd"))
+        except OSError:
+            continue
+        if any(within(cwd, r) for r in roots):
+            pids.append(int(d.name))
+    return pids
