@@ -95,12 +95,12 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             if tf is not None:
                 live.append((view, tf))
                 jobs += _git_jobs(pool, git, view, tf, heads)
+        for view, tf in live:  # while the git processes run
+            _protocol_view(layout, view, tf)
         for obj, attr, fut in jobs:
             val = fut.result()
             for k, v in (zip(attr, val) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
-    for view, tf in live:
-        _protocol_view(layout, view, tf)
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views)
 
 

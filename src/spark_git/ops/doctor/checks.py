@@ -49,10 +49,11 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
         return
     check_state_log(ctx, tf)
     expected = [("task", Path(tf.worktree), tf.task_branch)] + [(a, Path(e.worktree), e.branch) for a, e in tf.agents.items()]
-    for label, path, branch in expected:
-        check_worktree(ctx, tf, label, path, branch)
+    resolved = [p.resolve() for _, p, _ in expected]
+    for (label, path, branch), real in zip(expected, resolved):
+        check_worktree(ctx, tf, label, path, branch, real)
     check_merges(ctx, tf)
-    check_strays(ctx, tf, {p.resolve() for _, p, _ in expected})
+    check_strays(ctx, tf, set(resolved))
 
 
 def check_files(ctx: Ctx, task: str) -> None:
@@ -113,11 +114,12 @@ def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
                         repair=f"--fix: set state to {last} (the append-only log is the record)"), fix, task)
 
 
-def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str) -> None:
+def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, real: Path) -> None:
+    """`real`: `path` resolved."""
     task = tf.task_name
-    wt = ctx.registered.get(path.resolve())
+    wt = ctx.registered.get(real)
     where = f"{task}/{label}"
-    ctx.handled.add(path.resolve())
+    ctx.handled.add(real)
     if wt is None or wt.prunable or not path.is_dir():
         _check_missing_worktree(ctx, task, label, path, branch, wt)
         return

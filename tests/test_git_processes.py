@@ -1,0 +1,143 @@
+"""How much each command costs before and besides its work: the git processes it starts (counted by
+a `git` wrapper first on PATH, bounded per command at the count measured when the bound was set, so
+a regression fails) and the modules it imports (only the invoked command's; no GitPython, and no rich
+under --json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.repo import commit, make_repo, spark
+
+CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+
+# Upper bounds: what each command ran when these were set (scripts/bench_startup prints the same table).
+BOUNDS = {
+    "start": 20,
+    "classify": 7,
+    "merge": 23,
+    "merge (nothing to do)": 6,
+    "status": 7,
+    "doctor": 3,
+    "complete": 19,
+    "cleanup": 20,
+}
+
+
+class Counted:
+    """Runs spark-git with a PATH whose first `git` logs its subcommand, one line per process."""
+
+    def __init__(self, tmp: Path) -> None:
+        wrap = tmp / "gitwrap"
+        wrap.mkdir()
+        (wrap / "git").write_text(f'#!/bin/sh\nprintf \'%s\\n\' "$1" >> "$SPARK_TEST_GITLOG"\nexec {shutil.which("git")} "$@"\n')
+        (wrap / "git").chmod(0o755)
+        self.log = tmp / "git.log"
+        self.env = {**os.environ, "PATH": f"{wrap}{os.pathsep}{os.environ['PATH']}", "SPARK_TEST_GITLOG": str(self.log), "SPARK_SESSION_ID": "s1"}
+        self.repo = make_repo(tmp / "repo", {"README.md": "# demo\n"}, config=CONFIG)
+        self.tasks = tmp / "repo.tasks"
+
+    def count(self, *args: str, ok: tuple[int, ...] = (0,)) -> list[str]:
+        self.log.write_text("")
+        r = spark(self.repo, "--json", *args, env=self.env)
+        assert r.returncode in ok, r
+        return self.log.read_text().splitlines()
+
+
+def _within(name: str, calls: list[str]) -> None:
+    assert len(calls) <= BOUNDS[name], f"{name} ran {len(calls)} git processes (bound {BOUNDS[name]}): {calls}"
+
+
+def test_git_processes_per_command_over_a_task_life(tmp_path: Path) -> None:
+    c = Counted(tmp_path)
+    _within("start", c.count("start", "t1", "--agents", "a1"))
+    _within("classify", c.count("classify", "t1", "--files", "README.md"))
+    _within("merge (nothing to do)", c.count("merge", "t1", "--agent", "a1"))
+    commit(c.tasks / "t1/agents/a1/code", {"a.txt": "a\n"}, "[a1] work")
+    _within("merge", c.count("merge", "t1", "--agent", "a1"))
+    _within("status", c.count("status"))
+    _within("doctor", c.count("doctor"))
+    assert spark(c.repo, "approve", "t1", "--changes", env=c.env).returncode == 0
+    _within("complete", c.count("complete", "t1"))
+    _within("cleanup", c.count("cleanup", "t1"))
+
+
+def test_status_and_doctor_git_processes_grow_only_with_what_they_must_ask(tmp_path: Path) -> None:
+    """status: one for-each-ref for every branch head, then per worktree one `git status`, and a
+    rev-list only for a head that moved; doctor: a constant, plus one cat-file and one rev-list for all
+    recorded merges together."""
+    c = Counted(tmp_path)
+    for t in ("t1", "t2", "t3"):
+        assert spark(c.repo, "start", t, "--agents", "a1", env=c.env).returncode == 0
+    calls = c.count("status")
+    assert sorted(calls) == sorted(["rev-parse", "for-each-ref"] + ["status"] * 6), calls
+    assert c.count("doctor") == ["rev-parse", "worktree", "for-each-ref"]
+    for t in ("t1", "t2"):
+        commit(c.tasks / t / "agents/a1/code", {"a.txt": "a\n"}, "[a1] work")
+        assert spark(c.repo, "merge", t, "--agent", "a1", env=c.env).returncode == 0
+    commit(c.tasks / "t2/agents/a1/code", {"b.txt": "b\n"}, "[a1] more")  # t2: a1 now ahead of its task
+    calls = c.count("status")
+    assert sorted(calls) == sorted(["rev-parse", "for-each-ref"] + ["status"] * 6 + ["rev-list"] * 3), calls
+    commit(c.tasks / "t1/code", {"c.txt": "c\n"}, "task work")  # t1: the recorded merge is behind the head
+    calls = c.count("doctor")
+    assert sorted(calls) == sorted(["rev-parse", "worktree", "for-each-ref", "cat-file", "rev-list"]), calls
+
+
+def _modules_loaded(repo: Path, args: list[str], env: dict[str, str]) -> set[str]:
+    code = (
+        "import atexit, json, sys; "
+        "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))); "
+        f"from spark_git.__main__ import main; sys.exit(main({args!r}))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True)
+    assert r.returncode in (0, 1), r
+    return set(json.loads(r.stderr.rpartition("MODULES ")[2]))
+
+
+@pytest.mark.parametrize("args", [["--json", "merge", "t1", "--agent", "a1"], ["--json", "status"], ["--json", "doctor"], ["status"]])
+def test_a_command_imports_only_its_own_cli_module_and_no_gitpython(tmp_path: Path, args: list[str]) -> None:
+    c = Counted(tmp_path)
+    assert spark(c.repo, "start", "t1", "--agents", "a1", env=c.env).returncode == 0
+    mods = _modules_loaded(c.repo, args, c.env)
+    assert "git" not in mods and not any(m.startswith("git.") for m in mods), "GitPython imported"
+    from spark_git.cli.root import MODULES
+
+    command = next(a for a in args if not a.startswith("-"))
+    own = next(m for m, names in MODULES.items() if command in names)
+    cli = {m.removeprefix("spark_git.cli.") for m in mods if m.startswith("spark_git.cli.")} - {"common", "root"}
+    assert cli == {own}, cli
+    if args[0] == "--json":
+        assert not any(m == "rich" or m.startswith("rich.") for m in mods), "rich imported for --json output"
+
+
+def test_version_imports_only_the_standard_library(tmp_path: Path) -> None:
+    mods = _modules_loaded(tmp_path, ["--version"], dict(os.environ))
+    assert not {m.split(".")[0] for m in mods} & {"typer", "pydantic", "git", "rich", "filelock"}
+
+
+def test_the_command_table_matches_the_app_and_its_help() -> None:
+    """cli/root.py's MODULES says which module registers each command; `spark-git --help` (every
+    module loaded) lists exactly those commands, in that order."""
+    from spark_git.cli import app
+    from spark_git.cli.root import MODULES
+
+    found: dict[str, set[str]] = {}
+    for cmd in app.registered_commands:
+        name = cmd.name or cmd.callback.__name__.replace("_", "-")
+        found.setdefault(cmd.callback.__module__.rpartition(".")[2], set()).add(name)
+    for grp in app.registered_groups:
+        mod = grp.typer_instance.registered_commands[0].callback.__module__.rpartition(".")[2]
+        found.setdefault(mod, set()).add(grp.name)
+    assert found == {m: set(names) for m, names in MODULES.items()}
+    out = subprocess.run([sys.executable, "-m", "spark_git", "--help"], capture_output=True, text=True, check=True).stdout
+    listed = [ln.split()[0] for ln in out.partition("Commands:")[2].splitlines() if ln.startswith("  ")]
+    commands = [n for names in MODULES.values() for n in names if n not in {g.name for g in app.registered_groups}]
+    groups = [n for names in MODULES.values() for n in names if n in {g.name for g in app.registered_groups}]
+    assert listed == commands + groups, listed
