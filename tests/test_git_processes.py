@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import commit, make_repo, spark
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'

@@ -8,7 +8,7 @@ from typing import Any
 
 from spark_git.cli.common import AppState
 
-__all__ = ["app", "AppState"]
+__all__ = ["AppState", "app"]
 
 
 def __getattr__(name: str) -> Any:

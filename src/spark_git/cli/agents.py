@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from spark_git.cli.root import app
 from spark_git.cli.common import Result, execute, state
+from spark_git.cli.root import app
 
 hook_app = typer.Typer(help="Claude Code hook commands (read the hook's JSON on stdin).", no_args_is_help=True)
 hooks_app = typer.Typer(help="Install or remove spark-git's Claude Code hooks.", no_args_is_help=True)
@@ -106,7 +106,7 @@ def hooks_uninstall(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
 def env(
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="Task name.")],
-    agent: Annotated[Optional[str], typer.Option("--agent", help="The agent's worktree (default: the task worktree).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent's worktree (default: the task worktree).")] = None,
     shell: Annotated[str, typer.Option("--shell", help="bash, fish or json.")] = "bash",
 ) -> None:
     """Print SPARK_TASK, SPARK_AGENT, SPARK_SESSION_ID, SPARK_WORKTREE, SPARK_TASK_WORKTREE and a unique
@@ -130,7 +130,7 @@ def env(
 @app.command("schema")
 def schema(
     ctx: typer.Context,
-    name: Annotated[Optional[str], typer.Argument(help="A command (\"start\", \"agent add\"), a file (\"task.json\"), \"config\", \"envelope\" or \"error\"; default: all.", show_default=False)] = None,
+    name: Annotated[str | None, typer.Argument(help="A command (\"start\", \"agent add\"), a file (\"task.json\"), \"config\", \"envelope\" or \"error\"; default: all.", show_default=False)] = None,
 ) -> None:
     """JSON Schema of each command's --json `data` and of each file spark-git writes."""
     from spark_git.ops import schema as mod

@@ -3,13 +3,13 @@ cli/mainlock.py beside the other lock commands."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from spark_git.state.locks import session_from
-from spark_git.cli.root import app
 from spark_git.cli.common import Result, SessionOpt, execute, state
+from spark_git.cli.root import app
+from spark_git.state.locks import session_from
 
 archive_app = typer.Typer(help="See and restore what cleanup/abandon archived (refs/spark/archive/...).", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")
@@ -51,7 +51,7 @@ def cleanup(
     task: Annotated[str, typer.Argument(help="Task name.")],
     force: Annotated[bool, typer.Option("--force", help="Save uncommitted changes as a commit on an archive ref, then remove.")] = False,
     abandon_: Annotated[bool, typer.Option("--abandon", help="Allow a task that is not COMPLETE (ends it as ABANDONED; work is archived).")] = False,
-    why: Annotated[Optional[str], typer.Option("--why", help="Reason, recorded (with --abandon).")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Reason, recorded (with --abandon).")] = None,
     session: SessionOpt = None,
 ) -> None:
     """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
@@ -84,11 +84,11 @@ def abandon(
 @archive_app.command("list")
 def archive_list(
     ctx: typer.Context,
-    task: Annotated[Optional[str], typer.Argument(help="Only this task's archive refs.", show_default=False)] = None,
+    task: Annotated[str | None, typer.Argument(help="Only this task's archive refs.", show_default=False)] = None,
 ) -> None:
     """List archive refs: ref, commit, date, subject."""
-    from spark_git.ops import archive
     from spark_git.core.layout import task_name
+    from spark_git.ops import archive
 
     def action(layout):
         if task is not None:
@@ -110,7 +110,7 @@ def archive_list(
 def archive_restore(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="Archive ref (refs/spark/archive/<task>/<name> or <task>/<name>).")],
-    branch: Annotated[Optional[str], typer.Option("--branch", help="Branch to create (default: the archived name).")] = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Branch to create (default: the archived name).")] = None,
 ) -> None:
     """Create a branch at an archived commit (never moves an existing branch)."""
     from spark_git.ops import archive
@@ -125,7 +125,7 @@ def archive_restore(
 @app.command()
 def doctor(
     ctx: typer.Context,
-    task: Annotated[Optional[str], typer.Argument(help="Only this task (the main lock and git's lock files are always checked).", show_default=False)] = None,
+    task: Annotated[str | None, typer.Argument(help="Only this task (the main lock and git's lock files are always checked).", show_default=False)] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Repair what needs no judgement, archiving before anything could drop a commit.")] = False,
     session: SessionOpt = None,
 ) -> None:

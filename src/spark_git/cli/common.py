@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
 
 from spark_git.core.errors import INTERNAL, SparkError
 from spark_git.core.layout import Layout
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -44,7 +48,7 @@ def state(ctx: typer.Context) -> AppState:
     return ctx.ensure_object(AppState)
 
 
-def console(stderr: bool = False):
+def console(stderr: bool = False) -> Console:
     from rich.console import Console  # lazy: only when a human reads the output
 
     stream = sys.stderr if stderr else sys.stdout

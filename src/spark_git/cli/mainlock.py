@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from spark_git.ops import mainlock
-from spark_git.core.errors import BadInput
-from spark_git.state.locks import mint_session, session_from
-from spark_git.cli.root import app
 from spark_git.cli.common import Result, SessionOpt, execute
+from spark_git.cli.root import app
+from spark_git.core.errors import BadInput
+from spark_git.ops import mainlock
+from spark_git.state.locks import mint_session, session_from
 
 lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
 unlock_app = typer.Typer(help="Release locks: the main-worktree lock.", no_args_is_help=True)
@@ -22,7 +22,7 @@ app.add_typer(unlock_app, name="unlock")
 def lock_main(
     ctx: typer.Context,
     session: SessionOpt = None,
-    reason: Annotated[Optional[str], typer.Option("--reason", help="Why you operate on main directly.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why you operate on main directly.")] = None,
 ) -> None:
     """Take the main-worktree lock for this session (idempotent for the owner)."""
 
@@ -32,7 +32,7 @@ def lock_main(
         s = s or mint_session()
         d = mainlock.lock(layout, s, reason)
         nxt = [f"export SPARK_SESSION_ID={s}"] if minted else []
-        return Result(f"main worktree locked by session {s}", d, next=nxt + ["spark-git unlock main"])
+        return Result(f"main worktree locked by session {s}", d, next=[*nxt, "spark-git unlock main"])
 
     execute(ctx, action)
 
@@ -42,7 +42,7 @@ def unlock_main(
     ctx: typer.Context,
     session: SessionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Break another session's lock (needs --why; logged).")] = False,
-    why: Annotated[Optional[str], typer.Option("--why", help="Reason for --force, recorded.")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Reason for --force, recorded.")] = None,
 ) -> None:
     """Release the main-worktree lock (owner only, or a human with --force --why)."""
 

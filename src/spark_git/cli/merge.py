@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from spark_git.cli.common import Result, SessionOpt, _esc, execute
+from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.state.locks import session_from
-from spark_git.cli.root import app
-from spark_git.cli.common import Result, SessionOpt, _esc, execute
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
@@ -39,7 +39,7 @@ def _merge_lines(out, d) -> None:
 def merge(
     ctx: typer.Context,
     task: TaskArg,
-    agent: Annotated[Optional[str], typer.Option("--agent", "-a", help="Agent name.", show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name.", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every agent of the task in turn (one process; a refused agent does not stop the others).")] = False,
     session: SessionOpt = None,
 ) -> None:
@@ -116,7 +116,7 @@ def approve(
     task: TaskArg,
     changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
     plan: Annotated[bool, typer.Option("--plan", help="Approve the task's plan (task.md, in SYNTHESIS).")] = False,
-    sha: Annotated[Optional[str], typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
+    sha: Annotated[str | None, typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
     session: SessionOpt = None,
 ) -> None:
     """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from spark_git.state.locks import session_from
-from spark_git.cli.root import app
 from spark_git.cli.common import Result, SessionOpt, execute, state
+from spark_git.cli.root import app
+from spark_git.state.locks import session_from
 
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
@@ -17,8 +17,8 @@ TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 def advance(
     ctx: typer.Context,
     task: TaskArg,
-    to: Annotated[Optional[str], typer.Option("--to", help="Target state (default: the next state of the task's variant).")] = None,
-    why: Annotated[Optional[str], typer.Option("--why", help="Justification (needed to go back to REQUIREMENTS).")] = None,
+    to: Annotated[str | None, typer.Option("--to", help="Target state (default: the next state of the task's variant).")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Justification (needed to go back to REQUIREMENTS).")] = None,
     session: SessionOpt = None,
 ) -> None:
     """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
@@ -43,9 +43,9 @@ def advance(
 def classify(
     ctx: typer.Context,
     task: TaskArg,
-    files: Annotated[Optional[list[str]], typer.Option("--files", help="Paths the task touches (repeatable; default: the task branch's diff against its base).")] = None,
-    risk: Annotated[Optional[str], typer.Option("--risk", help="Override: HIGH, MEDIUM or LOW (needs --why).")] = None,
-    why: Annotated[Optional[str], typer.Option("--why", help="Reason for --risk; logged.")] = None,
+    files: Annotated[list[str] | None, typer.Option("--files", help="Paths the task touches (repeatable; default: the task branch's diff against its base).")] = None,
+    risk: Annotated[str | None, typer.Option("--risk", help="Override: HIGH, MEDIUM or LOW (needs --why).")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Reason for --risk; logged.")] = None,
     session: SessionOpt = None,
 ) -> None:
     """Decide the risk level, workflow variant and required agents; create their worktrees; write task.md."""
@@ -73,13 +73,13 @@ def report(
     task: TaskArg,
     agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name.")],
     status: Annotated[str, typer.Option("--status", help="WORKING, COMPLETE, BLOCKED or ERROR.")],
-    decision: Annotated[Optional[str], typer.Option("--decision", help="Reviewers: APPROVED or REJECTED (bound to the current task head).")] = None,
-    feedback: Annotated[Optional[str], typer.Option("--feedback", help="Review feedback or the error message.")] = None,
-    work_remaining: Annotated[Optional[str], typer.Option("--work-remaining", help="Updaters: what is left ('none' when done).")] = None,
-    report_file: Annotated[Optional[str], typer.Option("--report", help="Path of the agent's report (default: <task>/<task>-<agent>-requirements.md).")] = None,
-    blocking: Annotated[Optional[list[str]], typer.Option("--blocking", help="SCOPE_NEGOTIATION: an item that must be fixed now (repeatable).")] = None,
-    deferrable: Annotated[Optional[list[str]], typer.Option("--deferrable", help="SCOPE_NEGOTIATION: an item that may wait (repeatable).")] = None,
-    scope: Annotated[Optional[str], typer.Option("--scope", help="SCOPE_NEGOTIATION decision: RESOLVE_NOW or DEFER.")] = None,
+    decision: Annotated[str | None, typer.Option("--decision", help="Reviewers: APPROVED or REJECTED (bound to the current task head).")] = None,
+    feedback: Annotated[str | None, typer.Option("--feedback", help="Review feedback or the error message.")] = None,
+    work_remaining: Annotated[str | None, typer.Option("--work-remaining", help="Updaters: what is left ('none' when done).")] = None,
+    report_file: Annotated[str | None, typer.Option("--report", help="Path of the agent's report (default: <task>/<task>-<agent>-requirements.md).")] = None,
+    blocking: Annotated[list[str] | None, typer.Option("--blocking", help="SCOPE_NEGOTIATION: an item that must be fixed now (repeatable).")] = None,
+    deferrable: Annotated[list[str] | None, typer.Option("--deferrable", help="SCOPE_NEGOTIATION: an item that may wait (repeatable).")] = None,
+    scope: Annotated[str | None, typer.Option("--scope", help="SCOPE_NEGOTIATION decision: RESOLVE_NOW or DEFER.")] = None,
     session: SessionOpt = None,
 ) -> None:
     """An agent reports its status (writes agents/<agent>/status.json)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -43,7 +43,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    directory: Annotated[Optional[Path], typer.Option("-C", help="Run as if started in this directory.", show_default=False)] = None,
+    directory: Annotated[Path | None, typer.Option("-C", help="Run as if started in this directory.", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout (accepted anywhere on the command line).")] = False,
     version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:

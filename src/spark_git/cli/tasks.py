@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,12 +33,12 @@ def _split(csv: str | None) -> list[str]:
 @app.command()
 def start(
     ctx: typer.Context,
-    task: Annotated[Optional[str], typer.Argument(help="Task name (derived from --title when omitted).", show_default=False)] = None,
-    agents: Annotated[Optional[str], typer.Option("--agents", "-a", help="Comma-separated agent names (default: config default_agents).")] = None,
-    base: Annotated[Optional[str], typer.Option("--base", help="Commit or branch to start from (default: the base branch).")] = None,
-    title: Annotated[Optional[str], typer.Option("--title", help="Human title; also derives the task name when none is given.")] = None,
+    task: Annotated[str | None, typer.Argument(help="Task name (derived from --title when omitted).", show_default=False)] = None,
+    agents: Annotated[str | None, typer.Option("--agents", "-a", help="Comma-separated agent names (default: config default_agents).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="Commit or branch to start from (default: the base branch).")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="Human title; also derives the task name when none is given.")] = None,
     session: SessionOpt = None,
-    from_: Annotated[Optional[str], typer.Option("--from", help="Where the work is described: file, directory, #123, owner/repo#123, issue/PR URL, PROJ-123, URL or text; goes into task.md's objective.", show_default=False)] = None,
+    from_: Annotated[str | None, typer.Option("--from", help="Where the work is described: file, directory, #123, owner/repo#123, issue/PR URL, PROJ-123, URL or text; goes into task.md's objective.", show_default=False)] = None,
     no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands (files are still copied).")] = False,
 ) -> None:
     """Claim a task: atomic lock, task branch + worktree, one worktree + branch per agent."""
@@ -81,7 +81,7 @@ def start(
 @app.command()
 def status(
     ctx: typer.Context,
-    task: Annotated[Optional[str], typer.Argument(help="Only this task.", show_default=False)] = None,
+    task: Annotated[str | None, typer.Argument(help="Only this task.", show_default=False)] = None,
 ) -> None:
     """Every task: state, owner and idle time, agents ahead/behind and dirty; the main lock. Reads only."""
     from spark_git.core.layout import task_name
@@ -153,7 +153,7 @@ def agent_add(
     task: Annotated[str, typer.Argument(help="Task name.")],
     agent: Annotated[str, typer.Argument(help="Agent name.")],
     why: Annotated[str, typer.Option("--why", help="Justification, recorded in task.json.")],
-    role: Annotated[Optional[str], typer.Option("--role", help="reviewer, updater or other (default: from the name).")] = None,
+    role: Annotated[str | None, typer.Option("--role", help="reviewer, updater or other (default: from the name).")] = None,
     session: SessionOpt = None,
     no_setup: Annotated[bool, typer.Option("--no-setup", help="Skip the post-create setup commands.")] = False,
 ) -> None:

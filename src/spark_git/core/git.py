@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, NewType
+from typing import NewType
 
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, GitError
@@ -107,7 +108,7 @@ class Git:
         # English messages whatever the user's locale: git's stderr is shown and sometimes parsed.
         return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self.env, **(extra or {})}
 
-    def objects(self) -> "ObjectReader":
+    def objects(self) -> ObjectReader:
         return ObjectReader(self)
 
     def out(self, *args: str) -> str:
@@ -468,7 +469,7 @@ class ObjectReader:
         self.git = git
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> "ObjectReader":
+    def __enter__(self) -> ObjectReader:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -99,12 +100,12 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             _protocol_view(layout, view, tf)
         for obj, attr, fut in jobs:
             val = fut.result()
-            for k, v in (zip(attr, val) if isinstance(attr, tuple) else [(attr, val)]):
+            for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views)
 
 
-_Job = tuple[BaseModel, "str | tuple[str, str]", Future]
+_Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
 
 
 def _task_view(layout: Layout, name: str, heads: dict[str, Sha]) -> tuple[TaskView, TaskFile | None]:
@@ -150,7 +151,7 @@ def _git_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile, 
     elif head:
         jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
     jobs.append((view, "dirty", pool.submit(_dirty, Path(tf.worktree))))
-    for av, entry in zip(view.agents, tf.agents.values()):
+    for av, entry in zip(view.agents, tf.agents.values(), strict=True):
         if av.head and head:
             if av.head == head:
                 av.ahead = av.behind = 0

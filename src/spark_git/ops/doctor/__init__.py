@@ -11,9 +11,11 @@ command. spark-git's own mutex files are never touched. `lock break` lives in lo
 
 from __future__ import annotations
 
-from spark_git.core.errors import SparkError
-from spark_git.core.layout import Layout, task_name
+from collections.abc import Iterable
+
+from spark_git.core.errors import CorruptState, SparkError
 from spark_git.core.git import branch_ref
+from spark_git.core.layout import Layout, task_name
 from spark_git.ops.doctor import checks, repo
 from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
@@ -48,7 +50,7 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     )
 
 
-def _recorded_merges(ctx: Ctx, tfs) -> list[tuple[str, str, str]]:
+def _recorded_merges(ctx: Ctx, tfs: Iterable[TaskFile | CorruptState | None]) -> list[tuple[str, str, str]]:
     """(last_merge_sha, task head, base commit) of every agent whose merges checks.check_merges looks at."""
     out = []
     for tf in tfs:

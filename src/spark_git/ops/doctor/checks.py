@@ -3,8 +3,9 @@ and what an interrupted `agent add` left. Every lookup goes to the run's index (
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel
 
@@ -50,7 +51,7 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
     check_state_log(ctx, tf)
     expected = [("task", Path(tf.worktree), tf.task_branch)] + [(a, Path(e.worktree), e.branch) for a, e in tf.agents.items()]
     resolved = [p.resolve() for _, p, _ in expected]
-    for (label, path, branch), real in zip(expected, resolved):
+    for (label, path, branch), real in zip(expected, resolved, strict=True):
         check_worktree(ctx, tf, label, path, branch, real)
     check_merges(ctx, tf)
     check_strays(ctx, tf, set(resolved))
@@ -65,7 +66,7 @@ def check_files(ctx: Ctx, task: str) -> None:
     agents_dir = layout.task_dir(task) / "agents"
     if agents_dir.is_dir():
         for d in sorted(agents_dir.iterdir()):
-            files.append((d / "status.json", AgentStatus, (lambda a=d.name: AgentStatus(agent=a, task=task))))
+            files.append((d / "status.json", AgentStatus, partial(AgentStatus, agent=d.name, task=task)))
     for path, model, fresh in files:
         try:
             read_optional(path, model)
@@ -198,7 +199,7 @@ def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
         ctx.handled.add(p)
         ctx.add(Finding(where=task, kind="stray-worktree", problem=f"worktree {p} ({wt.branch or 'detached'}) is not in task.json (an interrupted `agent add`?)",
                         repair="--fix: archive its uncommitted work and HEAD, then remove it"),
-                lambda p=p, wt=wt: fixes.remove_stray(ctx, tf, p, wt), task)
+                partial(fixes.remove_stray, ctx, tf, p, wt), task)
         if wt.branch:
             named.add(wt.branch)  # handled with its worktree
     prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
@@ -207,4 +208,4 @@ def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
             sha = ctx.heads[f"refs/heads/{b}"]
             ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
                             repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
-                    lambda b=b, sha=sha: fixes.drop_branch(ctx, tf, b, sha), task)
+                    partial(fixes.drop_branch, ctx, tf, b, sha), task)

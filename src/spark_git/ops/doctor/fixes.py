@@ -4,8 +4,8 @@ have finished since) and archives whatever could drop a commit or a file before 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel
 
@@ -126,7 +126,7 @@ def remove_stray(ctx: Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
         if p.is_dir():
             ctx.git.run("worktree", "remove", "--force", "--force", str(p))
         ctx.git.worktree_prune()
-        if wt.branch and ctx.git.branch_head(wt.branch) == wt.head:
+        if wt.branch and wt.head and ctx.git.branch_head(wt.branch) == wt.head:
             ctx.git.delete_ref(branch_ref(wt.branch), wt.head, message="spark-git doctor: stray agent branch (archived)")
 
 

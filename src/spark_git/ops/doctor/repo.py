@@ -4,6 +4,7 @@ and git lock files left by killed git processes."""
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from spark_git.core.errors import CorruptState
@@ -68,7 +69,7 @@ def check_git_locks(ctx: Ctx, only: list[str] | None) -> None:
                             repair="wait for them; run doctor again"))
             continue
         ctx.add(Finding(where=where, kind="git-lock-stale", problem=f"stale {rel} left by a killed git process (no git process runs in this repo)",
-                        repair=f"--fix: rm {p}"), lambda p=p: _unlink_stale(ctx, p))
+                        repair=f"--fix: rm {p}"), partial(_unlink_stale, ctx, p))
 
 
 def _lock_owner(ctx: Ctx, common: Path, rel: Path) -> str | None:

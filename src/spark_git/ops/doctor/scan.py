@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -55,7 +56,7 @@ class Ctx:
     merged: set[tuple[str, str]] = field(default_factory=set)  # (commit, task head) pairs known to be ancestry
 
     @classmethod
-    def scan(cls, layout: Layout, session: str | None) -> "Ctx":
+    def scan(cls, layout: Layout, session: str | None) -> Ctx:
         git = layout.git()
         ctx = cls(layout, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, dict(git.refs("refs/heads/")))
         root = layout.tasks_root
@@ -86,10 +87,7 @@ class Ctx:
         return out
 
     def contained(self, sha: str, *refs: str) -> bool:
-        for r in refs:
-            if r and self.git.rev_parse(r) is not None and self.git.is_ancestor(sha, r):
-                return True
-        return False
+        return any(r and self.git.rev_parse(r) is not None and self.git.is_ancestor(sha, r) for r in refs)
 
     def index_merges(self, pairs: list[tuple[str, str, str]]) -> None:
         """Confirms which recorded merges (commit, task head, base commit) the task heads contain, with
