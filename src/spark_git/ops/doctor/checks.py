@@ -102,7 +102,7 @@ def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
         task = tf.task_name
 
         def fix() -> None:
-            from spark_git.ops.tasks import load_task, save_task
+            from spark_git.ops.taskfile import load_task, save_task
 
             cur = load_task(ctx.layout, task, check=False)
             if cur.transition_log and cur.transition_log[-1].to != cur.state:

@@ -40,7 +40,7 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
-    from spark_git.ops.tasks import save_task
+    from spark_git.ops.taskfile import save_task
     from spark_git.state.files import create_exclusive
 
     git = layout.git()
@@ -94,7 +94,7 @@ def _break_main_lock(layout: Layout, why: str, session: str | None) -> LockBreak
 def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
     """A lock for a task whose task.json is gone or corrupt, from git (branches, worktrees) and the audit trail."""
     from spark_git.core.errors import BadInput
-    from spark_git.ops.tasks import role_of
+    from spark_git.ops.taskfile import role_of
     from spark_git.state.models import AgentEntry, Transition
 
     branch = layout.task_branch(task)
