@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from spark_git.cli.common import Result, execute, state
 from spark_git.cli.root import app
+from spark_git.core.layout import Layout
 
 hook_app = typer.Typer(help="Claude Code hook commands (read the hook's JSON on stdin).", no_args_is_help=True)
 hooks_app = typer.Typer(help="Install or remove spark-git's Claude Code hooks.", no_args_is_help=True)
@@ -19,7 +21,7 @@ app.add_typer(hooks_app, name="hooks")
 ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/settings.json) or local (.claude/settings.local.json).")]
 
 
-def _stdin_event() -> dict:
+def _stdin_event() -> dict[str, Any]:
     if sys.stdin is None or sys.stdin.isatty():
         return {}
     raw = sys.stdin.read()
@@ -47,14 +49,12 @@ def hook_session_start(ctx: typer.Context) -> None:
 
     from spark_git.clients import checkpoint, registry
     from spark_git.core.errors import BadInput
-    from spark_git.core.layout import Layout
-
     st = state(ctx)
     event = _stdin_event()
     sessions = {s for s in (event.get("session_id"), os.environ.get("SPARK_SESSION_ID")) if isinstance(s, str) and s}
     cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
 
-    def action(_):
+    def action(_: Layout | None) -> Result:
         try:
             layout = Layout.discover(cwd)
         except BadInput:
@@ -73,7 +73,7 @@ def hook_session_start(ctx: typer.Context) -> None:
     execute(ctx, action, needs_repo=False)
 
 
-def _root(layout):
+def _root(layout: Layout) -> Path:
     return layout.repo.toplevel or layout.main_worktree
 
 
@@ -82,7 +82,7 @@ def hooks_install(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Add spark-git's PreToolUse and SessionStart hooks to Claude Code's settings (merged, idempotent)."""
     from spark_git.clients import registry
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = registry.get().install(_root(layout), scope)
         verb = "installed in" if d.changed else "already in"
         return Result(f"spark-git hooks {verb} {d.path}", d, next=["spark-git hooks uninstall" + (" --scope local" if scope == "local" else "")])
@@ -95,7 +95,7 @@ def hooks_uninstall(ctx: typer.Context, scope: ScopeOpt = "project") -> None:
     """Remove only spark-git's entries from Claude Code's settings."""
     from spark_git.clients import registry
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = registry.get().uninstall(_root(layout), scope)
         return Result(f"spark-git hooks removed from {d.path}" if d.changed else f"no spark-git hooks in {d.path}", d)
 
@@ -113,7 +113,7 @@ def env(
     SPARK_PORT for a worktree, e.g. `eval "$(spark-git env t1 --agent a1)"`."""
     from spark_git.ops import envs
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if shell not in ("bash", "fish", "json"):
             from spark_git.core.errors import BadInput
 
@@ -135,7 +135,7 @@ def schema(
     """JSON Schema of each command's --json `data` and of each file spark-git writes."""
     from spark_git.ops import schema as mod
 
-    def action(_):
+    def action(_: Layout | None) -> Result:
         d = mod.collect(name)
         if not state(ctx).json:
             print(json.dumps(d.schemas[name] if name else d.schemas, indent=2))

@@ -3,19 +3,24 @@ cli/mainlock.py beside the other lock commands."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Result, SessionOpt, execute, state
+from spark_git.cli.common import Out, Result, SessionOpt, execute, state
 from spark_git.cli.root import app
+from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
+
+if TYPE_CHECKING:
+    from spark_git.ops.cleanup import EndData
+
 
 archive_app = typer.Typer(help="See and restore what cleanup/abandon archived (refs/spark/archive/...).", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")
 
 
-def _end_result(d, verb: str) -> Result:
+def _end_result(d: EndData, verb: str) -> Result:
     summary = (
         f"task {d.task} was already {verb}" if d.already_done else
         f"task {d.task} {verb}: {len(d.removed_worktrees)} worktree(s) removed, {len(d.deleted_branches)} branch(es) deleted, "
@@ -25,7 +30,7 @@ def _end_result(d, verb: str) -> Result:
     if d.archived:
         nxt.append(f"spark-git archive list {d.task}")
 
-    def human(out):
+    def human(out: Out) -> None:
         for a in d.archived:
             out.print(f"  archived  {a.ref}  {a.sha[:12]}  ({a.what})")
             for f in a.files:
@@ -57,7 +62,7 @@ def cleanup(
     """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
     from spark_git.ops import cleanup as mod
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = mod.cleanup(layout, task, session=session_from(session), force=force, abandon=abandon_, why=why, caller=state(ctx).cwd)
         return _end_result(d, "cleaned up" if d.final_state == "CLEANUP" else "abandoned")
 
@@ -74,7 +79,7 @@ def abandon(
     """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
     from spark_git.ops import cleanup as mod
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd)
         return _end_result(d, "abandoned")
 
@@ -90,12 +95,12 @@ def archive_list(
     from spark_git.core.layout import task_name
     from spark_git.ops import archive
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if task is not None:
             task_name(task)
         d = archive.list_refs(layout, task)
 
-        def human(out):
+        def human(out: Out) -> None:
             for e in d.entries:
                 out.print(f"  {e.ref}  {e.sha[:12]}  {e.date}  {e.subject}")
 
@@ -115,7 +120,7 @@ def archive_restore(
     """Create a branch at an archived commit (never moves an existing branch)."""
     from spark_git.ops import archive
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = archive.restore(layout, ref, branch)
         return Result(f"branch {d.branch} created at {d.sha[:12]} from {d.ref}", d, next=[f"git switch {d.branch}"])
 
@@ -132,11 +137,11 @@ def doctor(
     """Find (and with --fix repair) crash leftovers: locks, worktrees, branches, state files, git lock files. Exit 1 while problems remain."""
     from spark_git.ops import doctor as mod
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = mod.run(layout, task, fix=fix, session=session_from(session))
         broken = [f for f in d.findings if f.broken and not f.fixed]
 
-        def human(out):
+        def human(out: Out) -> None:
             for f in d.findings:
                 mark = "[green]fixed[/green]" if f.fixed else ("[red]broken[/red]" if f.broken else "[dim]note[/dim]")
                 out.print(f"  {mark}  {f.where}: {f.problem}")

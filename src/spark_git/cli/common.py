@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 from pydantic import BaseModel
@@ -27,6 +27,12 @@ class AppState:
     cwd: Path = field(default_factory=Path.cwd)
 
 
+class Out(Protocol):
+    """Where a command's human details are drawn (a rich Console on a terminal)."""
+
+    def print(self, *objects: Any, **kw: Any) -> None: ...
+
+
 @dataclass
 class Result:
     summary: str
@@ -35,7 +41,7 @@ class Result:
     next: list[str] = field(default_factory=list)
     status: str = "OK"
     exit_code: int = 0
-    human: Callable[[Any], None] | None = None  # draws the details on a rich Console
+    human: Callable[[Out], None] | None = None  # draws the details on a rich Console
 
 
 SessionOpt = Annotated[

@@ -9,6 +9,7 @@ import typer
 from spark_git.cli.common import Result, SessionOpt, execute
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
+from spark_git.core.layout import Layout
 from spark_git.ops import mainlock
 from spark_git.state.locks import mint_session, session_from
 
@@ -26,7 +27,7 @@ def lock_main(
 ) -> None:
     """Take the main-worktree lock for this session (idempotent for the owner)."""
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         s = session_from(session)
         minted = s is None
         s = s or mint_session()
@@ -46,7 +47,7 @@ def unlock_main(
 ) -> None:
     """Release the main-worktree lock (owner only, or a human with --force --why)."""
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if why and not force:
             raise BadInput("--why goes with --force")
         d = mainlock.unlock(layout, session_from(session), force=force, why=why)
@@ -67,7 +68,7 @@ def lock_break(
     """A human takes over a task lock (the task becomes your session's); a missing or corrupt task.json is rebuilt from git and the audit trail. Logged."""
     from spark_git.ops import doctor
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = doctor.break_lock(layout, task, why=why, session=session_from(session))
         if d.task == "main":
             return Result(f"main-worktree lock broken (was {d.previous_owner or 'corrupt or free'}); logged", d)

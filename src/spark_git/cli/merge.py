@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Result, SessionOpt, _esc, execute
+from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
+from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
+
+if TYPE_CHECKING:
+    from spark_git.gates.evidence import GateEvidence
+    from spark_git.ops.merge import MergeAllData, MergeData
+
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
-def _gate_line(out, gate) -> None:
+def _gate_line(out: Out, gate: GateEvidence | None) -> None:
     if gate is None:
         return
     if not gate.ran:
@@ -26,7 +32,7 @@ def _gate_line(out, gate) -> None:
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}  log {gate.log_path}")
 
 
-def _merge_lines(out, d) -> None:
+def _merge_lines(out: Out, d: MergeData) -> None:
     out.print(f"  {d.task_branch}: {d.old_head[:12]} → {d.new_head[:12]}" + ("  (rebased)" if d.rebased else "") + (f"  ({d.stamped} commit(s) attributed)" if d.stamped else ""))
     for c in d.landed:
         out.print(f"  {c.sha[:12]} {_esc(c.subject)}")
@@ -46,11 +52,12 @@ def merge(
     """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
     from spark_git.ops import merge as m
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if (agent is None) == (not all_):
             raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
         if all_:
             return _merge_all_result(m.merge_all(layout, task, session=session_from(session)))
+        assert agent is not None  # exactly one of --agent/--all, checked above
         d = m.merge(layout, task, agent, session=session_from(session))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
@@ -59,10 +66,15 @@ def merge(
     execute(ctx, action)
 
 
-def _merge_all_result(d) -> Result:
+def _conflict_lines(out: Out, files: list[str]) -> None:
+    for f in files:
+        out.print(f"  conflict: {_esc(f)}")
+
+
+def _merge_all_result(d: MergeAllData) -> Result:
     landed = [x for x in d.merged if x.landed]
 
-    def human(out):
+    def human(out: Out) -> None:
         for x in d.merged:
             if x.landed:
                 out.print(f"  [green]✓[/green] {x.agent}: {len(x.landed)} commit(s)")
@@ -87,7 +99,7 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
     """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
     from spark_git.ops import sync as m
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = m.sync(layout, task, agent, session=session_from(session))
         if d.conflicts:
             wt = layout.agent_worktree(d.task, d.agent)
@@ -95,7 +107,7 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
                 f"{d.agent} rebased onto {d.task_head[:12]} with conflicts in {len(d.conflicts)} file(s): resolve them in {wt}",
                 d, task=d.task, status="BLOCKED", exit_code=3,
                 next=[f"cd {wt}", "edit the conflicting files, then: git add <files>", "git rebase --continue", f"spark-git merge {d.task} --agent {d.agent}"],
-                human=lambda out: [out.print(f"  conflict: {_esc(f)}") for f in d.conflicts],
+                human=lambda out: _conflict_lines(out, d.conflicts),
             )
         if not d.rebased:
             return Result(f"{d.agent} already contains the task head {d.task_head[:12]}; nothing changed", d, task=d.task)
@@ -122,7 +134,7 @@ def approve(
     """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""
     from spark_git.ops import approvals
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if changes == plan:
             raise BadInput("say what you approve: --changes or --plan (one of them)")
         d = approvals.approve(
@@ -141,10 +153,10 @@ def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> N
     """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
     from spark_git.ops import complete as m
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = m.complete(layout, task, session=session_from(session))
 
-        def human(out):
+        def human(out: Out) -> None:
             out.print(f"  {d.base_branch}: {d.old_base[:12]} → {d.new_base[:12]} (approved and gated commit)")
             _gate_line(out, d.gate)
             if d.main_worktree_updated:
@@ -160,10 +172,10 @@ def who(ctx: typer.Context, task: TaskArg) -> None:
     """Who wrote what on the task branch: commits, files and lines per agent."""
     from spark_git.ops import history
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = history.who(layout, task)
 
-        def human(out):
+        def human(out: Out) -> None:
             from rich.table import Table
 
             tbl = Table(box=None, padding=(0, 2), show_edge=False)
@@ -187,10 +199,10 @@ def log_(ctx: typer.Context, task: TaskArg) -> None:
     """The task branch's history with agent, gate and approval annotations."""
     from spark_git.ops import history
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = history.log(layout, task)
 
-        def human(out):
+        def human(out: Out) -> None:
             for c in d.commits:
                 marks = []
                 for g in c.gates:

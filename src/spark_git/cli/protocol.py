@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Result, SessionOpt, execute, state
+from spark_git.cli.common import Out, Result, SessionOpt, execute, state
 from spark_git.cli.root import app
+from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
 
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
@@ -25,10 +26,10 @@ def advance(
     from spark_git import protocol
     from spark_git.ops import advance as ops_advance
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = ops_advance.advance(layout, task, to, session=session_from(session), why=why)
 
-        def human(out):
+        def human(out: Out) -> None:
             for w in d.waived:
                 out.print(f"  [yellow]not enforced (protocol light):[/yellow] {w}")
             out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")
@@ -51,12 +52,12 @@ def classify(
     """Decide the risk level, workflow variant and required agents; create their worktrees; write task.md."""
     from spark_git.ops import classify as cl
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         flat = [p for f in (files or []) for p in f.split(",")]
         d = cl.classify(layout, task, files=flat or None, risk=risk, why=why, session=session_from(session))
         dec = d.decision
 
-        def human(out):
+        def human(out: Out) -> None:
             for r in dec.reasons:
                 out.print(f"  {r}")
             out.print(f"  agents: {', '.join(dec.agents) or '-'}" + (f"  (added: {', '.join(d.added_agents)})" if d.added_agents else ""))
@@ -85,7 +86,7 @@ def report(
     """An agent reports its status (writes agents/<agent>/status.json)."""
     from spark_git.ops import reports
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = reports.report(layout, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
                            work_remaining=work_remaining, report_path=report_file, blocking=blocking, deferrable=deferrable, scope=scope,
                            cwd=state(ctx).cwd)
@@ -102,10 +103,10 @@ def audit_cmd(ctx: typer.Context, task: TaskArg) -> None:
     """The task's audit trail as a timeline, with protocol smells flagged."""
     from spark_git.ops import reports
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = reports.audit_view(layout, task)
 
-        def human(out):
+        def human(out: Out) -> None:
             for e in d.timeline:
                 out.print(f"  {e.at[:19]}  [cyan]{e.kind:<19}[/cyan] {e.text}")
             for a in d.agents:

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Result, SessionOpt, execute, progress, state
+from spark_git.cli.common import Out, Result, SessionOpt, execute, progress, state
 from spark_git.cli.root import app
+from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
+
+if TYPE_CHECKING:
+    from spark_git.ops.provision import ProvisionReport
+    from spark_git.ops.status import TaskView
+
 
 agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
 app.add_typer(agent_app, name="agent")
 
 
-def _setup_failed(reports, nxt: list[str]) -> str | None:
+def _setup_failed(reports: list[ProvisionReport], nxt: list[str]) -> str | None:
     """The setup failure line (and a retry command in `nxt`) when a post-create command failed."""
     from spark_git.ops.provision import failure_summary, failures
 
     bad = failures(reports)
     for r in bad:
+        assert r.failed is not None  # failures() keeps only reports with a failed run
         cmd = r.failed.command if isinstance(r.failed.command, str) else " ".join(r.failed.command)
         nxt.append(f"cat {r.failed.log}")
         nxt.append(f"(cd {r.worktree} && {cmd})")
@@ -44,7 +51,7 @@ def start(
     """Claim a task: atomic lock, task branch + worktree, one worktree + branch per agent."""
     from spark_git.ops import start as start_op
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         names = _split(agents) if agents is not None else list(layout.config.default_agents)
         src = None
         if from_ is not None:
@@ -63,7 +70,7 @@ def start(
             nxt.insert(0, d.export)
         nxt.append(f"spark-git status {d.task}")
 
-        def human(out):
+        def human(out: Out) -> None:
             out.print(f"  task worktree  {d.task_worktree}")
             for w in d.worktrees[1:]:
                 out.print(f"  agent {w.agent:<14} {w.path}  [dim]({w.branch})[/dim]")
@@ -87,12 +94,12 @@ def status(
     from spark_git.core.layout import task_name
     from spark_git.ops import status as status_mod
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         if task is not None:
             task_name(task)
         d = status_mod.collect(layout, task)
 
-        def human(out):
+        def human(out: Out) -> None:
             from rich.table import Table
 
             ml = d.main_lock
@@ -131,7 +138,7 @@ def status(
     execute(ctx, action)
 
 
-def _render_next_states(out, t) -> None:
+def _render_next_states(out: Out, t: TaskView) -> None:
     from rich.markup import escape
 
     from spark_git.protocol import command_to
@@ -160,7 +167,7 @@ def agent_add(
     """Add an agent worktree + branch to a running task, from the current task head."""
     from spark_git.ops import agent_add as agent_add_op
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         from spark_git.protocol import agent_add_guard
 
         d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
