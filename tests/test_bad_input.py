@@ -242,7 +242,7 @@ def test_commits_unaffected_by_refusals(repo: Path, cli) -> None:
 
 
 def test_fast_branch_name_check_never_accepts_what_git_refuses(tmp_path: Path) -> None:
-    from spark_git.core.git import _plainly_valid_branch
+    from spark_git.core.gittypes import plainly_valid_branch as _plainly_valid_branch
 
     names = [
         "a", "t1", "task-t1-agent-a1", "work/t1", "work/t1--a", "a.b", "a_b", "a..b", "a.", "a.lock", "a.lock/b",

@@ -9,81 +9,31 @@ LC_ALL=C, stdin closed, stderr without its last newline); `ObjectReader` keeps o
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NewType
 
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, GitError
+from spark_git.core.gitobjects import ObjectReader
+from spark_git.core.gittypes import (
+    GIT_LOCATION_ENV,
+    ZERO_SHA,
+    LocalBranch,
+    Out,
+    RepoInfo,
+    Sha,
+    StatusEntry,
+    Worktree,
+    branch_ref,
+    plainly_valid_branch,
+)
 
-LocalBranch = NewType("LocalBranch", str)  # short name, e.g. "add-oauth"
-Sha = NewType("Sha", str)
-
-ZERO_SHA = Sha("0" * 40)
-
-# Environment that would point git at some other repository than the one we were asked about.
-GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
-
-
-@dataclass(frozen=True)
-class Out:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def lines(self) -> list[str]:
-        return [ln for ln in self.stdout.splitlines() if ln]
-
-
-@dataclass(frozen=True)
-class RepoInfo:
-    toplevel: Path | None  # worktree we stand in (None when bare)
-    git_dir: Path
-    common_dir: Path
-    main_worktree: Path
-
-
-@dataclass
-class Worktree:
-    path: Path
-    head: Sha | None = None
-    branch: LocalBranch | None = None
-    detached: bool = False
-    bare: bool = False
-    locked: bool = False
-    prunable: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StatusEntry:
-    code: str  # two-letter porcelain code, "??" for untracked
-    path: str
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.path}"
-
-
-# Components of lowercase letters, digits, '.', '_', '-' that start with a letter or digit: a subset of
-# what `git check-ref-format --branch` accepts once '..', a trailing '.' and '.lock' are excluded.
-_PLAIN_BRANCH = re.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*")
-
-
-def _plainly_valid_branch(name: str) -> bool:
-    return (
-        _PLAIN_BRANCH.fullmatch(name) is not None
-        and ".." not in name
-        and not name.endswith(".")
-        and not any(c.endswith(".lock") for c in name.split("/"))
-    )
-
-
-def branch_ref(branch: str) -> str:
-    return branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+# The git layer's types live in gittypes.py; callers import them from here with the runner.
+__all__ = [
+    "GIT_LOCATION_ENV", "ZERO_SHA", "Git", "LocalBranch", "ObjectReader", "Out", "RepoInfo", "Sha", "StatusEntry", "Worktree",
+    "branch_ref", "clean_env",
+]
 
 
 class Git:
@@ -109,7 +59,7 @@ class Git:
         return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self.env, **(extra or {})}
 
     def objects(self) -> ObjectReader:
-        return ObjectReader(self)
+        return ObjectReader(self.cwd, self._env())
 
     def out(self, *args: str) -> str:
         return self.run(*args).stdout.strip()
@@ -150,7 +100,7 @@ class Git:
         return LocalBranch(r.stdout.strip()) if r.returncode == 0 else None
 
     def is_valid_branch_name(self, name: str) -> bool:
-        if _plainly_valid_branch(name):
+        if plainly_valid_branch(name):
             return True  # saves a git process per name; anything unusual still goes to git
         return self.run("check-ref-format", "--branch", name, check=False).returncode == 0
 
@@ -172,10 +122,6 @@ class Git:
     def delete_ref(self, ref: str, old: str, message: str = "spark-git") -> None:
         self.run("update-ref", "-m", message, "-d", ref, old)
 
-    def ref_transaction(self, lines: list[str], message: str = "spark-git") -> None:
-        """All-or-nothing `update-ref --stdin` (lines like `update <ref> <new> <old>`, `verify <ref> <old>`)."""
-        self.run("update-ref", "-m", message, "--stdin", input="".join(f"{ln}\n" for ln in lines))
-
     # -- history -----------------------------------------------------------------------------
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -184,12 +130,12 @@ class Git:
             raise GitError(["git", "merge-base", "--is-ancestor", ancestor, descendant], r.returncode, r.stderr, str(self.cwd))
         return r.returncode == 0
 
-    def count(self, rev_range: str) -> int:
-        return int(self.out("rev-list", "--count", rev_range))
-
     def ahead_behind(self, branch: str, upstream: str) -> tuple[int, int]:
         left, right = self.out("rev-list", "--left-right", "--count", f"{branch}...{upstream}").split()
         return int(left), int(right)
+
+    def count(self, rev_range: str) -> int:
+        return int(self.out("rev-list", "--count", rev_range))
 
     # -- worktrees ---------------------------------------------------------------------------
 
@@ -229,9 +175,6 @@ class Git:
         p = p if p.is_absolute() else self.cwd / p
         return p if p.is_file() and os.access(p, os.X_OK) else None
 
-    def worktree_remove(self, path: Path, force: bool = False) -> None:
-        self.run("worktree", "remove", *(["--force"] if force else []), str(path))
-
     def worktree_prune(self) -> None:
         self.run("worktree", "prune")
 
@@ -250,10 +193,6 @@ class Git:
         return entries
 
     # -- config ------------------------------------------------------------------------------
-
-    def config_get(self, key: str) -> str | None:
-        r = self.run("config", "--get", key, check=False)
-        return r.stdout.strip() if r.returncode == 0 else None
 
     def config_set(self, key: str, value: str) -> None:
         self.run("config", key, value)
@@ -401,21 +340,8 @@ class Git:
             Git(top, self.env).run("add", "-A", "--", ".", env=env)
             return self.run("write-tree", env=env).stdout.strip()
 
-    def operation_in_progress(self) -> str | None:
-        """'rebase', 'merge', 'cherry-pick' or 'revert' when one was left half-done in this worktree."""
-        if self.rebase_in_progress():
-            return "rebase"
-        for name, what in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
-            if self.git_path(name).exists():
-                return what
-        return None
-
     def abort_operation(self, what: str) -> None:
         self.run(what, "--abort")
-
-    def delete_branch_ref(self, branch: str, old: str, message: str = "spark-git") -> None:
-        self.delete_ref(branch_ref(branch), old, message=message)
-
 
     # -- provisioning (real-agents issue) ------------------------------------------------------
 
@@ -459,59 +385,3 @@ def _spawn(argv: list[str], cwd: Path, env: dict[str, str], *, input: bytes | No
         if not cwd.is_dir():
             raise BadInput(f"not a directory: {cwd}") from e
         raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
-
-
-class ObjectReader:
-    """One long-lived `git cat-file --batch` answering object reads in order: one process for a
-    command that reads many commits or notes, not one per object. Use in a `with` block."""
-
-    def __init__(self, git: Git) -> None:
-        self.git = git
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> ObjectReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._proc is None:
-            if not self.git.cwd.is_dir():
-                raise BadInput(f"not a directory: {self.git.cwd}")
-            try:
-                self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.git.cwd, env=self.git._env(),
-                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            except FileNotFoundError as e:
-                raise BadInput("git is not installed or not on PATH", hint="install git, or put it on PATH, and retry") from e
-        return self._proc
-
-    def read(self, rev: str) -> tuple[str, bytes] | None:
-        """(type, content) of the object `rev` names; None when there is none."""
-        if not rev or "\n" in rev:
-            return None
-        p = self._start()
-        assert p.stdin is not None and p.stdout is not None
-        p.stdin.write(rev.encode() + b"\n")
-        p.stdin.flush()
-        header = p.stdout.readline().decode(errors="replace").split()
-        if len(header) != 3:  # "<rev> missing" / "<rev> ambiguous"
-            if not header:
-                raise GitError(["git", "cat-file", "--batch"], p.poll() or -1, "git cat-file --batch stopped answering", str(self.git.cwd))
-            return None
-        data = p.stdout.read(int(header[2]) + 1)[:-1]
-        return header[1], data
-
-    def commit_exists(self, sha: str) -> bool:
-        obj = self.read(sha)
-        return obj is not None and obj[0] == "commit"
-
-    def close(self) -> None:
-        if self._proc is None:
-            return
-        p, self._proc = self._proc, None
-        assert p.stdin is not None and p.stdout is not None
-        p.stdin.close()
-        p.wait()
-        p.stdout.close()
-        faults.after_git()
