@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         if rc >= 0:
             return rc
     # Hooks and gates must never act on a repository other than the one they were asked about.
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
+    from spark_git.core.gittypes import GIT_LOCATION_ENV
+
+    for var in GIT_LOCATION_ENV:
         os.environ.pop(var, None)
     end = args.index("--") if "--" in args else len(args)
     json_mode = "--json" in args[:end]
