@@ -182,3 +182,34 @@ def test_registry_builds_each_gate_kind(tmp_path: Path) -> None:
     assert list(e2) == ["gate", "command", "result", "ran", "exit_code", "timed_out", "duration_s", "tree", "commit",
                         "log_path", "tests", "session_id", "agent"]
     assert "timed_out" not in evidence.entry(ev, "s1", omit=("timed_out",), by="advance")
+
+
+def test_a_new_gate_kind_is_one_class_plus_one_registry_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge asks the registry for its pre-merge checks: registering a kind is all it takes for
+    every merge to run it (here: no file may be named `forbidden.txt`), and its refusal changes nothing."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from spark_git.gates.base import Gate, MergeSubject
+
+    @dataclass(frozen=True)
+    class NoForbiddenFile:
+        name: ClassVar[str] = "no-forbidden-file"
+
+        @classmethod
+        def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
+            return [(cls(), subject.agent_wt)]
+
+        def check(self, git: Git, task: str | None) -> None:
+            if (git.cwd / "forbidden.txt").exists():
+                raise Blocked("forbidden.txt must not land", task=task)
+
+    monkeypatch.setitem(GATES, NoForbiddenFile.name, NoForbiddenFile)
+    t = Task(tmp_path, ["a1"], config())
+    t.commit("a1", {"forbidden.txt": "x\n"}, "[a1] add it")
+    before = (t.head(), t.head("a1"))
+    r = t.merge("a1", process=False)  # the registered class lives in this process
+    assert r.returncode == 3 and r.json["summary"] == "forbidden.txt must not land", r
+    assert (t.head(), t.head("a1")) == before
+    monkeypatch.delitem(GATES, NoForbiddenFile.name)
+    assert t.merge("a1").returncode == 0

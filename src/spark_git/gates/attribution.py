@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git
+from spark_git.gates.base import Gate, MergeSubject
 
 
 def subject_prefix(agent: str) -> str:
@@ -69,6 +70,10 @@ class AttributionGate:
     branch: str
     messages: dict[str, str]  # the commits to land: sha → message, oldest first
     mode: str = "require"
+
+    @classmethod
+    def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
+        return [(cls(subject.agent, subject.branch, subject.messages, subject.attribution_mode), subject.agent_wt)]
 
     def check(self, git: Git, task: str | None) -> None:
         if self.mode == "require":

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, StatusEntry
+from spark_git.gates.base import Gate, MergeSubject
 
 
 def check_clean(git: Git, what: str, task: str | None = None, dirty: list[StatusEntry] | None = None) -> None:
@@ -27,6 +28,11 @@ class CleanGate:
     name: ClassVar[str] = "clean"
     what: str  # how the refusal names the worktree: "agent a1's worktree"
     dirty: list[StatusEntry] | None = None  # its status, when the caller already has it
+
+    @classmethod
+    def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
+        return [(cls(f"agent {subject.agent}'s worktree", subject.agent_dirty), subject.agent_wt),
+                (cls("the task worktree", subject.task_dirty), subject.task_wt)]
 
     def check(self, git: Git, task: str | None) -> None:
         check_clean(git, self.what, task, self.dirty)

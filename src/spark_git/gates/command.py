@@ -15,6 +15,7 @@ from spark_git.core import faults, proc
 from spark_git.core.config import Command
 from spark_git.core.git import Git
 from spark_git.core.proc import argv_of
+from spark_git.gates.base import Gate, MergeSubject
 from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
 from spark_git.state.models import now
@@ -85,6 +86,10 @@ class CommandGate:
     logs_dir: Path
     timeout_s: float
     env: dict[str, str] | None = None
+
+    @classmethod
+    def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
+        return []  # runs after the rewrite, on exactly the head that will land (ops/merging/verify.py)
 
     def check(self, git: Git, task: str | None) -> GateEvidence:
         return run(self.gate, self.command, git.cwd, self.logs_dir, self.timeout_s, self.env)

@@ -1,9 +1,11 @@
-"""Gate kinds by name (like pre-commit's languages): adding a kind is one module plus one line here."""
+"""Gate kinds by name (like pre-commit's languages): adding a kind is one module plus one line here.
+A merge runs every kind's `for_merge` checks, in this order, before it changes anything."""
 
 from __future__ import annotations
 
+from spark_git.core.git import Git
 from spark_git.gates.attribution import AttributionGate
-from spark_git.gates.base import Gate
+from spark_git.gates.base import Gate, MergeSubject
 from spark_git.gates.clean import CleanGate
 from spark_git.gates.command import CommandGate
 
@@ -12,3 +14,7 @@ GATES: dict[str, type[Gate]] = {
     "attribution": AttributionGate,
     "command": CommandGate,
 }
+
+
+def merge_checks(subject: MergeSubject) -> list[tuple[Gate, Git]]:
+    return [check for kind in GATES.values() for check in kind.for_merge(subject)]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
-from spark_git.core.git import Git, branch_ref
+from spark_git.core.git import Git, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.gates import attribution
-from spark_git.gates import command as gates
+from spark_git.gates.base import MergeSubject
+from spark_git.gates.registry import merge_checks
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.rewrite import recover
 from spark_git.state.models import AgentEntry, TaskFile
@@ -36,7 +36,7 @@ def unmet_blocked(what: str, unmet: list[protocol.Unmet], task: str) -> Blocked:
 
 
 def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None) -> Plan:
-    """Refuses (nothing changed) unless the protocol, both worktrees and attribution allow a merge."""
+    """Refuses (nothing changed) unless the protocol, both worktrees and every pre-merge gate allow a merge."""
     task = tf.task_name
     entry = agent_entry(tf, agent)
     unmet = protocol.merge_conditions(layout, tf)
@@ -45,7 +45,7 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)
     twt = existing_worktree(tf.worktree, "the task worktree", task)
     recovered = recover(layout, task, agent, awt)
-    _check_worktrees(tf, entry, agent, awt, twt)
+    a_dirty, t_dirty = _check_worktrees(tf, entry, awt, twt)
     heads = layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch))  # one git call for both
     task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
@@ -53,11 +53,11 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
     plan = Plan(layout, store, tf, agent, entry, session, awt, twt, task_head, a_head, messages, recovered)
     plan.original = {sha: sha for sha in messages}
-    _check_attribution(plan)
+    _run_gates(plan, a_dirty, t_dirty)
     return plan
 
 
-def _check_worktrees(tf: TaskFile, entry: AgentEntry, agent: str, awt: Git, twt: Git) -> None:
+def _check_worktrees(tf: TaskFile, entry: AgentEntry, awt: Git, twt: Git) -> tuple[list[StatusEntry], list[StatusEntry]]:
     task = tf.task_name
     if awt.rebase_in_progress():
         raise Blocked(
@@ -71,10 +71,12 @@ def _check_worktrees(tf: TaskFile, entry: AgentEntry, agent: str, awt: Git, twt:
         raise Blocked(f"{awt.cwd} is on {a_branch or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
     if t_branch != tf.task_branch:
         raise Blocked(f"{twt.cwd} is on {t_branch or 'a detached HEAD'}, expected branch {tf.task_branch}", task=task)
-    gates.check_clean(awt, f"agent {agent}'s worktree", task, a_dirty)
-    gates.check_clean(twt, "the task worktree", task, t_dirty)
+    return a_dirty, t_dirty
 
 
-def _check_attribution(plan: Plan) -> None:
-    if plan.layout.config.attribution.mode == "require":
-        attribution.check_attributed(plan.messages, plan.agent, plan.entry.branch, plan.task)
+def _run_gates(plan: Plan, a_dirty: list[StatusEntry], t_dirty: list[StatusEntry]) -> None:
+    """Every registered gate kind's pre-merge checks (clean trees, attribution), in registry order."""
+    subject = MergeSubject(plan.task, plan.agent, plan.entry.branch, plan.awt, a_dirty, plan.twt, t_dirty, plan.messages,
+                           plan.layout.config.attribution.mode)
+    for gate, worktree in merge_checks(subject):
+        gate.check(worktree, plan.task)
