@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs spark-git's main job end to end on a throwaway repository, printing what happens.
 set -euo pipefail
-source "$(dirname "$0")/_venv.sh"
+# SPARK_DEMO_USE_PATH=1: run the spark-git found on PATH (CI: the installed wheel) instead of .venv's.
+if [ "${SPARK_DEMO_USE_PATH:-}" != "1" ]; then source "$(dirname "$0")/_venv.sh"; fi
+command -v spark-git >/dev/null || { echo "demo: spark-git is not on PATH" >&2; exit 2; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/spark-demo.XXXXXX")"
 export HOME="$WORK/home"; mkdir -p "$HOME"
