@@ -56,3 +56,28 @@ def test_notes_follow_a_rebase_of_the_task_branch(tmp_path: Path) -> None:
     assert rebased != landed
     commits = t.spark("--json", "log", "t1").json["data"]["commits"]
     assert [(c["sha"], c["agent"], c["agent_source"]) for c in commits] == [(rebased, "a1", "note")]
+
+
+def test_who_log_and_audit_after_the_task_ended(tmp_path: Path) -> None:
+    """History is most wanted after the task is gone: `who`, `log` and `audit` read an ended task from
+    the snapshot and audit trail kept by cleanup/abandon (its branches are deleted by then)."""
+    t = Task(tmp_path, ["a1", "a2"], config(non_interactive=True))
+    t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
+    t.commit("a2", {"b.txt": "b\n"}, "[a2] b")
+    assert t.spark("--json", "merge", "t1", "--all").returncode == 0
+    assert t.spark("--json", "approve", "t1", "--changes").returncode == 0
+    assert t.spark("--json", "complete", "t1").returncode == 0
+    before_who, before_log = (t.spark("--json", "who", "t1").json["data"], t.spark("--json", "log", "t1").json["data"])
+    assert {c["agent"] for c in before_log["commits"]} == {"a1", "a2"} and before_log["commits"][0]["approvals"]
+    r = t.spark("--json", "cleanup", "t1")
+    assert r.returncode == 0 and r.json["data"]["deleted_branches"], r
+    assert not (t.root / "task.json").exists()
+    who = t.spark("--json", "who", "t1")
+    assert who.returncode == 0, who
+    assert who.json["data"] == before_who
+    log = t.spark("--json", "log", "t1")
+    assert log.returncode == 0 and log.json["data"] == before_log, log
+    audit = t.spark("--json", "audit", "t1")
+    assert audit.returncode == 0 and audit.json["data"]["state"] is None and audit.json["data"]["timeline"], audit
+    human = t.spark("who", "t1")
+    assert human.returncode == 0 and "a1" in human.stdout and "a2" in human.stdout

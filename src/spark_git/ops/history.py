@@ -12,6 +12,8 @@ from spark_git.core.layout import Layout, task_name
 from spark_git.gates import attribution
 from spark_git.ops.taskfile import load_task
 from spark_git.state.backends import open_store
+from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 
 class CommitView(BaseModel):
@@ -64,14 +66,24 @@ def _agent_of(message: str, objs: list[dict[str, Any]]) -> tuple[str | None, str
     return None, None
 
 
-def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]:
-    task = task_name(task)
-    store = open_store(layout)
+def _task_and_head(store: Store, task: str) -> tuple[TaskFile, str]:
+    """A live task from its lock; an ended one (cleanup, abandon) from the snapshot kept when it ended,
+    whose head is recorded there (its branches may be gone; the commits are in the base or archived)."""
+    snap = store.read_snapshot(task) if not store.has_task(task) else None
+    if snap is not None and snap.task_json and snap.task_head:
+        return TaskFile.model_validate(snap.task_json), snap.task_head
     tf = load_task(store, task)
-    git = layout.git()
-    head = git.branch_head(tf.task_branch)
+    head = store.layout.git().branch_head(tf.task_branch)
     if head is None:
         raise Blocked(f"task branch {tf.task_branch} does not exist", task=task)
+    return tf, head
+
+
+def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]:
+    task = task_name(task)
+    store = open_store(layout)
+    tf, head = _task_and_head(store, task)
+    git = layout.git()
     rng = f"{tf.base_commit}..{head}"
     base_now = git.branch_head(tf.base_branch)
     if tf.state not in ("COMPLETE", "CLEANUP") and base_now and base_now != head and git.is_ancestor(base_now, head):
@@ -91,12 +103,11 @@ def commits(layout: Layout, task: str) -> tuple[str, str, str, list[CommitView]]
             approvals=[{k: o.get(k) for k in ("what", "by", "via", "time")} for o in objs if o.get("kind") == "approval"],
             landed=any(o.get("kind") == "landed" for o in objs),
         ))
-    return task, tf.task_branch, head, views
+    return tf, head, views
 
 
 def who(layout: Layout, task: str) -> WhoData:
-    task, branch, head, views = commits(layout, task)
-    tf = load_task(layout, task)
+    tf, head, views = commits(layout, task)
     agg: dict[str, AgentWork] = {}
     unattributed = []
     for v in reversed(views):  # oldest first
@@ -108,9 +119,9 @@ def who(layout: Layout, task: str) -> WhoData:
         w.files += [f for f in v.files if f not in w.files]
         w.added += v.added
         w.removed += v.removed
-    return WhoData(task=task, task_branch=branch, base_commit=tf.base_commit, head=head, agents=sorted(agg.values(), key=lambda w: w.agent), unattributed=unattributed)
+    return WhoData(task=tf.task_name, task_branch=tf.task_branch, base_commit=tf.base_commit, head=head, agents=sorted(agg.values(), key=lambda w: w.agent), unattributed=unattributed)
 
 
 def log(layout: Layout, task: str) -> LogData:
-    task, branch, head, views = commits(layout, task)
-    return LogData(task=task, task_branch=branch, head=head, commits=views)
+    tf, head, views = commits(layout, task)
+    return LogData(task=tf.task_name, task_branch=tf.task_branch, head=head, commits=views)
