@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from spark_git.clients.checkpoint import SessionStartData
     from spark_git.clients.settings import HooksData
 
-KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL}
+KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL, "PowerShell": SHELL}
 PRE_TOOL_USE = "spark-git hook pre-tool-use"
 SESSION_START = "spark-git hook session-start"
-MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash"
+MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash|PowerShell"
 OURS = (PRE_TOOL_USE, SESSION_START)
 SCOPES = {"project": "settings.json", "local": "settings.local.json"}
 SCOPE_USAGE = "use project (.claude/settings.json) or local (.claude/settings.local.json)"

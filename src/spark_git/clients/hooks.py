@@ -4,6 +4,7 @@ git process). The client adapter parses the event and renders the answer; client
 
 from __future__ import annotations
 
+import os
 import sys
 
 from spark_git.clients import policy, registry
@@ -18,9 +19,15 @@ def main(argv: list[str], client: str = registry.DEFAULT) -> int:
     try:
         call = adapter.parse_event(sys.stdin.read())
     except BadEvent as e:
-        reply = adapter.render_bad_event(e)
+        # Unreadable event: nothing to judge. Inside a repo with live tasks that blocks (fail closed).
+        blocked = policy.crashed(os.getcwd(), e)
+        reply = adapter.render(blocked) if blocked else adapter.render_bad_event(e)
     else:
-        reply = adapter.render(policy.decide(call))
+        try:
+            reply = adapter.render(policy.decide(call))
+        except Exception as e:  # noqa: BLE001 - fail closed where tasks are live, say why
+            blocked = policy.crashed(call.cwd, e)
+            reply = adapter.render(blocked) if blocked else adapter.render_bad_event(BadEvent(f"internal error {type(e).__name__}: {e}"))
     if reply.stdout:
         sys.stdout.write(reply.stdout)
     if reply.stderr:

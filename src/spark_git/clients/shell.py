@@ -1,8 +1,12 @@
-"""Shell commands in the hook policy: the commands that would move a protected branch (a task branch,
-the base branch) or delete spark-git's tasks, worktrees or audit trail past the gates are blocked,
-with the spark-git command that does it properly. Standard library only (runs before every tool call).
+"""Shell commands in the hook policy. A command line is taken apart into every simple command it runs
+— each line, `;` `&&` `||` `|` `&`, subshells, `$(...)` and backticks, `bash -c '...'`, `eval`, and
+behind wrappers (`sudo`, `env`, `nice`, `timeout`, `xargs`, `command`, `exec`, ...) — with the
+directory it runs in (`cd`, `pushd`, `git -C`), its variable assignments and the files it redirects
+into. Each is then judged: git commands in clients/gitcmd.py, file writes in clients/shwrites.py.
+Standard library only (runs before every tool call).
 
-A guardrail against mistakes, not a sandbox: `bash -c`, eval, scripts and aliases are not looked into."""
+A guardrail against what agents type, not a sandbox: scripts, aliases and computed names are not
+looked into."""
 
 from __future__ import annotations
 
@@ -10,217 +14,235 @@ import os
 import re
 from pathlib import Path
 
+from spark_git.clients import gitcmd, shwrites
 from spark_git.clients.calls import Decision
-from spark_git.core import paths
-from spark_git.core.paths import Place, Repo, real
+from spark_git.clients.writes import Who
 
-_SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "{", "}", "|&"}
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _simple_commands(cmd: str) -> list[list[str]]:
-    import shlex  # only Bash decisions need it
-
-    lex = shlex.shlex(cmd, posix=True, punctuation_chars=";&|()")
-    lex.whitespace = " \t\r"
-    lex.whitespace_split = True
-    out: list[list[str]] = [[]]
-    try:
-        for tok in lex:
-            if tok in _SEPARATORS or set(tok) <= set(";&|()\n") or "\n" in tok:
-                out.append([])
-            else:
-                out[-1].append(tok)
-    except ValueError:  # unbalanced quotes: fall back to plain splitting
-        return [cmd.split()]
-    return [c for c in out if c]
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell"}
+# wrapper -> its options that take a value; the wrapped command follows the options
+_WRAPPERS: dict[str, tuple[str, ...]] = {
+    "sudo": ("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"), "doas": ("-u", "-C"),
+    "env": ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), "command": (), "exec": ("-a",), "builtin": (),
+    "nohup": (), "time": ("-f", "-o"), "nice": ("-n", "--adjustment"), "ionice": ("-c", "-n", "-p"), "setsid": (),
+    "stdbuf": ("-i", "-o", "-e"), "timeout": ("-s", "--signal", "-k", "--kill-after"), "chronic": (), "unbuffer": (),
+    "xargs": ("-I", "-i", "-n", "-P", "-d", "-a", "-L", "-l", "-s", "-E", "-e", "--max-args", "--max-procs", "--delimiter", "--arg-file"),
+    "flock": ("-w", "-E", "-c"), "watch": ("-n", "-d"), "caffeinate": (), "strace": ("-o", "-e", "-p"), "ltrace": ("-o",),
+    "noglob": (), "then": (), "do": (), "else": (), "if": (), "while": (), "until": (), "!": (),
+}
+_NEEDS_POSITIONAL = {"timeout": 1, "flock": 1}  # positional arguments before the wrapped command
 
 
-def protected_branches(repo: Repo) -> dict[str, str]:
-    """branch → what it is ("task X" / "the base branch")."""
-    res: dict[str, str] = {}
-    try:
-        entries = list(repo.tasks_root.iterdir())
-    except OSError:
-        entries = []
-    for d in entries:
-        tf = paths.read_json(d / paths.TASK_JSON) if d.name != paths.MAIN_LOCK_DIR else None
-        if not tf:
-            continue
-        if isinstance(tf.get("task_branch"), str):
-            res[tf["task_branch"]] = f"the task branch of {d.name}"
-        if isinstance(tf.get("base_branch"), str):
-            res.setdefault(tf["base_branch"], "the base branch")
-    head = _read_head(repo.common)
-    if head:
-        res.setdefault(head, "the base branch")
-    return res
+class Seg:
+    """One simple command: its words (assignments and wrappers removed), the directory it runs in,
+    the files it redirects output into, and the environment its assignments set."""
+
+    __slots__ = ("env", "here", "redirects", "words")
+
+    def __init__(self, words: list[str], here: Path, redirects: list[str], env: dict[str, str]) -> None:
+        self.words = words
+        self.here = here
+        self.redirects = redirects
+        self.env = env
 
 
-def _read_head(common: Path) -> str | None:
-    try:
-        text = (common / "HEAD").read_text().strip()
-    except OSError:
-        return None
-    return text[len("ref: refs/heads/"):] if text.startswith("ref: refs/heads/") else None
-
-
-def decide_shell(repo: Repo, cwd: Path, cmd: str) -> Decision:
-    here = cwd
-    branches: dict[str, str] | None = None
-    for words in _simple_commands(cmd):
-        while words and _ASSIGN.match(words[0]):
-            words = words[1:]
-        while words and words[0] in ("sudo", "env", "command", "exec", "nohup", "time"):
-            words = words[1:]
-        if not words:
-            continue
-        prog = os.path.basename(words[0])
-        if prog == "cd" and len(words) > 1:
-            here = Path(os.path.expanduser(words[1])) if os.path.isabs(os.path.expanduser(words[1])) else here / words[1]
-            continue
-        if prog == "rm":
-            d = _check_rm(repo, here, words[1:])
-        elif prog == "git":
-            if branches is None:
-                branches = protected_branches(repo)
-            d = _check_git(repo, here, words[1:], branches)
-        else:
-            d = None
+def decide_shell(who: Who, cwd: Path, cmd: str) -> Decision:
+    for seg in segments(cmd, cwd, who.env):
+        d = judge(who, seg)
         if d is not None:
             return d
-    return Decision(True, "spark-git: allowed: command does not move protected branches or remove task worktrees")
+    return Decision(True, "spark-git: allowed: command does not move protected branches or write outside the caller's territory")
 
 
-def _check_rm(repo: Repo, here: Path, args: list[str]) -> Decision | None:
-    for a in args:
-        if a.startswith("-") and a != "-":
-            continue
-        p = Path(os.path.expanduser(a))
-        r = real(p if p.is_absolute() else here / p)
-        pl = repo.locate(r)
-        structural = (
-            repo.tasks_root.is_relative_to(r)  # the tasks root or one of its ancestors
-            or (pl.kind == "taskdir" and (len(pl.rel) == 0 or pl.rel == (paths.AGENTS,) or (len(pl.rel) == 2 and pl.rel[0] == paths.AGENTS)))
-            or (pl.kind == "taskdir" and pl.rel in ((paths.TASK_JSON,), ("audit-trail.json",), ("audit-snapshot.json",)))
-            or (pl.kind in ("task", "agent") and pl.rel == ())
-        )
-        if structural:
-            return Decision(
-                False,
-                f"spark-git: blocked: `rm {a}` would delete spark-git's tasks, worktrees or audit trail under {repo.tasks_root}; "
-                "use `spark-git cleanup <task>` (after complete) or `spark-git abandon <task> --why ...`",
-            )
-    return None
+def judge(who: Who, seg: Seg) -> Decision | None:
+    for target in seg.redirects:
+        d = shwrites.check_target(who, seg.here, target, f"> {target}")
+        if d is not None:
+            return d
+    if not seg.words:
+        return None
+    prog = os.path.basename(seg.words[0])
+    if prog == "git":
+        return gitcmd.check(who, seg.here, seg.words[1:], seg.env)
+    return shwrites.check(who, seg.here, prog, seg.words[1:])
 
 
-def _git_sub(args: list[str], here: Path) -> tuple[str | None, list[str], Path]:
+# -- taking the command line apart ---------------------------------------------------------------
+
+
+def segments(cmd: str, cwd: Path, env: dict[str, str], depth: int = 0) -> list[Seg]:
+    if depth > 4:
+        return []
+    cmd, inner = _substitutions(_strip_heredocs(cmd.replace("\\\n", " ")))
+    out: list[Seg] = []
+    state = {"here": cwd}
+    variables = dict(env)
+    for sub in inner:  # $(...) and `...` run first, in the same directory
+        out += segments(sub, cwd, variables, depth + 1)
+    for words, redirects in _split(cmd):
+        out += _unwrap(words, redirects, state, variables, depth)
+    return out
+
+
+def _strip_heredocs(cmd: str) -> str:
+    """Drops heredoc bodies (text, not commands); the `cat > file <<EOF` line itself stays."""
+    lines = cmd.split("\n")
+    keep: list[str] = []
     i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "-C" and i + 1 < len(args):
-            p = Path(os.path.expanduser(args[i + 1]))
-            here = p if p.is_absolute() else here / p
-            i += 2
-        elif a in ("-c", "--git-dir", "--work-tree", "--namespace") and i + 1 < len(args):
-            i += 2
-        elif a.startswith("-"):
+    while i < len(lines):
+        line = lines[i]
+        keep.append(line)
+        ends = [m.group(2) for m in _HEREDOC.finditer(line)]
+        i += 1
+        for end in ends:
+            while i < len(lines) and lines[i].strip() != end:
+                i += 1
             i += 1
-        else:
-            return a, args[i + 1:], here
-    return None, [], here
+    return "\n".join(keep)
 
 
-def _check_git(repo: Repo, here: Path, args: list[str], branches: dict[str, str]) -> Decision | None:
-    sub, rest, where = _git_sub(args, here)
-    if sub is None:
-        return None
-    positional = [a for a in rest if not a.startswith("-")]
-    if sub in ("merge", "rebase", "reset", "pull", "push"):
-        return _check_move(sub, rest, positional, repo.locate(real(where)), branches)
-    if sub == "worktree" and rest and rest[0] in ("remove", "move"):
-        return _check_worktree(repo, where, rest)
-    if sub == "update-ref":
-        hit = [a.removeprefix("refs/heads/") for a in positional if a.startswith("refs/heads/") and a.removeprefix("refs/heads/") in branches]
-        if hit:
-            return Decision(
-                False,
-                f"spark-git: blocked: `git update-ref` would move {branches[hit[0]]} ({hit[0]}) past the gates; "
-                "use `spark-git merge <task> --agent <A>` or `spark-git complete <task>`",
-            )
-    if sub == "branch" and any(a in ("-D", "-d", "--delete", "-f", "--force", "-m", "-M") for a in rest):
-        hit = [a for a in positional if a in branches]
-        if hit:
-            return Decision(
-                False,
-                f"spark-git: blocked: `git branch {' '.join(rest)}` changes {branches[hit[0]]} ({hit[0]}); "
-                "use `spark-git cleanup <task>` or `spark-git abandon <task> --why ...`",
-            )
-    return None
-
-
-def _check_move(sub: str, rest: list[str], positional: list[str], pl: Place, branches: dict[str, str]) -> Decision | None:
-    """merge, rebase, reset, pull, push: run in a task or the main worktree, or naming a protected
-    branch as what they rewrite."""
-    in_protected = pl.kind in ("task", "main")
-    if sub in ("merge", "reset", "pull") and not in_protected:
-        return None  # moves the current (agent or unrelated) branch only
-    if sub in ("merge", "rebase") and any(a in ("--abort", "--quit") for a in rest):
-        return None
-    if sub == "rebase" and not in_protected:
-        # `git rebase <upstream> <branch>` checks out and rewrites <branch>.
-        if len(positional) >= 2 and positional[1] in branches:
-            return _block_git(sub, positional[1], branches[positional[1]])
-        return None
-    if sub == "push" and not in_protected:
-        dests = [b for a in positional[1:] for b in _push_dests(a) if b in branches]
-        if not dests:
-            return None
-        return _block_git(sub, dests[0], branches[dests[0]])
-    what = f"the task branch of {pl.task}" if pl.kind == "task" else "the base branch (main worktree)"
-    return _block_git(sub, None, what, pl)
-
-
-def _check_worktree(repo: Repo, where: Path, rest: list[str]) -> Decision | None:
-    for a in rest[1:]:
-        if a.startswith("-"):
+def _substitutions(cmd: str) -> tuple[str, list[str]]:
+    """`$(...)` and backtick bodies, replaced by a placeholder word; nested ones found on recursion."""
+    inner: list[str] = []
+    res: list[str] = []
+    i, n = 0, len(cmd)
+    quote = ""
+    while i < n:
+        c = cmd[i]
+        if quote != "'" and c == "$" and cmd.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                depth += {"(": 1, ")": -1}.get(cmd[j], 0)
+                j += 1
+            inner.append(cmd[i + 2 : j - 1])
+            res.append("__spark_subst__")
+            i = j
             continue
-        p = Path(os.path.expanduser(a))
-        t = repo.locate(real(p if p.is_absolute() else where / p))
-        if t.kind in ("task", "agent", "taskdir", "root"):
-            return Decision(
-                False,
-                f"spark-git: blocked: `git worktree {rest[0]} {a}` touches a worktree of task {t.task}; "
-                f"use `spark-git cleanup {t.task}` (after complete) or `spark-git abandon {t.task} --why ...`",
-            )
+        if quote != "'" and c == "`":
+            j = cmd.find("`", i + 1)
+            j = n if j < 0 else j
+            inner.append(cmd[i + 1 : j])
+            res.append("__spark_subst__")
+            i = j + 1
+            continue
+        if c in "'\"" and (not quote or quote == c):
+            quote = "" if quote else c
+        res.append(c)
+        i += 1
+    return "".join(res), inner
+
+
+def _split(cmd: str) -> list[tuple[list[str], list[str]]]:
+    import shlex  # only shell decisions need it
+
+    lex = shlex.shlex(cmd.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    lex.whitespace_split = True
+    out: list[tuple[list[str], list[str]]] = [([], [])]
+    try:
+        toks = list(lex)
+    except ValueError:  # unbalanced quotes: plain splitting still finds the words
+        toks = cmd.replace("\n", " ; ").split()
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        words, redirects = out[-1]
+        if tok and set(tok) <= set(";&|()<>"):
+            if ">" in tok:
+                if words and words[-1].isdigit():
+                    words.pop()  # the fd number of `2>`
+                nxt = toks[i + 1] if i + 1 < len(toks) else ""
+                if nxt and not (tok.endswith("&") and (nxt.isdigit() or nxt == "-")):
+                    redirects.append(nxt)
+                i += 2
+                continue
+            if "<" in tok:
+                i += 2  # input redirection or heredoc delimiter: nothing is written
+                continue
+            out.append(([], []))
+        elif tok in ("{", "}"):
+            out.append(([], []))
+        else:
+            words.append(tok)
+        i += 1
+    return [(w, r) for w, r in out if w or r]
+
+
+def expand(word: str, variables: dict[str, str]) -> str:
+    if "$" not in word:
+        return word
+    return _VAR.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), word)
+
+
+def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], variables: dict[str, str], depth: int) -> list[Seg]:
+    """Assignments, wrappers, `cd`/`pushd`, `bash -c` and `eval` peeled off one simple command."""
+    local: dict[str, str] = {}
+    words = [expand(w, {**variables, **local}) for w in words]
+    redirects = [expand(r, variables) for r in redirects]
+    while words:
+        m = _ASSIGN.match(words[0])
+        if m is None:
+            break
+        local[m.group(1)] = m.group(2)
+        words = words[1:]
+    if not words:
+        variables.update(local)  # `X=/path; cp a $X`: a bare assignment sets a shell variable
+        return [Seg([], state["here"], redirects, local)] if redirects else []
+    words = _strip_wrappers(words, local, state)
+    if not words:
+        return [Seg([], state["here"], redirects, local)] if redirects else []
+    prog = os.path.basename(words[0])
+    if prog in ("cd", "pushd"):
+        target = next((w for w in words[1:] if not w.startswith("-")), None)
+        if target:
+            p = Path(os.path.expanduser(target))
+            state["here"] = p if p.is_absolute() else state["here"] / p
+        return []
+    flag = _script_flag(words) if prog in _SHELLS else None
+    if flag is not None:  # `bash -c '...'`, `sh -lc '...'`, `pwsh -Command ...`: the script is judged too
+        script = words[flag + 1] if prog not in ("pwsh", "powershell") else " ".join(words[flag + 1 :])
+        return segments(script if flag + 1 < len(words) else "", state["here"], {**variables, **local}, depth + 1)
+    if prog == "eval":
+        return segments(" ".join(words[1:]), state["here"], {**variables, **local}, depth + 1)
+    return [Seg(words, state["here"], redirects, local)]
+
+
+def _script_flag(words: list[str]) -> int | None:
+    for i, w in enumerate(words[1:], 1):
+        if w.lower() == "-command" or (w.startswith("-") and not w.startswith("--") and "c" in w[1:]):
+            return i
+        if not w.startswith("-"):
+            return None  # `bash script.sh`: scripts are not looked into
     return None
 
 
-def _push_dests(refspec: str) -> list[str]:
-    spec = refspec.lstrip("+")
-    dst = spec.split(":", 1)[1] if ":" in spec else spec
-    return [dst.removeprefix("refs/heads/")]
-
-
-_FIX = {
-    "merge": "spark-git merge <task> --agent <A> (agent → task) or spark-git complete <task> (task → main)",
-    "rebase": "spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase agent branches for you)",
-    "reset": "spark-git abandon <task> --why ... (or ask a human; spark-git never drops commits without an archive ref)",
-    "pull": "spark-git merge <task> --agent <A> / spark-git complete <task>",
-    "push": "spark-git complete <task> (lands the approved, gated task head on main), then push main yourself as a human",
-}
-
-
-def _block_git(sub: str, branch: str | None, what: str, pl: Place | None = None) -> Decision:
-    if pl is not None and pl.kind == "task":
-        fix = f"spark-git merge {pl.task} --agent <A>" if sub in ("merge", "pull", "rebase") else (
-            f"spark-git complete {pl.task}" if sub == "push" else f"spark-git abandon {pl.task} --why ..."
-        )
-        where = f"in the task worktree of {pl.task}"
-    elif pl is not None:
-        fix = "spark-git complete <task>"
-        where = "in the main worktree"
-    else:
-        fix = _FIX[sub]
-        where = f"naming {branch}"
-    return Decision(False, f"spark-git: blocked: `git {sub}` {where} would move {what} past the gates; use `{fix}`")
+def _strip_wrappers(words: list[str], local: dict[str, str], state: dict[str, Path]) -> list[str]:
+    for _ in range(8):  # wrappers nest: `sudo env X=1 nice -n 5 git ...`
+        prog = os.path.basename(words[0]) if words else ""
+        if prog not in _WRAPPERS or (prog == "command" and any(w in ("-v", "-V") for w in words[1:2])):
+            return words
+        takes = _WRAPPERS[prog]
+        i, positional = 1, _NEEDS_POSITIONAL.get(prog, 0)
+        while i < len(words):
+            w = words[i]
+            m = _ASSIGN.match(w)
+            if prog == "env" and m:
+                local[m.group(1)] = m.group(2)
+            elif w in ("-C", "--chdir") and prog == "env" and i + 1 < len(words):
+                p = Path(os.path.expanduser(words[i + 1]))
+                state["here"] = p if p.is_absolute() else state["here"] / p
+                i += 1
+            elif w in takes:
+                i += 1
+            elif w.startswith("-") and w != "-":
+                pass
+            elif positional:
+                positional -= 1
+            else:
+                break
+            i += 1
+        words = words[i:]
+        if not words:
+            return []
+    return words

@@ -46,22 +46,36 @@ def resolve_tasks_root(main: Path, configured: str | None) -> Path:
 def configured_tasks_root(main: Path) -> str | None:
     """tasks_root from `.spark-git.toml` (wins) or `[tool.spark-git]` in pyproject.toml, read without
     validating the rest of the config; None when absent or unreadable (the full CLI reports a bad
-    config, the hook falls back to the default)."""
+    config)."""
+    return read_tasks_root(main)[0]
+
+
+_ROOT_LINE = re.compile(r"^\s*tasks_root\s*=\s*[\"']([^\"'\n]+)[\"']", re.M)
+
+
+def read_tasks_root(main: Path) -> tuple[str | None, str | None]:
+    """(tasks_root, error): the configured tasks_root and, when the config file does not parse, the
+    parse error, with tasks_root then recovered from its `tasks_root = "..."` line if there is one
+    (the hook must not fall back to the default root and switch its checks off)."""
     ded, pp = main / ".spark-git.toml", main / "pyproject.toml"
+    path = ded if ded.is_file() else pp if pp.is_file() else None
+    if path is None:
+        return None, None
     try:
-        if ded.is_file():
-            import tomllib  # only when there is a config to read: it costs start-up time
+        text = path.read_text()
+    except OSError as e:
+        return None, f"{path}: {e}"
+    if path is pp and "spark-git" not in text:
+        return None, None  # a pyproject without spark-git's table: no need to parse it
+    import tomllib  # only when there is a config to read: it costs start-up time
 
-            root = tomllib.loads(ded.read_text()).get("tasks_root")
-        elif pp.is_file():
-            import tomllib
-
-            root = tomllib.loads(pp.read_text()).get("tool", {}).get("spark-git", {}).get("tasks_root")
-        else:
-            return None
-    except (OSError, ValueError):
-        return None
-    return root if isinstance(root, str) and root else None
+    try:
+        data = tomllib.loads(text)
+    except ValueError as e:
+        m = _ROOT_LINE.search(text)
+        return (m.group(1) if m else None), f"{path} is not valid TOML ({e})"
+    root = data.get("tasks_root") if path is ded else data.get("tool", {}).get("spark-git", {}).get("tasks_root")
+    return (root if isinstance(root, str) and root else None), None
 
 
 # -- paths under the tasks root -----------------------------------------------------------------
@@ -153,12 +167,13 @@ def locate(tasks_root: Path, p: Path, main: Path | None = None) -> Place:
 
 
 class Repo:
-    __slots__ = ("common", "main", "tasks_root")
+    __slots__ = ("common", "config_error", "main", "tasks_root")
 
-    def __init__(self, main: Path, common: Path, tasks_root: Path) -> None:
+    def __init__(self, main: Path, common: Path, tasks_root: Path, config_error: str | None = None) -> None:
         self.main = main  # main worktree (resolved)
         self.common = common  # git common dir (resolved)
         self.tasks_root = tasks_root  # resolved
+        self.config_error = config_error  # the config did not parse: the hook blocks rather than guess
 
     def locate(self, p: Path) -> Place:
         return locate(self.tasks_root, p, self.main)
@@ -201,7 +216,8 @@ def find_repo(start: Path) -> Repo | None:
     if common.name != ".git":
         return None  # separate git dir or bare: only the full CLI knows its main worktree
     main = common.parent
-    return Repo(main, common, resolve_tasks_root(main, configured_tasks_root(main)))
+    root, error = read_tasks_root(main)
+    return Repo(main, common, resolve_tasks_root(main, root), error)
 
 
 def repo_around(p: Path) -> Repo | None:

@@ -1,0 +1,224 @@
+"""Git commands in the hook policy. Any git command that can move a protected ref (a task branch, the
+base branch, spark-git's refs) or write a worktree other than the caller's is blocked, with the
+spark-git command that does it properly. Read-only commands are allowed anywhere. Standard library
+only (runs before every tool call)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spark_git.clients.calls import Decision
+from spark_git.clients.writes import Who, describe, holds_main_lock
+from spark_git.core import paths
+from spark_git.core.paths import Repo, real
+
+READ = {
+    "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree", "ls-remote", "rev-parse", "rev-list",
+    "describe", "shortlog", "cat-file", "show-ref", "for-each-ref", "name-rev", "merge-base", "cherry", "count-objects", "fsck",
+    "help", "version", "var", "whatchanged", "range-diff", "check-ignore", "check-attr", "check-ref-format", "check-mailmap",
+    "diff-tree", "diff-files", "diff-index", "show-branch", "verify-commit", "verify-tag", "patch-id", "format-patch", "archive",
+    "reflog", "bundle", "difftool", "instaweb", "request-pull", "get-tar-commit-id", "column", "hash-object", "merge-tree",
+}
+# Write refs only (no worktree): judged by the refs they name, wherever they run.
+REF_ONLY = {"branch", "tag", "fetch", "update-ref", "symbolic-ref", "remote", "notes", "config", "replace", "gc", "prune", "pack-refs", "repack"}
+# Move the checked-out branch of where they run: never in a task or the main worktree.
+MOVERS = {"merge", "pull", "reset", "rebase", "cherry-pick", "revert", "am"}
+_GLOBAL_WITH_VALUE = ("-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix")
+_REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+_FIX = {
+    "merge": "spark-git merge <task> --agent <A> (agent → task) or spark-git complete <task> (task → main)",
+    "rebase": "spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase agent branches for you)",
+    "reset": "spark-git abandon <task> --why ... (or ask a human; spark-git never drops commits without an archive ref)",
+    "pull": "spark-git merge <task> --agent <A> / spark-git complete <task>",
+    "push": "spark-git complete <task> (lands the approved, gated task head on main), then push main yourself as a human",
+    "branch": "spark-git cleanup <task> (after complete) or spark-git abandon <task> --why ...",
+}
+
+
+def protected_branches(repo: Repo) -> dict[str, str]:
+    """branch → what it is ("the task branch of X" / "the base branch")."""
+    res: dict[str, str] = {}
+    try:
+        entries = list(os.scandir(repo.tasks_root))
+    except OSError:
+        entries = []
+    for d in entries:
+        tf = paths.read_json(Path(d.path) / paths.TASK_JSON) if d.name != paths.MAIN_LOCK_DIR else None
+        if not tf:
+            continue
+        if isinstance(tf.get("task_branch"), str):
+            res[tf["task_branch"]] = f"the task branch of {d.name}"
+        if isinstance(tf.get("base_branch"), str):
+            res.setdefault(tf["base_branch"], "the base branch")
+    try:
+        head = (repo.common / "HEAD").read_text().strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: refs/heads/"):
+        res.setdefault(head[len("ref: refs/heads/"):], "the base branch")
+    return res
+
+
+def protected_ref(ref: str, branches: dict[str, str]) -> str | None:
+    """What `ref` (a branch name, a full ref or a refspec destination) protects, if anything."""
+    ref = ref.lstrip("+")
+    if ref.startswith(("refs/spark/", "refs/notes/spark")) or ref in ("refs/spark", "refs/notes/spark"):
+        return "spark-git's own refs"
+    name = ref.removeprefix("refs/heads/")
+    if "*" in name and ref.startswith("refs/heads/"):
+        return "every branch (a wildcard)"
+    return f"{branches[name]} ({name})" if name in branches else None
+
+
+def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bool]:
+    """(subcommand, its arguments, where it runs, whether --git-dir/--work-tree redirect it)."""
+    i, redirected = 0, False
+    while i < len(args):
+        a = args[i]
+        if a == "-C" and i + 1 < len(args):
+            p = Path(os.path.expanduser(args[i + 1]))
+            here = p if p.is_absolute() else here / p
+            i += 2
+        elif a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
+            redirected = redirected or a in ("--git-dir", "--work-tree")
+            i += 2
+        elif a.startswith("-"):
+            redirected = redirected or a.startswith(("--git-dir=", "--work-tree="))
+            i += 1
+        else:
+            return a, args[i + 1 :], here, redirected
+    return None, [], here, redirected
+
+
+def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decision | None:
+    sub, rest, where, redirected = _parse(args, here)
+    if sub is None:
+        return None
+    redirected = redirected or any(k in env for k in _REDIRECT_ENV)
+    if (sub in MOVERS or sub == "push") and not _aborts(sub, rest):
+        pl = who.repo.locate(real(where))
+        if pl.kind in ("task", "main"):
+            return _block_mover(sub, pl.kind, pl.task)  # named after where it runs: the clearer fix
+    branches = protected_branches(who.repo)
+    d = _refs(who, sub, rest, branches, where)
+    if d is not None or sub in READ or (sub in REF_ONLY and not redirected) or _aborts(sub, rest):
+        return d
+    if redirected:
+        return Decision(
+            False,
+            f"spark-git: blocked: `git {sub}` with --git-dir/--work-tree/GIT_DIR cannot be checked against the worktree it writes; "
+            "run it inside that worktree (or with `git -C <worktree>`)",
+        )
+    return _place(who, sub, rest, where)
+
+
+def _aborts(sub: str, rest: list[str]) -> bool:
+    return sub in ("merge", "rebase", "cherry-pick", "revert", "am") and any(a in ("--abort", "--quit") for a in rest)
+
+
+def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: Path) -> Decision | None:
+    """The refs `git sub rest` would move, wherever it runs."""
+    pos = [a for a in rest if not a.startswith("-")]
+    hit: str | None = None
+    if sub in ("fetch", "push"):
+        hit = next((h for a in pos[1:] for h in [protected_ref(a.split(":", 1)[1] if ":" in a else "", branches)] if h), None)
+        if sub == "push" and hit is None:
+            hit = next((h for a in pos[1:] if ":" not in a for h in [protected_ref(a, branches)] if h), None)
+    elif sub == "update-ref":
+        hit = "refs it reads from stdin" if "--stdin" in rest else (protected_ref(pos[0], branches) if pos else None)
+    elif sub == "symbolic-ref" and (len(pos) >= 2 or any(a in ("-d", "--delete") for a in rest)):
+        hit = "a worktree's HEAD (which branch its commits move)"
+    elif sub == "branch" and any(a in ("-D", "-d", "--delete", "-f", "--force", "-m", "-M", "-c", "-C", "--move", "--copy") for a in rest):
+        hit = next((h for a in pos for h in [protected_ref(a, branches)] if h), None)
+    elif sub in ("switch", "checkout", "worktree"):
+        hit = _creating(rest, branches, who.agent and sub != "worktree")
+    elif sub == "rebase" and len(pos) >= 2:
+        hit = protected_ref(pos[1], branches)  # `git rebase <upstream> <branch>` checks out and rewrites <branch>
+    elif sub == "notes" and any("spark" in a for a in rest if a.startswith("--ref") or a.startswith("refs/")):
+        hit = "spark-git's notes" if pos and pos[0] not in ("list", "show") else None
+    elif sub in ("filter-branch", "filter-repo"):
+        hit = "every branch it is given (a history rewrite)"
+    if hit is None and sub == "worktree" and pos[:1] and pos[0] in ("remove", "move"):
+        return _worktree_removal(who.repo, where, pos)
+    if hit is None and sub == "config" and who.agent and _config_writes(rest):
+        hit = "the repository's shared configuration (.git/config)"
+    if hit is None:
+        return None
+    fix = _FIX.get(sub, "spark-git merge <task> --agent <A> / spark-git complete <task>")
+    return Decision(False, f"spark-git: blocked: `git {sub}` would move or rewrite {hit} past the gates; use `{fix}`")
+
+
+def _creating(rest: list[str], branches: dict[str, str], agent: bool) -> str | None:
+    """`switch -C X`, `checkout -B X`, `worktree add -B X` reset X; an agent switching its worktree
+    to a protected branch would commit onto it."""
+    for i, a in enumerate(rest[:-1]):
+        if a in ("-C", "-B", "--force-create") and protected_ref(rest[i + 1], branches):
+            return protected_ref(rest[i + 1], branches)
+    pos = [a for a in rest if not a.startswith("-")]
+    if agent and "--" not in rest and len(pos) == 1:
+        return protected_ref(pos[0], branches)
+    return None
+
+
+def _config_writes(rest: list[str]) -> bool:
+    writes = ("--unset", "--unset-all", "--add", "--replace-all", "--rename-section", "--remove-section", "-e", "--edit")
+    pos = [a for a in rest if not a.startswith("-")]
+    if any(a.startswith("--get") or a in ("-l", "--list") for a in rest):
+        return False
+    return any(a in writes for a in rest) or (bool(pos) and pos[0] in ("set", "unset", "edit", "rename-section", "remove-section")) or len(pos) >= 2
+
+
+def _worktree_removal(repo: Repo, where: Path, pos: list[str]) -> Decision | None:
+    for a in pos[1:]:
+        p = Path(os.path.expanduser(a))
+        t = repo.locate(real(p if p.is_absolute() else where / p))
+        if t.kind in ("task", "agent", "taskdir", "root"):
+            return Decision(
+                False,
+                f"spark-git: blocked: `git worktree {pos[0]} {a}` touches a worktree of task {t.task}; "
+                f"use `spark-git cleanup {t.task}` (after complete) or `spark-git abandon {t.task} --why ...`",
+            )
+    return None
+
+
+def _place(who: Who, sub: str, rest: list[str], where: Path) -> Decision | None:
+    """A command that writes the worktree it runs in (and may move its branch)."""
+    resolved = real(where)
+    pl = who.repo.locate(resolved)
+    if pl.kind in ("task", "main") and (sub in MOVERS or sub == "push"):
+        return _block_mover(sub, pl.kind, pl.task)
+    if who.agent:
+        if (pl.kind == "agent" and (pl.task, pl.agent) == (who.me.task, who.me.agent)) or (
+            pl.kind == "outside" and not resolved.is_relative_to(who.repo.common)
+        ):
+            return None
+        return Decision(
+            False,
+            f"spark-git: blocked: agent {who.me.agent} of task {who.me.task} runs git commands that change things only in its own "
+            f"worktree; `git {sub}` would run {describe(pl)}",
+        )
+    if pl.kind == "agent":
+        return Decision(
+            False,
+            f"spark-git: blocked: `git {sub}` would run in agent {pl.agent}'s worktree of task {pl.task}; only that agent "
+            f"changes it — delegate to it (its work lands with `spark-git merge {pl.task} --agent {pl.agent}`)",
+        )
+    if pl.kind == "main" and not holds_main_lock(who.repo, who.sessions):
+        return Decision(
+            False,
+            f"spark-git: blocked: `git {sub}` would change the main worktree and this session does not hold the main lock; "
+            "work in a task (`spark-git start`) or take it with `spark-git lock main`",
+        )
+    return None
+
+
+def _block_mover(sub: str, kind: str, task: str | None) -> Decision:
+    if kind == "task":
+        fix = f"spark-git merge {task} --agent <A>" if sub in ("merge", "pull", "rebase", "cherry-pick", "am") else (
+            f"spark-git complete {task}" if sub == "push" else f"spark-git abandon {task} --why ..."
+        )
+        where, what = f"in the task worktree of {task}", f"the task branch of {task}"
+    else:
+        fix, where, what = "spark-git complete <task>", "in the main worktree", "the base branch (main worktree)"
+    return Decision(False, f"spark-git: blocked: `git {sub}` {where} would move {what} past the gates; use `{fix}`")

@@ -1,0 +1,61 @@
+"""Who a session is: the place it was launched in, not where it stands now. A coordinator that `cd`s
+into an agent worktree stays the coordinator; an agent that `cd`s out stays that agent.
+
+The launch directory comes from, in order: the record `spark-git hook session-start` wrote for the
+session under `<git-common-dir>/spark/sessions/` (first start wins; agents cannot write `.git`),
+CLAUDE_PROJECT_DIR (set by Claude Code for its hooks: the directory it was started in), the event's
+cwd. Standard library only (read before every tool call)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from spark_git.core.paths import Place, Repo, real
+
+PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def record_path(common: Path, session: str) -> Path:
+    return common / "spark" / "sessions" / (_UNSAFE.sub("_", session)[:120] + ".json")
+
+
+def launch_dir(repo: Repo, session: str | None, cwd: str) -> Path:
+    if session:
+        try:
+            data = json.loads(record_path(repo.common, session).read_text())
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("launch"), str) and data.get("session") == session:
+            return Path(data["launch"])
+    env = os.environ.get(PROJECT_DIR_ENV)
+    if env and os.path.isabs(env):
+        return Path(env)
+    return Path(cwd)
+
+
+def caller(repo: Repo, session: str | None, cwd: str) -> Place:
+    """An agent place when the session was launched in an agent worktree; any other place means the
+    coordinator."""
+    return repo.locate(real(launch_dir(repo, session, cwd)))
+
+
+def remember(common: Path, session: str, launch: Path) -> bool:
+    """Records where `session` started (SessionStart), once: a later start of the same session
+    (resume, compaction, a `cd` since) keeps the first record. Written complete or not at all."""
+    path = record_path(common, session)
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"session": session, "launch": str(real(launch))}) + "\n")
+    try:
+        os.link(tmp, path)  # create-exclusive: two racing starts keep the first
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink()
+    return True

@@ -1,0 +1,158 @@
+"""The files a shell command writes, judged like the client's write tools (clients/writes.py):
+redirections, `tee`, `cp`, `mv`, `ln`, `install`, `rsync`, `sed -i`, `perl -i`, `touch`, `truncate`,
+`mkdir`, `rm`, `chmod`, `dd of=`, `python -c` / `node -e` with literal paths, and PowerShell's
+`Set-Content`, `Out-File`, `Remove-Item`, ... Also the structural `rm` rule: nobody deletes the tasks
+root, a task directory, a worktree or the audit trail by hand. Standard library only."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from spark_git.clients.calls import Decision
+from spark_git.clients.writes import Who, absolute, decide_write
+from spark_git.core import paths
+
+_ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
+_FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
+_TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
+_VALUE_OPTS = {"-s", "--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
+_SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
+_PS_WRITERS = {
+    "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
+    "rename-item", "ni", "ri", "del", "erase", "rd", "copy", "move", "cpi", "mi", "sc", "ac",
+}
+_PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inputobject"}
+_LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
+_WRITES_IN_CODE = re.compile(r"open\(|write|unlink|remove|rmtree|rename|replace|copy|move|mkdir|touch|symlink|chmod|truncate|Fs\.|fs\.")
+_UNJUDGED = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-")
+
+
+def check(who: Who, here: Path, prog: str, args: list[str]) -> Decision | None:
+    if prog == "rm":
+        d = _structural_rm(who, here, args)
+        if d is not None:
+            return d
+    for target in targets(prog, args):
+        d = check_target(who, here, target, f"{prog} {target}")
+        if d is not None:
+            return d
+    return None
+
+
+def check_target(who: Who, here: Path, target: str, what: str) -> Decision | None:
+    if not target or target in _UNJUDGED or "__spark_subst__" in target or "$" in target:
+        return None  # nothing we can place (an unknown variable, a command's output)
+    d = decide_write(who, here, target, shell=True)
+    if d.allow:
+        return None
+    return Decision(False, d.reason.replace("spark-git: blocked: ", f"spark-git: blocked: `{what}`: ", 1))
+
+
+def targets(prog: str, args: list[str]) -> list[str]:
+    """The paths `prog args` writes (or deletes)."""
+    low = prog.lower()
+    pos = _positional(args)
+    if low in _PS_WRITERS:
+        return _ps_targets(args)
+    if prog in _ALL_ARGS:
+        return pos
+    if prog in _FIRST_IS_MODE:
+        return pos[1:]
+    if prog == "mv":
+        return pos  # the sources go away too
+    if prog in _TO_LAST:
+        tdir = _option_value(args, ("-t", "--target-directory"))
+        return [tdir] if tdir else pos[-1:] if len(pos) >= 2 else ["."] if prog == "ln" and pos else []
+    if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
+        scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
+        return pos if scripted else pos[1:]
+    if prog == "dd":
+        return [a[3:] for a in args if a.startswith("of=")]
+    if prog in _SCRIPTS or prog.startswith("python3."):
+        return _code_paths(args)
+    return []
+
+
+def _positional(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+        elif a == "--":
+            out += args[i + 1 :]
+            break
+        elif a in _VALUE_OPTS or a in ("-t", "--target-directory", "-e", "-f", "--expression", "--file"):
+            skip = a not in ("-t", "--target-directory")
+        elif not a.startswith("-") or a == "-":
+            out.append(a)
+    return out
+
+
+def _option_value(args: list[str], names: tuple[str, ...]) -> str | None:
+    for i, a in enumerate(args):
+        if a in names and i + 1 < len(args):
+            return args[i + 1]
+        for n in names:
+            if n.startswith("--") and a.startswith(n + "="):
+                return a[len(n) + 1 :]
+    return None
+
+
+def _ps_targets(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a.lower() in _PS_VALUE_OPTS:
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a.rstrip(","))
+    return out
+
+
+def _code_paths(args: list[str]) -> list[str]:
+    """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
+    code = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+    if code is None or not _WRITES_IN_CODE.search(code):
+        return []
+    return [m.group(2) for m in _LITERAL.finditer(code)]
+
+
+def _structural_rm(who: Who, here: Path, args: list[str]) -> Decision | None:
+    repo = who.repo
+    for a in _positional(args):
+        r = absolute(a, here)
+        pl = repo.locate(r)
+        structural = (
+            repo.tasks_root.is_relative_to(r)  # the tasks root or one of its ancestors
+            or (pl.kind == "taskdir" and (len(pl.rel) == 0 or pl.rel == (paths.AGENTS,) or (len(pl.rel) == 2 and pl.rel[0] == paths.AGENTS)))
+            or (pl.kind == "taskdir" and pl.rel in ((paths.TASK_JSON,), ("audit-trail.json",), ("audit-snapshot.json",)))
+            or (pl.kind in ("task", "agent") and pl.rel == ())
+        )
+        if structural:
+            return Decision(
+                False,
+                f"spark-git: blocked: `rm {a}` would delete spark-git's tasks, worktrees or audit trail under {repo.tasks_root}; "
+                "use `spark-git cleanup <task>` (after complete) or `spark-git abandon <task> --why ...`",
+            )
+    return None
+
+
+def spark_env(who: Who) -> dict[str, str]:
+    """The SPARK_* variables `spark-git env` exports for the caller's worktree, so `$SPARK_TASK_WORKTREE/x`
+    is judged by where it lands; the hook's own environment wins where it sets them."""
+    me, root = who.me, who.repo.tasks_root
+    out: dict[str, str] = {}
+    if me.task:
+        out["SPARK_TASK"] = me.task
+        out["SPARK_TASK_WORKTREE"] = str(paths.task_worktree(root, me.task))
+        out["SPARK_WORKTREE"] = str(paths.agent_worktree(root, me.task, me.agent) if me.agent else paths.task_worktree(root, me.task))
+        out["SPARK_AGENT"] = me.agent or ""
+    out["SPARK_TASKS_ROOT"] = str(root)
+    out["SPARK_MAIN_WORKTREE"] = str(who.repo.main)
+    out.update({k: v for k, v in os.environ.items() if k.startswith("SPARK_") or k in ("HOME", "PWD", "OLDPWD", "TMPDIR", "CLAUDE_PROJECT_DIR")})
+    return out

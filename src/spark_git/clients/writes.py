@@ -1,0 +1,139 @@
+"""Who may write where: the file-write half of the hook policy, used for the client's write tools and
+for the files a shell command writes (redirections, cp, tee, sed -i, ...). The caller is the place its
+session was launched in (clients/identity.py), not where it stands now. Standard library only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spark_git.clients.calls import Decision
+from spark_git.core import paths
+from spark_git.core.paths import Place, Repo, real
+
+# Documentation the coordinator may edit in the task worktree during IMPLEMENTATION; everything
+# else there counts as source (code, tests, config, build files).
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
+DOC_DIRS = ("docs", "doc")
+# What switches hooks off, points git elsewhere or configures spark-git: never written by an agent.
+GUARDED_DIRS = (".claude", ".codex", ".gemini", ".git")
+GUARDED_FILES = (".spark-git.toml",)
+
+
+class Who:
+    """The caller of one tool call: its repo, the place its session was launched in, its sessions
+    (to match locks) and the environment its shell words are expanded with."""
+
+    __slots__ = ("env", "me", "repo", "sessions")
+
+    def __init__(self, repo: Repo, me: Place, sessions: set[str], env: dict[str, str]) -> None:
+        self.repo = repo
+        self.me = me
+        self.sessions = sessions
+        self.env = env
+
+    @property
+    def agent(self) -> bool:
+        return self.me.kind == "agent" and bool(self.me.task and self.me.agent)
+
+
+def task_state(repo: Repo, task: str) -> str | None:
+    tf = paths.read_json(paths.task_json(repo.tasks_root, task))
+    return tf.get("state") if tf else None
+
+
+def holds_main_lock(repo: Repo, sessions: set[str]) -> bool:
+    lock = paths.read_json(paths.main_lock(repo.tasks_root))
+    return lock is not None and lock.get("session_id") in sessions
+
+
+def is_source(rel: tuple[str, ...]) -> bool:
+    if not rel:
+        return True
+    if rel[0] in DOC_DIRS:
+        return False
+    return not rel[-1].lower().endswith(DOC_SUFFIXES)
+
+
+def guarded(resolved: Path) -> str | None:
+    """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any."""
+    parts = resolved.parts
+    hit = next((p for p in parts if p in GUARDED_DIRS), None)
+    if hit is None and parts and parts[-1] in GUARDED_FILES:
+        hit = parts[-1]
+    return hit
+
+
+def absolute(target: str, cwd: Path) -> Path:
+    path = Path(os.path.expanduser(target))
+    return real(path if path.is_absolute() else cwd / path)  # symlinks and `..` resolved
+
+
+def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decision:
+    resolved = absolute(target, cwd)
+    there = who.repo.locate(resolved)
+    shown = f"{target} (→ {resolved})" if str(resolved) != target else target
+    if who.agent:
+        return _agent_write(who, there, resolved, shown)
+    return _coordinator_write(who, there, shown, shell)
+
+
+def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision:
+    repo, task, agent = who.repo, who.me.task or "", who.me.agent or ""
+    bad = guarded(resolved)
+    if bad is not None:  # anywhere: ~/.claude/settings.json switches hooks off as well as the worktree's
+        return Decision(
+            False,
+            f"spark-git: blocked: agent {agent} may not write {bad} ({shown}): it holds the hooks, git's or spark-git's "
+            "own configuration; ask the coordinator",
+        )
+    if there.kind == "agent" and (there.task, there.agent) == (task, agent):
+        return Decision(True, f"spark-git: allowed: agent {agent} writes in its own worktree")
+    if there.kind == "taskdir" and there.task == task and (
+        there.rel[:2] == (paths.AGENTS, agent) or there.rel == (paths.requirements_name(task, agent),)
+    ):
+        return Decision(True, f"spark-git: allowed: agent {agent} writes its own report")
+    if there.kind != "outside" or resolved.is_relative_to(repo.common):
+        own = paths.agent_dir(repo.tasks_root, task, agent)
+        return Decision(
+            False,
+            f"spark-git: blocked: agent {agent} of task {task} may write only in its own worktree "
+            f"and its reports under {own}; {shown} is {describe(there)}",
+        )
+    return Decision(True, "spark-git: allowed: outside the repository")
+
+
+def _coordinator_write(who: Who, there: Place, shown: str, shell: bool) -> Decision:
+    # The coordinator: any session not launched in an agent worktree.
+    if there.kind == "agent":
+        return Decision(
+            False,
+            f"spark-git: blocked: {shown} is in agent {there.agent}'s worktree of task {there.task}; "
+            f"only that agent writes there — delegate the change to it (its work lands with `spark-git merge {there.task} --agent {there.agent}`)",
+        )
+    if shell:  # the coordinator's shell keeps its freedom outside agent worktrees (build dirs, scratch files)
+        return Decision(True, f"spark-git: allowed: {describe(there)}")
+    if there.kind == "task" and there.task and task_state(who.repo, there.task) == "IMPLEMENTATION" and is_source(there.rel):
+        return Decision(
+            False,
+            f"spark-git: blocked: task {there.task} is in IMPLEMENTATION: source changes in the task worktree come from agents "
+            f"and land with `spark-git merge {there.task} --agent A` (the coordinator may edit docs and *.md; {shown} is source)",
+        )
+    if there.kind == "main" and not holds_main_lock(who.repo, who.sessions):
+        return Decision(
+            False,
+            f"spark-git: blocked: {shown} is in the main worktree and this session does not hold the main lock; "
+            "work in a task (`spark-git start`) or take it with `spark-git lock main`",
+        )
+    return Decision(True, f"spark-git: allowed: {describe(there)}")
+
+
+def describe(pl: Place) -> str:
+    return {
+        "agent": f"in agent {pl.agent}'s worktree of task {pl.task}",
+        "task": f"in the task worktree of {pl.task}",
+        "taskdir": f"in the task directory of {pl.task}",
+        "root": "the tasks root",
+        "main": "in the main worktree",
+        "outside": "outside the repository",
+    }[pl.kind]
