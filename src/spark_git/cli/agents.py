@@ -53,6 +53,7 @@ def hook_session_start(ctx: typer.Context) -> None:
     event = _stdin_event()
     sessions = {s for s in (event.get("session_id"), os.environ.get("SPARK_SESSION_ID")) if isinstance(s, str) and s}
     cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
+    checkpoint.remember_launch(event.get("session_id"), cwd)  # the hook judges the session by where it started
 
     def action(_: Layout | None) -> Result:
         try:

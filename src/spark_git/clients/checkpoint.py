@@ -86,3 +86,17 @@ def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
 
 def from_event(event_cwd: str | None) -> Path:
     return Path(event_cwd) if event_cwd else Path.cwd()
+
+
+def remember_launch(session: object, cwd: Path) -> None:
+    """Records the directory a client session started in (identity.remember), when it starts inside
+    a spark-git repo; the hook then judges the session by it wherever it `cd`s."""
+    from spark_git.clients import identity
+    from spark_git.core.paths import repo_around
+
+    repo = repo_around(cwd) if isinstance(session, str) and session else None
+    if repo is not None and isinstance(session, str):
+        try:
+            identity.remember(repo.common, session, cwd)
+        except OSError:
+            pass  # a read-only .git: the hook falls back to CLAUDE_PROJECT_DIR and cwd

@@ -80,15 +80,18 @@ class ClaudeCode:
         data = settings.load(path)
         hooks = data.setdefault("hooks", {})
         wanted = [
-            ("PreToolUse", {"matcher": MATCHER, "hooks": [{"type": "command", "command": PRE_TOOL_USE}]}, PRE_TOOL_USE),
-            ("SessionStart", {"hooks": [{"type": "command", "command": SESSION_START}]}, SESSION_START),
+            ("PreToolUse", {"matcher": MATCHER, "hooks": [_entry(PRE_TOOL_USE)]}, PRE_TOOL_USE),
+            ("SessionStart", {"hooks": [_entry(SESSION_START)]}, SESSION_START),
         ]
         changed = False
         for event, group, cmd in wanted:
             groups = hooks.setdefault(event, [])
-            if not _has(groups, cmd):
+            found = _find(groups, cmd)
+            if found is None:
                 groups.append(group)
                 changed = True
+            else:
+                changed = _upgrade(groups, found, group) or changed
         if changed:
             settings.save(path, data)
         return settings.HooksData(path=str(path), scope=scope, changed=changed, entries=[f"{e}: {c}" for e, _, c in wanted])
@@ -133,8 +136,45 @@ class ClaudeCode:
         return "\n".join(lines)
 
 
-def _has(groups: list[Any], command: str) -> bool:
-    return any(isinstance(g, dict) and any(isinstance(h, dict) and h.get("command") == command for h in g.get("hooks") or []) for g in groups)
+def _entry(command: str) -> dict[str, Any]:
+    # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
+    return {"type": "command", "command": command, "onFailure": "block"}
+
+
+def is_ours(command: object, wanted: tuple[str, ...] = OURS) -> bool:
+    """`spark-git hook …` as installed, or with spark-git named by an absolute path."""
+    if not isinstance(command, str):
+        return False
+    exe, _, rest = command.strip().partition(" ")
+    return os.path.basename(exe) == "spark-git" and f"spark-git {rest.strip()}" in wanted
+
+
+def _find(groups: list[Any], command: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(group, hook entry) of spark-git's `command` in an event's groups."""
+    for g in groups:
+        for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
+            if isinstance(h, dict) and is_ours(h.get("command"), (command,)):
+                return g, h
+    return None
+
+
+def _upgrade(groups: list[Any], found: tuple[dict[str, Any], dict[str, Any]], wanted: dict[str, Any]) -> bool:
+    """An older or hand-made spark-git entry brought up to date: the full matcher (a narrower one
+    lets the other tools through) and onFailure=block. The user's command path is kept; a group
+    shared with other hooks keeps its matcher, ours moves to a group of its own."""
+    group, hook = found
+    changed = False
+    if "matcher" in wanted and group.get("matcher") != wanted["matcher"]:
+        if len(group["hooks"]) == 1:
+            group["matcher"] = wanted["matcher"]
+        else:
+            group["hooks"].remove(hook)
+            groups.append({"matcher": wanted["matcher"], "hooks": [hook]})
+        changed = True
+    if hook.get("onFailure") != "block":
+        hook["onFailure"] = "block"
+        changed = True
+    return changed
 
 
 def _remove_ours(hooks: dict[str, Any]) -> list[str]:
@@ -146,8 +186,8 @@ def _remove_ours(hooks: dict[str, Any]) -> list[str]:
             if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
                 kept_groups.append(g)
                 continue
-            kept = [h for h in g["hooks"] if not (isinstance(h, dict) and h.get("command") in OURS)]
-            removed += [f"{event}: {h['command']}" for h in g["hooks"] if isinstance(h, dict) and h.get("command") in OURS]
+            kept = [h for h in g["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command")))]
+            removed += [f"{event}: {h['command']}" for h in g["hooks"] if isinstance(h, dict) and is_ours(h.get("command"))]
             if kept:
                 kept_groups.append({**g, "hooks": kept})
             elif not g["hooks"]:

@@ -5,6 +5,8 @@ this (pydantic); client adapters import it inside install/uninstall."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,25 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
+def _indent(text: str) -> int | str | None:
+    """The indentation the file uses (so a rewrite changes only what it must); 2 for a new file."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            ws = line[: len(line) - len(stripped)]
+            return len(ws) if set(ws) == {" "} else ws
+    return None if text.strip() else 2
+
+
 def save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+    """Written atomically in the file's own style (indentation, final newline, non-ASCII kept as
+    text), through a symlink to its target, with the file's mode kept."""
+    target = path.resolve() if path.is_symlink() else path
+    old = target.read_text() if target.exists() else ""
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    indent = _indent(old)
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, text + ("\n" if old.endswith("\n") or not old else ""))
+    if mode is not None:
+        os.chmod(target, mode)

@@ -17,7 +17,7 @@ from spark_git.core import paths
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
 _TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
-_VALUE_OPTS = {"-s", "--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
+_VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
 _SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
 _PS_WRITERS = {
     "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
@@ -25,7 +25,7 @@ _PS_WRITERS = {
 }
 _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inputobject"}
 _LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
-_WRITES_IN_CODE = re.compile(r"open\(|write|unlink|remove|rmtree|rename|replace|copy|move|mkdir|touch|symlink|chmod|truncate|Fs\.|fs\.")
+_WRITES_IN_CODE = re.compile(r"open\([^)]*['\"][wax+]|write|unlink|remove|rmtree|rename|replace|copy|move|mkdir|touch|symlink|chmod|truncate|Fs\.|fs\.")
 _UNJUDGED = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-")
 
 
@@ -53,7 +53,7 @@ def check_target(who: Who, here: Path, target: str, what: str) -> Decision | Non
 def targets(prog: str, args: list[str]) -> list[str]:
     """The paths `prog args` writes (or deletes)."""
     low = prog.lower()
-    pos = _positional(args)
+    pos = _positional(args, ("-s",) if prog == "truncate" else ())
     if low in _PS_WRITERS:
         return _ps_targets(args)
     if prog in _ALL_ARGS:
@@ -75,7 +75,7 @@ def targets(prog: str, args: list[str]) -> list[str]:
     return []
 
 
-def _positional(args: list[str]) -> list[str]:
+def _positional(args: list[str], valued: tuple[str, ...] = ()) -> list[str]:
     out: list[str] = []
     skip = False
     for i, a in enumerate(args):
@@ -84,7 +84,7 @@ def _positional(args: list[str]) -> list[str]:
         elif a == "--":
             out += args[i + 1 :]
             break
-        elif a in _VALUE_OPTS or a in ("-t", "--target-directory", "-e", "-f", "--expression", "--file"):
+        elif a in _VALUE_OPTS or a in valued or a in ("-t", "--target-directory", "-e", "-f", "--expression", "--file"):
             skip = a not in ("-t", "--target-directory")
         elif not a.startswith("-") or a == "-":
             out.append(a)
