@@ -79,7 +79,7 @@ class ClaudeCode:
         path = self.settings_path(root, scope)
         data = settings.load(path)
         hooks = data.setdefault("hooks", {})
-        wanted = [
+        wanted: list[tuple[str, dict[str, Any], str]] = [
             ("PreToolUse", {"matcher": MATCHER, "hooks": [_entry(PRE_TOOL_USE)]}, PRE_TOOL_USE),
             ("SessionStart", {"hooks": [_entry(SESSION_START)]}, SESSION_START),
         ]

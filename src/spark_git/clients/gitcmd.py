@@ -135,7 +135,7 @@ def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: 
         hit = _creating(rest, branches, who.agent and sub != "worktree")
     elif sub == "rebase" and len(pos) >= 2:
         hit = protected_ref(pos[1], branches)  # `git rebase <upstream> <branch>` checks out and rewrites <branch>
-    elif sub == "notes" and any("spark" in a for a in rest if a.startswith("--ref") or a.startswith("refs/")):
+    elif sub == "notes" and any("spark" in a for a in rest if a.startswith(("--ref", "refs/"))):
         hit = "spark-git's notes" if pos and pos[0] not in ("list", "show") else None
     elif sub in ("filter-branch", "filter-repo"):
         hit = "every branch it is given (a history rewrite)"

@@ -25,7 +25,7 @@ def main(argv: list[str], client: str = registry.DEFAULT) -> int:
     else:
         try:
             reply = adapter.render(policy.decide(call))
-        except Exception as e:  # noqa: BLE001 - fail closed where tasks are live, say why
+        except Exception as e:
             blocked = policy.crashed(call.cwd, e)
             reply = adapter.render(blocked) if blocked else adapter.render_bad_event(BadEvent(f"internal error {type(e).__name__}: {e}"))
     if reply.stdout:

@@ -97,7 +97,7 @@ def crashed(cwd: str, error: BaseException) -> Decision | None:
             repo = repo_around(Path(os.environ[identity.PROJECT_DIR_ENV]))
         if repo is None or not live(repo):
             return None
-    except Exception:  # noqa: BLE001 - the hook is failing already; decide with what we know
+    except Exception:
         return None
     return Decision(False, f"spark-git: blocked: the spark-git hook failed ({type(error).__name__}: {error}); "
                            "tool calls are blocked while tasks are live — run `spark-git doctor` or report it")
