@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from spark_git import protocol
+from spark_git.clients.loading import hook_warnings
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, branch_ref
@@ -42,6 +43,7 @@ class StartData(BaseModel):
     worktrees: list[WorktreeInfo]
     export: str
     provisioning: list[ProvisionReport] = []  # copied files and setup runs of the worktrees created by this call
+    warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
 
 
 def slug_from_title(title: str, exists: Callable[[str], bool], today: datetime | None = None) -> str:
@@ -217,4 +219,5 @@ def _start_data(layout: Layout, tf: TaskFile, minted: bool, resumed: bool) -> St
         task_worktree=wts[0].path,
         worktrees=wts,
         export=f"export SPARK_SESSION_ID={tf.session_id}",
+        warnings=hook_warnings(layout.main_worktree, [Path(w.path) for w in wts[1:]]),
     )

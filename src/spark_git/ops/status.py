@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from spark_git import protocol
+from spark_git.clients.loading import hook_warnings
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
@@ -71,6 +72,7 @@ class StatusData(_View):
     tasks_root: str
     main_lock: mainlock.MainLockData
     tasks: list[TaskView]
+    warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -102,7 +104,10 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
-    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views)
+    agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
+    return StatusData.model_construct(
+        tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=hook_warnings(layout.main_worktree, agent_wts)
+    )
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
