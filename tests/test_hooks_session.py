@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fixtures.repo import make_repo
+from fixtures.repo import make_repo, sealed_env, spark
 
-from tests.hookutil import hook, run_cli
+from tests.hookutil import event, hook, run_cli
 from tests.protokit import P
 
 
@@ -59,3 +59,47 @@ def test_session_start_outside_spark_repos_says_nothing(tmp_path: Path) -> None:
     for cwd in (plain, tmp_path):
         r = hook(_event(cwd, "s1"), sub="session-start")
         assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
+
+
+def test_identity_follows_the_session_not_the_cwd(tmp_path: Path) -> None:
+    """SessionStart records where the session started; a coordinator that `cd`s into an agent
+    worktree is still the coordinator, an agent that `cd`s out is still the agent (real processes)."""
+    repo = make_repo(tmp_path / "repo")
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    assert spark(repo, "start", "t1", "--agents", "a1,a2", env=env).returncode == 0
+    a1 = tmp_path / "repo.tasks" / "t1" / "agents" / "a1" / "code"
+    hook_env = {k: v for k, v in env.items() if k != "SPARK_SESSION_ID"}
+    for sid, launch in (("coord-1", repo), ("agent-1", a1)):
+        r = spark(launch, "hook", "session-start", input=json.dumps({"session_id": sid, "cwd": str(launch), "hook_event_name": "SessionStart"}), env=hook_env, process=True)
+        assert r.returncode == 0, r
+    # a later start of the same session from elsewhere (resume after a cd) does not move the record
+    spark(a1, "hook", "session-start", input=json.dumps({"session_id": "coord-1", "cwd": str(a1)}), env=hook_env, process=True)
+    assert hook(event(a1, "Write", session="coord-1", file_path="x.py"), hook_env).returncode == 2
+    assert hook(event(a1, "Bash", session="coord-1", command="echo x > x.py"), hook_env).returncode == 2
+    assert hook(event(a1, "Write", session="agent-1", file_path="x.py"), hook_env).returncode == 0
+    r = hook(event(tmp_path / "repo.tasks" / "t1" / "code", "Write", session="agent-1", file_path="NOTES.md"), hook_env)
+    assert r.returncode == 2 and "agent a1" in r.stderr, r
+    # without a record: CLAUDE_PROJECT_DIR, then cwd
+    assert hook(event(a1, "Write", session="new", file_path="x.py"), {**hook_env, "CLAUDE_PROJECT_DIR": str(repo)}).returncode == 2
+    assert hook(event(a1, "Write", session="new", file_path="x.py"), hook_env).returncode == 0
+
+
+def test_a_crash_inside_a_repo_with_live_tasks_blocks(tmp_path: Path, monkeypatch, capsys) -> None:
+    import io
+    import sys
+
+    from spark_git.clients import hooks, policy
+
+    repo = make_repo(tmp_path / "repo")
+    assert spark(repo, "start", "t1", env=sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")).returncode == 0
+    other = make_repo(tmp_path / "other")
+
+    def boom(call):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(policy, "decide", boom)
+    for cwd, code in ((repo, 2), (other, 1)):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(event(cwd, "Write", file_path="x.py"))))
+        assert hooks.main(["pre-tool-use"]) == code
+        err = capsys.readouterr().err
+        assert "kaboom" in err and (err.startswith("spark-git: blocked:") == (code == 2)), err

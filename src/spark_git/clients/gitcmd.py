@@ -24,6 +24,9 @@ READ = {
 REF_ONLY = {"branch", "tag", "fetch", "update-ref", "symbolic-ref", "remote", "notes", "config", "replace", "gc", "prune", "pack-refs", "repack"}
 # Move the checked-out branch of where they run: never in a task or the main worktree.
 MOVERS = {"merge", "pull", "reset", "rebase", "cherry-pick", "revert", "am"}
+# Read-only forms of commands that otherwise write: (subcommand, first argument).
+READ_FORMS = {("stash", "list"), ("stash", "show"), ("worktree", "list"), ("submodule", "status"), ("submodule", "summary"),
+              ("apply", "--check"), ("apply", "--stat"), ("clean", "-n"), ("clean", "--dry-run"), ("lfs", "ls-files"), ("lfs", "status")}
 _GLOBAL_WITH_VALUE = ("-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix")
 _REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 _FIX = {
@@ -81,7 +84,7 @@ def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bo
             here = p if p.is_absolute() else here / p
             i += 2
         elif a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
-            redirected = redirected or a in ("--git-dir", "--work-tree")
+            redirected = redirected or a in ("--git-dir", "--work-tree") or args[i + 1].lower().startswith(("core.worktree", "core.bare"))
             i += 2
         elif a.startswith("-"):
             redirected = redirected or a.startswith(("--git-dir=", "--work-tree="))
@@ -102,7 +105,8 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
             return _block_mover(sub, pl.kind, pl.task)  # named after where it runs: the clearer fix
     branches = protected_branches(who.repo)
     d = _refs(who, sub, rest, branches, where)
-    if d is not None or sub in READ or (sub in REF_ONLY and not redirected) or _aborts(sub, rest):
+    read = sub in READ or (sub, rest[0] if rest else "") in READ_FORMS
+    if d is not None or read or (sub in REF_ONLY and not redirected) or _aborts(sub, rest):
         return d
     if redirected:
         return Decision(
@@ -141,6 +145,8 @@ def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: 
         hit = "every branch it is given (a history rewrite)"
     if hit is None and sub == "worktree" and pos[:1] and pos[0] in ("remove", "move"):
         return _worktree_removal(who.repo, where, pos)
+    if hit is None and sub == "worktree" and who.agent and pos[:1] and pos[0] not in ("list", "prune"):
+        hit = "another worktree (agents work in their own; `git worktree add --force` can check out a protected branch)"
     if hit is None and sub == "config" and who.agent and _config_writes(rest):
         hit = "the repository's shared configuration (.git/config)"
     if hit is None:
