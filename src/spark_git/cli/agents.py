@@ -49,6 +49,7 @@ def hook_session_start(ctx: typer.Context) -> None:
 
     from spark_git.clients import checkpoint, registry
     from spark_git.core.errors import BadInput
+
     st = state(ctx)
     event = _stdin_event()
     sessions = {s for s in (event.get("session_id"), os.environ.get("SPARK_SESSION_ID")) if isinstance(s, str) and s}
