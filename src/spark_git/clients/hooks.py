@@ -16,18 +16,17 @@ def main(argv: list[str], client: str = registry.DEFAULT) -> int:
     if argv[:1] != ["pre-tool-use"] or any(a in ("-h", "--help") for a in argv):
         return -1
     adapter = registry.get(client)
+    cwd = os.getcwd()
     try:
         call = adapter.parse_event(sys.stdin.read())
-    except BadEvent as e:
-        # Unreadable event: nothing to judge. Inside a repo with live tasks that blocks (fail closed).
-        blocked = policy.crashed(os.getcwd(), e)
-        reply = adapter.render(blocked) if blocked else adapter.render_bad_event(e)
-    else:
-        try:
-            reply = adapter.render(policy.decide(call))
-        except Exception as e:
-            blocked = policy.crashed(call.cwd, e)
-            reply = adapter.render(blocked) if blocked else adapter.render_bad_event(BadEvent(f"internal error {type(e).__name__}: {e}"))
+        cwd = call.cwd
+        reply = adapter.render(policy.decide(call))
+    except Exception as e:
+        # An unreadable event or a crash: inside a repo with live tasks that blocks; elsewhere it is
+        # a non-blocking hook error (the tool call proceeds, the user sees the message).
+        blocked = policy.crashed(cwd, e)
+        bad = e if isinstance(e, BadEvent) else BadEvent(f"internal error {type(e).__name__}: {e}")
+        reply = adapter.render(blocked) if blocked else adapter.render_bad_event(bad)
     if reply.stdout:
         sys.stdout.write(reply.stdout)
     if reply.stderr:

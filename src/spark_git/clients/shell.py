@@ -193,7 +193,7 @@ def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], vari
     if not words:
         return [Seg([], state["here"], redirects, local)] if redirects else []
     prog = os.path.basename(words[0])
-    if prog in ("cd", "pushd"):
+    if prog.lower() in ("cd", "pushd", "set-location", "push-location", "sl"):
         target = next((w for w in words[1:] if not w.startswith("-")), None)
         if target:
             p = Path(os.path.expanduser(target))

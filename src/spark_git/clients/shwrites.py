@@ -68,6 +68,8 @@ def targets(prog: str, args: list[str]) -> list[str]:
     if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
         scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
         return pos if scripted else pos[1:]
+    if prog == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-fprint") for a in args):
+        return [a for a in args[: next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))]]
     if prog == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
     if prog in _SCRIPTS or prog.startswith("python3."):
