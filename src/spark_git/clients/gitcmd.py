@@ -74,14 +74,25 @@ def protected_ref(ref: str, branches: dict[str, str]) -> str | None:
     return f"{branches[name]} ({name})" if name in branches else None
 
 
+# Where a computed directory (`cd "$(...)"`, an unknown `$VAR`) leads: git commands that write there
+# cannot be placed, so an agent's are blocked.
+UNKNOWN_DIR = Path("/__spark_git_unknown_dir__")
+
+
+def directory(here: Path, target: str) -> Path:
+    if "$" in target or "__spark_subst__" in target or "`" in target:
+        return UNKNOWN_DIR
+    p = Path(os.path.expanduser(target))
+    return p if p.is_absolute() else here / p
+
+
 def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bool]:
     """(subcommand, its arguments, where it runs, whether --git-dir/--work-tree redirect it)."""
     i, redirected = 0, False
     while i < len(args):
         a = args[i]
         if a == "-C" and i + 1 < len(args):
-            p = Path(os.path.expanduser(args[i + 1]))
-            here = p if p.is_absolute() else here / p
+            here = directory(here, args[i + 1])
             i += 2
         elif a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
             redirected = redirected or a in ("--git-dir", "--work-tree") or args[i + 1].lower().startswith(("core.worktree", "core.bare"))
@@ -194,6 +205,12 @@ def _place(who: Who, sub: str, rest: list[str], where: Path) -> Decision | None:
     pl = who.repo.locate(resolved)
     if pl.kind in ("task", "main") and (sub in MOVERS or sub == "push"):
         return _block_mover(sub, pl.kind, pl.task)
+    if who.agent and resolved.is_relative_to(UNKNOWN_DIR):
+        return Decision(
+            False,
+            f"spark-git: blocked: `git {sub}` runs in a directory computed at run time; agent {who.me.agent} runs git commands "
+            "that change things only in its own worktree — name the directory literally",
+        )
     if who.agent:
         if (pl.kind == "agent" and (pl.task, pl.agent) == (who.me.task, who.me.agent)) or (
             pl.kind == "outside" and not resolved.is_relative_to(who.repo.common)

@@ -196,8 +196,7 @@ def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], vari
     if prog.lower() in ("cd", "pushd", "set-location", "push-location", "sl"):
         target = next((w for w in words[1:] if not w.startswith("-")), None)
         if target:
-            p = Path(os.path.expanduser(target))
-            state["here"] = p if p.is_absolute() else state["here"] / p
+            state["here"] = gitcmd.directory(state["here"], target)
         return []
     flag = _script_flag(words) if prog in _SHELLS else None
     if flag is not None:  # `bash -c '...'`, `sh -lc '...'`, `pwsh -Command ...`: the script is judged too
@@ -230,8 +229,7 @@ def _strip_wrappers(words: list[str], local: dict[str, str], state: dict[str, Pa
             if prog == "env" and m:
                 local[m.group(1)] = m.group(2)
             elif w in ("-C", "--chdir") and prog == "env" and i + 1 < len(words):
-                p = Path(os.path.expanduser(words[i + 1]))
-                state["here"] = p if p.is_absolute() else state["here"] / p
+                state["here"] = gitcmd.directory(state["here"], words[i + 1])
                 i += 1
             elif w in takes:
                 i += 1
