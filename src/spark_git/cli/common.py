@@ -70,6 +70,35 @@ def progress(ctx: typer.Context) -> Callable[[str], None]:
     return lambda msg: err.print(f"[dim]… {msg}[/dim]")
 
 
+class _TerminalTicker:
+    """One line on stderr, rewritten in place: how long the gate has run and its last output line."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.shown = label, False
+
+    def tick(self, elapsed_s: float, last_line: str) -> None:
+        import shutil
+
+        last = "".join(c for c in last_line if c.isprintable())
+        text = f"… {self.label} running for {int(elapsed_s)} s" + (f": {last}" if last else "")
+        width = shutil.get_terminal_size().columns
+        sys.stderr.write("\r\x1b[2K" + text[: max(20, width - 1)])
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+def ticker(ctx: typer.Context, label: str = "gate") -> _TerminalTicker | None:
+    """A ticker for a running gate on a terminal; None under --json or when stderr is not a terminal."""
+    if state(ctx).json or not sys.stderr.isatty():
+        return None
+    return _TerminalTicker(label)
+
+
 def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_repo: bool = True) -> None:
     """Runs one command: discover the repo, call the domain, render. The only place exceptions
     become exit codes."""
@@ -123,15 +152,32 @@ def _render_error(st: AppState, e: SparkError) -> None:
     label = "blocked" if e.status == "BLOCKED" else "error"
     err.print(f"[bold {'yellow' if label == 'blocked' else 'red'}]{label}:[/] {_esc(e.message)}")
     for key, val in e.details.items():
-        if key in ("stderr", "argv", "returncode", "cwd", "errors"):
-            continue  # already in the message
+        if key in ("stderr", "argv", "returncode", "cwd", "errors", "log_tail", "failed_tests"):
+            continue  # already in the message, or drawn below
         if isinstance(val, list) and val:
             err.print(f"  {key}:")
             for item in val:
                 err.print(f"    - {_esc(str(item))}")
+    gate_failure_lines(err, e.details)
     if e.hint:
         err.print(f"  [dim]hint:[/] {_esc(e.hint)}")
     _render_next(err, e.next)
+
+
+def gate_failure_lines(out: Any, details: dict[str, Any], tail: int = 20) -> None:
+    """A failed gate: pytest's failing tests, the end of its log, how to run it by hand."""
+    failed = details.get("failed_tests") or []
+    if failed:
+        out.print(f"  failing tests ({len(failed)}):")
+        for name in failed:
+            out.print(f"    {_esc(str(name))}")
+    lines = (details.get("log_tail") or [])[-tail:]
+    if lines:
+        out.print(f"  last {len(lines)} line(s) of {_esc(str(details.get('log_path')))}:")
+        for line in lines:
+            out.print(f"    [dim]│[/] {_esc(str(line))}")
+    if details.get("run_by_hand"):
+        out.print(f"  run it by hand: {_esc(str(details['run_by_hand']))}")
 
 
 def _render_next(out: Any, next_: list[str]) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute
+from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute, gate_failure_lines, ticker
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
@@ -20,12 +20,15 @@ if TYPE_CHECKING:
 
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
+RerunOpt = Annotated[bool, typer.Option("--rerun", help="Run the gate even if this tree already passed it (ignore its recorded verdict).")]
 
 
 def _gate_line(out: Out, gate: GateEvidence | None) -> None:
     if gate is None:
         return
-    if not gate.ran:
+    if gate.reused_from:
+        out.print(f"  gate {gate.gate}: passed — reused verdict of {gate.tree[:12]} from {_esc(gate.reused_from)} (--rerun runs it again)")
+    elif not gate.ran:
         out.print(f"  gate {gate.gate}: none configured (nothing ran)")
     else:
         tests = f"  tests {gate.tests}" if gate.tests else ""
@@ -46,7 +49,8 @@ def merge(
     ctx: typer.Context,
     task: TaskArg,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name.", show_default=False)] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Every agent of the task in turn (one process; a refused agent does not stop the others).")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every agent of the task in turn (one process; a refused agent does not stop the others and is tried again once others landed).")] = False,
+    rerun: RerunOpt = False,
     session: SessionOpt = None,
 ) -> None:
     """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
@@ -56,9 +60,9 @@ def merge(
         if (agent is None) == (not all_):
             raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
         if all_:
-            return _merge_all_result(m.merge_all(layout, task, session=session_from(session)))
+            return _merge_all_result(m.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx)))
         assert agent is not None  # exactly one of --agent/--all, checked above
-        d = m.merge(layout, task, agent, session=session_from(session))
+        d = m.merge(layout, task, agent, session=session_from(session), rerun=rerun, ticker=ticker(ctx))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
         return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d))
@@ -77,16 +81,21 @@ def _merge_all_result(d: MergeAllData) -> Result:
     def human(out: Out) -> None:
         for x in d.merged:
             if x.landed:
-                out.print(f"  [green]✓[/green] {x.agent}: {len(x.landed)} commit(s)")
+                again = f" — landed on the second pass, after {', '.join(x.landed_after)}" if x.second_pass else ""
+                out.print(f"  [green]✓[/green] {x.agent}: {len(x.landed)} commit(s){again}")
+                if x.first_refusal:
+                    out.print(f"    [dim]first pass (merge order):[/] {_esc(x.first_refusal)}")
                 _merge_lines(out, x)
             else:
                 out.print(f"  · {x.agent}: nothing new")
         for r in d.refused:
-            out.print(f"  [red]✗[/red] {r.agent}: {_esc(r.error)}")
+            out.print(f"  [red]✗[/red] {r.agent}: {_esc(r.error)}" + (" (refused again on the second pass, after the others landed: not a matter of merge order)" if r.passes > 1 else ""))
+            gate_failure_lines(out, {**r.details, "log_tail": (r.details.get("log_tail") or [])[-5:]}, tail=5)
             if r.hint:
                 out.print(f"    [dim]hint:[/] {_esc(r.hint)}")
 
-    summary = f"merged {len(landed)} agent(s) into {d.task}, {len(d.merged) - len(landed)} with nothing new"
+    second = sum(1 for x in landed if x.second_pass)
+    summary = f"merged {len(landed)} agent(s) into {d.task}" + (f" ({second} on the second pass)" if second else "") + f", {len(d.merged) - len(landed)} with nothing new"
     if not d.refused:
         return Result(summary, d, task=d.task, human=human)
     first = d.refused[0]
@@ -149,12 +158,12 @@ def approve(
 
 
 @app.command()
-def complete(ctx: typer.Context, task: TaskArg, session: SessionOpt = None) -> None:
+def complete(ctx: typer.Context, task: TaskArg, rerun: RerunOpt = False, session: SessionOpt = None) -> None:
     """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
     from spark_git.ops import complete as m
 
     def action(layout: Layout) -> Result:
-        d = m.complete(layout, task, session=session_from(session))
+        d = m.complete(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx))
 
         def human(out: Out) -> None:
             out.print(f"  {d.base_branch}: {d.old_base[:12]} → {d.new_base[:12]} (approved and gated commit)")

@@ -11,12 +11,13 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from spark_git.core.config import Command
 from spark_git.core.git import clean_env
@@ -34,6 +35,48 @@ class Result:
     duration_s: float
     error: str | None = None  # could not start: "cannot run 'x': No such file or directory"
     os_error: str | None = None  # that OSError as Python prints it (setup logs show it as is)
+
+
+class Ticker(Protocol):
+    """Shows a running child on a terminal (the CLI decides whether there is one)."""
+
+    def tick(self, elapsed_s: float, last_line: str) -> None: ...
+    def done(self) -> None: ...
+
+
+def last_line(path: Path, window: int = 4096) -> str:
+    """The last non-empty line of the file (its last `window` bytes are enough)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - window))
+            data = f.read()
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+@contextmanager
+def ticking(log_path: Path, ticker: Ticker | None, every_s: float = 1.0) -> Iterator[None]:
+    """While open, a thread calls `ticker.tick(elapsed, last line of the log)` every `every_s`;
+    `ticker.done()` once it closes. Nothing at all without a ticker."""
+    if ticker is None:
+        yield
+        return
+    stop, t0 = threading.Event(), time.monotonic()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            ticker.tick(time.monotonic() - t0, last_line(log_path))
+
+    thread = threading.Thread(target=loop, name="spark-git-ticker", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        ticker.done()
 
 
 def argv_of(command: Command) -> list[str]:

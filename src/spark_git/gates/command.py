@@ -21,7 +21,7 @@ from spark_git.gates.evidence import GateEvidence
 from spark_git.state.models import now
 
 # GateEvidence and check_clean live beside this module; callers still reach them here.
-__all__ = ["CommandGate", "GateEvidence", "argv_of", "check_clean", "is_pytest", "log_path", "pytest_counts", "run"]
+__all__ = ["CommandGate", "GateEvidence", "argv_of", "check_clean", "failed_tests", "is_pytest", "log_path", "log_tail", "pytest_counts", "run"]
 
 
 def is_pytest(command: Command) -> bool:
@@ -44,15 +44,44 @@ def pytest_counts(output: str) -> dict[str, int] | None:
     return None
 
 
+_FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+\.py(?:::\S+)?)")
+
+
+def failed_tests(output: str) -> list[str]:
+    """The node ids of pytest's `FAILED tests/x.py::name - ...` (and `ERROR ...`) summary lines."""
+    seen: dict[str, None] = {}
+    for line in output.splitlines():
+        m = _FAILED_RE.match(line.strip())
+        if m:
+            seen.setdefault(m.group(1))
+    return list(seen)
+
+
+def log_tail(path: str | Path | None, lines: int = 20) -> list[str]:
+    """The last `lines` lines of a gate log ([] if it cannot be read)."""
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 64 * 1024))  # the end is enough, however long the log
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
 def log_path(logs_dir: Path, gate: str) -> Path:
     logs_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     return logs_dir / f"{stamp}-{gate}.log"
 
 
-def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None) -> GateEvidence:
+def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None,
+        ticker: proc.Ticker | None = None) -> GateEvidence:
     """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
-    `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...)."""
+    `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...).
+    `ticker`: shows elapsed time and the log's last line while it runs (a terminal only).
+    Callers go through gates.verdicts.run_or_reuse, which records the verdict of the tree."""
     commit, tree = Git(worktree).head_and_tree() or ("", "")
     started = now()
     if not command:
@@ -61,20 +90,22 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
     with open(path, "wb") as log:
         log.write(f"$ {command if isinstance(command, str) else shlex.join(command)}\n# in {worktree} at {started}, commit {commit}, tree {tree}\n".encode())
         log.flush()
-        res = proc.run(argv_of(command), worktree, log, timeout_s, env=env, started=lambda: faults.point(f"gate-{gate}-running"))
+        with proc.ticking(path, ticker):
+            res = proc.run(argv_of(command), worktree, log, timeout_s, env=env, started=lambda: faults.point(f"gate-{gate}-running"))
         error = res.error
         if error:
             log.write(f"spark-git: {error}\n".encode())
         elif res.timed_out:
             error = f"timed out after {timeout_s:g}s; its process group was killed"
             log.write(f"\nspark-git: {error}\n".encode())
-    tests = pytest_counts(path.read_text(errors="replace")) if is_pytest(command) else None
-    if res.exit_code == 127 and not error:
-        error = "command not found (exit 127)"
+    output = path.read_text(errors="replace") if is_pytest(command) else ""
+    tests = pytest_counts(output) if output else None
+    if res.exit_code == 127:  # by the shell, or we could not start it: either way, not there
+        error = f"command not found in {worktree} (exit 127)" + (f": {error}" if error else "")
     return GateEvidence(
         gate=gate, command=command, ran=True, passed=res.exit_code == 0 and not res.timed_out, exit_code=res.exit_code,
         timed_out=res.timed_out, duration_s=res.duration_s, tree=tree, commit=commit, worktree=str(worktree),
-        log_path=str(path), time=started, tests=tests, error=error,
+        log_path=str(path), time=started, tests=tests, error=error, failed_tests=failed_tests(output) if res.exit_code else [],
     )
 
 

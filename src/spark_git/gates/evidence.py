@@ -27,6 +27,10 @@ class GateEvidence(BaseModel):
     time: str
     tests: dict[str, int] | None = None  # pytest counts, when the command is pytest
     error: str | None = None
+    failed_tests: list[str] = []  # pytest's `FAILED tests/x.py::name` lines, when the gate is pytest
+    fingerprint: str | None = None  # the gate's fingerprint (gates/verdicts.py): what a verdict is keyed by
+    reused_from: str | None = None  # set when a passing verdict of this tree was reused: the run that passed
+    flaky: bool = False  # this run passed on a tree that failed the same gate before
 
 
 def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
@@ -37,6 +41,8 @@ def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), 
         "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "tree": ev.tree,
         "commit": ev.commit, "log_path": ev.log_path, "tests": ev.tests, "session_id": session, **extra,
     }
+    if ev.reused_from:  # only then: entries of fresh runs stay as they were
+        e["reused_from"] = ev.reused_from
     return {k: v for k, v in e.items() if k not in omit}
 
 
@@ -47,6 +53,8 @@ def record(where: Store | Layout, task: str, ev: GateEvidence, session: str | No
     store = open_store(where) if isinstance(where, Layout) else where
     e = entry(ev, session, omit=omit, **extra)
     store.audit(task, "build_verifications", e, session=session)
+    if ev.flaky:
+        store.event(task, "gate_flaky", session, gate=ev.gate, tree=ev.tree, commit=ev.commit, fingerprint=ev.fingerprint, log_path=ev.log_path)
     if note and ev.commit:
         store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})])
     return e

@@ -13,7 +13,9 @@ from spark_git.core import faults
 from spark_git.core.errors import Blocked, Failed
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
+from spark_git.gates import verdicts
 from spark_git.ops import envs, mainlock
 from spark_git.ops.advance import record_transition
 from spark_git.ops.merging.prepare import unmet_blocked
@@ -38,13 +40,13 @@ class CompleteData(BaseModel):
     main_worktree_updated: bool
 
 
-def complete(layout: Layout, task: str, *, session: str | None) -> CompleteData:
+def complete(layout: Layout, task: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None) -> CompleteData:
     task = task_name(task)
     if session is None:
         raise Blocked("no session given: complete is run by the task's owner", hint="pass --session or export SPARK_SESSION_ID", task=task)
     store = open_store(layout)
     with mainlock.hold(store, session, f"spark-git complete {task}", task=task):
-        return _complete_locked(layout, store, task, session)
+        return _complete_locked(layout, store, task, session, rerun, ticker)
 
 
 def _base_worktree(git: Git, base: str) -> Path | None:
@@ -54,7 +56,7 @@ def _base_worktree(git: Git, base: str) -> Path | None:
     return None
 
 
-def _complete_locked(layout: Layout, store: Store, task: str, session: str) -> CompleteData:
+def _complete_locked(layout: Layout, store: Store, task: str, session: str, rerun: bool = False, ticker: Ticker | None = None) -> CompleteData:
     with updating(layout, task, session) as tf:
         git = layout.git()
         head, base_head = git.branch_head(tf.task_branch), git.branch_head(tf.base_branch)
@@ -64,7 +66,7 @@ def _complete_locked(layout: Layout, store: Store, task: str, session: str) -> C
         unmet = _unmet(layout, tf, head, base_head, main_wt)
         if unmet:
             raise unmet_blocked(f"cannot complete {task}", unmet, task)
-        ev = _final_gate(layout, tf, head, session)
+        ev = _final_gate(layout, tf, head, session, rerun, ticker)
         _land(layout, tf, head, base_head, main_wt, ev)
         faults.point("complete-after-ff")
         store.add_notes([(head, {"kind": "completed", "task": task, "session": session, "base": tf.base_branch, "old_base": base_head})])
@@ -114,12 +116,13 @@ def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     return []
 
 
-def _final_gate(layout: Layout, tf: TaskFile, head: Sha, session: str) -> gates.GateEvidence:
+def _final_gate(layout: Layout, tf: TaskFile, head: Sha, session: str, rerun: bool = False, ticker: Ticker | None = None) -> gates.GateEvidence:
     task, cfg = tf.task_name, layout.config.gates
-    ev = gates.run("final", cfg.final, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(layout, task))
+    ev = verdicts.run_or_reuse(open_store(layout), "final", cfg.final, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
+                               env=envs.for_worktree(layout, task), rerun=rerun, ticker=ticker)
     record_gate(layout, task, ev, session)
     if not ev.passed:
-        raise gate_failed(ev, task, f"{task} was not completed")
+        raise gate_failed(ev, task, f"{task} was not completed", f"spark-git complete {task}")
     twt = Git(tf.worktree)
     if twt.head() != head or layout.git().branch_head(tf.task_branch) != head:
         raise Failed("the task branch changed while the final gate ran; nothing landed", task=task)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core.errors import SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.prepare import prepare, unmet_blocked
@@ -44,6 +45,10 @@ class MergeData(BaseModel):
     archive_ref: str | None
     gate: gates.GateEvidence | None
     recovered: list[str] = []  # leftovers of a killed merge that this one cleaned up
+    # merge --all: refused on the first pass, landed on the second once the agents below had landed
+    second_pass: bool = False
+    landed_after: list[str] = []
+    first_refusal: str | None = None
 
 
 class MergeRefusal(BaseModel):
@@ -54,6 +59,7 @@ class MergeRefusal(BaseModel):
     hint: str | None = None
     details: dict[str, Any] = {}
     next: list[str] = []
+    passes: int = 1  # 2: tried again after other agents landed, and refused again
 
 
 class MergeAllData(BaseModel):
@@ -62,7 +68,7 @@ class MergeAllData(BaseModel):
     refused: list[MergeRefusal]
 
 
-def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> MergeData:
+def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None) -> MergeData:
     task = task_name(task)
     agent = agent_name(agent)
     store = open_store(layout)
@@ -71,16 +77,18 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None) -> Merg
     with store.mutex(task_mutex_name(task)):
         tf = load_task(layout, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-        data = _merge_locked(layout, store, tf, agent, session)
+        data = _merge_locked(layout, store, tf, agent, session, rerun, ticker)
         if data.landed or data.recovered:
             save_task(layout, tf)
         return data
 
 
-def merge_all(layout: Layout, task: str, *, session: str | None) -> MergeAllData:
+def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None) -> MergeAllData:
     """Every agent of the task, in the order they joined, each through the whole `merge` (its own
     gates, its own task-mutex hold). One agent's refusal does not stop the others; the protocol's
-    and the owner's refusals are the same for every agent, so they stop the batch before it starts."""
+    and the owner's refusals are the same for every agent, so they stop the batch before it starts.
+    A refused agent gets a second pass once others have landed after its attempt: join order is
+    not dependency order (a test-writer's gate may need the code it tests to land first)."""
     task = task_name(task)
     tf = load_task(layout, task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
@@ -88,15 +96,39 @@ def merge_all(layout: Layout, task: str, *, session: str | None) -> MergeAllData
     if unmet:
         raise unmet_blocked(f"cannot merge the agents of {task}", unmet, task)
     data = MergeAllData(task=task, merged=[], refused=[])
+    landings: list[str] = []  # agents in the order they landed
+    first: list[tuple[str, int, SparkError]] = []  # refused agent, landings before its attempt, why
     for agent in tf.agents:
         try:
-            data.merged.append(merge(layout, task, agent, session=session))
+            _merged(data, landings, merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker))
         except SparkError as e:
-            data.refused.append(MergeRefusal(agent=agent, status=e.status, exit_code=e.exit_code, error=e.message, hint=e.hint, details=e.details, next=e.next))
+            first.append((agent, len(landings), e))
+    for agent, mark, e in first:
+        after = landings[mark:]
+        if not after:  # nothing landed since its attempt: the same merge again would be refused again
+            data.refused.append(_refusal(agent, e, passes=1))
+            continue
+        try:
+            d = merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker)
+        except SparkError as again:
+            data.refused.append(_refusal(agent, again, passes=2))
+            continue
+        d.second_pass, d.landed_after, d.first_refusal = True, after, e.message
+        _merged(data, landings, d)
     return data
 
 
-def _merge_locked(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None) -> MergeData:
+def _merged(data: MergeAllData, landings: list[str], d: MergeData) -> None:
+    data.merged.append(d)
+    if d.landed:
+        landings.append(d.agent)
+
+
+def _refusal(agent: str, e: SparkError, passes: int) -> MergeRefusal:
+    return MergeRefusal(agent=agent, status=e.status, exit_code=e.exit_code, error=e.message, hint=e.hint, details=e.details, next=e.next, passes=passes)
+
+
+def _merge_locked(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None, rerun: bool, ticker: Ticker | None) -> MergeData:
     plan = prepare(layout, store, tf, agent, session)
     if not plan.new:
         plan.recovered += record_unrecorded_landing(plan)
@@ -105,7 +137,7 @@ def _merge_locked(layout: Layout, store: Store, tf: TaskFile, agent: str, sessio
     stamp(plan)
     if not plan.new:  # everything was already upstream after the rebase
         return _data(plan, [], None)
-    ev = verify(plan)
+    ev = verify(plan, rerun=rerun, ticker=ticker)
     land(plan)
     return _data(plan, record(plan, ev), ev)
 

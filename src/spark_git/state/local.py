@@ -4,6 +4,7 @@ flocks under `<git-common-dir>/spark/`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,7 +15,7 @@ from spark_git.core.layout import Layout
 from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
-from spark_git.state.locks import mutex
+from spark_git.state.locks import NOTES, mutex
 from spark_git.state.models import (
     AgentStatus,
     AuditSnapshot,
@@ -23,7 +24,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.store import ARCHIVE_PREFIX, ArchiveRecord, NoteEntry, archive_ref_for
+from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, archive_ref_for
 
 
 class LocalStore:
@@ -112,6 +113,18 @@ class LocalStore:
 
     def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]:
         return _notes.read_range(self.layout.git(), rev_range)
+
+    def verdicts(self, tree: str) -> list[dict[str, Any]]:
+        return _notes.parse(self.layout.git().notes_show(VERDICTS_REF, tree) or "")
+
+    def add_verdict(self, tree: str, verdict: dict[str, Any]) -> None:
+        # Canonical lines (sorted keys, no spaces) so a `cat_sort_uniq` merge of two copies of the
+        # ref (the shared-remote backend) never duplicates a verdict.
+        git = self.layout.git()
+        with mutex(self.layout, NOTES):
+            lines = [ln for ln in (git.notes_show(VERDICTS_REF, tree) or "").splitlines() if ln.strip()]
+            lines.append(json.dumps(verdict, sort_keys=True, separators=(",", ":")))
+            git.notes_set(VERDICTS_REF, tree, "\n".join(lines) + "\n")
 
     # -- archive refs ------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from spark_git.state.models import (
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
 # Archive refs are named `refs/spark/archive/<task>/<name>/<sha12>` in every backend: users type them.
 ARCHIVE_PREFIX = "refs/spark/archive/"
+# Gate verdicts are notes on tree objects: a tree that passed a gate needs no second run of it.
+VERDICTS_REF = "refs/notes/spark-verdicts"
 
 
 def archive_ref_for(task: str, name: str, sha: str) -> str:
@@ -83,6 +85,12 @@ class Store(Protocol):
     def add_notes(self, entries: Iterable[NoteEntry]) -> None: ...
     def notes(self, sha: str) -> list[dict[str, Any]]: ...
     def notes_in(self, rev_range: str) -> dict[str, list[dict[str, Any]]]: ...
+
+    # -- gate verdicts: notes on tree objects (refs/notes/spark-verdicts) ---------------------
+    def verdicts(self, tree: str) -> list[dict[str, Any]]:
+        """Every verdict recorded on `tree`, oldest first (one JSON object per gate run)."""
+    def add_verdict(self, tree: str, verdict: dict[str, Any]) -> None:
+        """Appends one verdict to `tree`'s note, as a canonical JSON line, under the notes mutex."""
 
     # -- archive refs: written before anything could drop a commit; never moved or deleted --
     def archive(self, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> str:
