@@ -3,6 +3,7 @@ of the result (rich for humans, one JSON envelope with --json)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import traceback
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 class AppState:
     json: bool = False
     cwd: Path = field(default_factory=Path.cwd)
+    no_wait: bool = False  # --no-wait: a held task/main mutex refuses at once (exit 3)
 
 
 class Out(Protocol):
@@ -105,6 +107,8 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
     st = state(ctx)
     try:
         layout = Layout.discover(st.cwd) if needs_repo else None
+        if layout is not None and st.no_wait:
+            layout = dataclasses.replace(layout, wait=False)
         result = action(layout)  # type: ignore[arg-type]
     except SparkError as e:
         _render_error(st, e)

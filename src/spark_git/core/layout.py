@@ -55,6 +55,7 @@ class Layout:
     config: Config
     config_source: str | None
     tasks_root: Path
+    wait: bool = True  # False (`--no-wait`): a held task/main/worktrees mutex refuses at once (exit 3)
 
     @classmethod
     def discover(cls, start: Path) -> Layout:

@@ -31,26 +31,47 @@ NOTES = "notes"
 MAIN = "main"
 
 
+# Held for milliseconds around one file or ref write: always waited for, silently unless it takes long.
+LEAVES = (NOTES, "ports")
+LEAF_PREFIXES = ("audit-",)
+MOMENT_S = 2.0  # a wait longer than this is reported even when stderr is not a terminal
+
+
 def task_mutex_name(task: str) -> str:
     return f"task-{task}"
 
 
+def _is_leaf(name: str) -> bool:
+    return name in LEAVES or name.startswith(LEAF_PREFIXES)
+
+
+def describe_mutex(name: str) -> str:
+    if name.startswith("task-"):
+        return f"the task mutex of {name[len('task-'):]}"
+    return f"the {name} mutex"
+
+
+def held_by(holder: dict[str, Any]) -> str:
+    """`pid N (spark-git merge t1 --agent a1) since 12:03:04`, from the owner file (may be empty)."""
+    if not holder:
+        return "another process"
+    since = str(holder.get("since") or "")
+    try:
+        when = parse_time(since).astimezone().strftime("%H:%M:%S") + f", {human_duration(time.time() - parse_time(since).timestamp())} ago"
+    except ValueError:
+        when = since or "an unknown time"
+    return f"pid {holder.get('pid')} ({holder.get('command')}) since {when}"
+
+
 @contextmanager
 def mutex(layout: Layout, name: str, timeout: float = 3600.0) -> Iterator[None]:
-    from filelock import FileLock, Timeout  # lazy: costs ~50 ms to import
+    from filelock import FileLock  # lazy: costs ~50 ms to import
 
     layout.spark_dir.mkdir(parents=True, exist_ok=True)
     path = layout.spark_dir / f"{name}.lock"
     owner = layout.spark_dir / f"{name}.owner.json"
     lock = FileLock(path, timeout=timeout, thread_local=False, fallback_to_soft=False, preserve_lock_file=True)
-    try:
-        lock.acquire()
-    except Timeout as e:
-        holder = _read_owner(owner)
-        raise Blocked(
-            f"timed out after {timeout:.0f}s waiting for the {name!r} mutex" + (f" held by pid {holder.get('pid')} ({holder.get('command')})" if holder else ""),
-            details={"mutex": str(path), "holder": holder},
-        ) from e
+    _acquire(lock, layout, name, path, owner, timeout)
     try:
         _write_owner(owner)
         yield
@@ -58,10 +79,44 @@ def mutex(layout: Layout, name: str, timeout: float = 3600.0) -> Iterator[None]:
         lock.release()
 
 
+def _acquire(lock: Any, layout: Layout, name: str, path: Path, owner: Path, timeout: float) -> None:
+    """Takes `lock`; when it is held, says who holds it (on a terminal at once, elsewhere after a
+    moment), or refuses at once under --no-wait (leaf mutexes are always waited for)."""
+    from filelock import Timeout
+
+    t0 = time.monotonic()
+    try:
+        lock.acquire(timeout=0)
+        return
+    except Timeout:
+        pass
+    leaf = _is_leaf(name)
+    if not layout.wait and not leaf:
+        holder = _read_owner(owner)
+        raise Blocked(f"{describe_mutex(name)} is held by {held_by(holder)}, and --no-wait was given",
+                      hint="try again later, or without --no-wait to wait for it", details={"mutex": str(path), "holder": holder})
+    try:
+        if leaf or not sys.stderr.isatty():
+            try:
+                lock.acquire(timeout=min(MOMENT_S, timeout))
+                return
+            except Timeout:
+                pass
+        sys.stderr.write(f"spark-git: waiting for {describe_mutex(name)}, held by {held_by(_read_owner(owner))}\n")
+        sys.stderr.flush()
+        lock.acquire(timeout=max(0.0, timeout - (time.monotonic() - t0)))
+    except Timeout as e:
+        holder = _read_owner(owner)
+        raise Blocked(
+            f"timed out after {timeout:.0f}s waiting for the {name!r} mutex" + (f" held by pid {holder.get('pid')} ({holder.get('command')})" if holder else ""),
+            details={"mutex": str(path), "holder": holder},
+        ) from e
+
+
 def _write_owner(owner: Path) -> None:
     # Informational only (who holds it, for messages and doctor); the flock is the truth.
     try:
-        owner.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:4]), "since": now()}))
+        owner.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(["spark-git", *sys.argv[1:7]]), "since": now()}))
     except OSError:
         pass
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import shlex
+from typing import Any
 
 from spark_git.core.errors import Failed
 from spark_git.core.layout import Layout
