@@ -53,7 +53,7 @@ def passing(verdicts: list[dict[str, Any]], fp: str) -> dict[str, Any] | None:
     """The newest passing verdict with fingerprint `fp`."""
     for v in reversed(verdicts):
         if v.get("fingerprint") == fp and v.get("result") == "passed":
-            return v
+            return dict(v)
     return None
 
 

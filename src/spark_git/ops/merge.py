@@ -103,17 +103,17 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
             _merged(data, landings, merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker))
         except SparkError as e:
             first.append((agent, len(landings), e))
-    for agent, mark, e in first:
+    for agent, mark, why in first:
         after = landings[mark:]
         if not after:  # nothing landed since its attempt: the same merge again would be refused again
-            data.refused.append(_refusal(agent, e, passes=1))
+            data.refused.append(_refusal(agent, why, passes=1))
             continue
         try:
             d = merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker)
         except SparkError as again:
             data.refused.append(_refusal(agent, again, passes=2))
             continue
-        d.second_pass, d.landed_after, d.first_refusal = True, after, e.message
+        d.second_pass, d.landed_after, d.first_refusal = True, after, why.message
         _merged(data, landings, d)
     return data
 
