@@ -156,7 +156,7 @@ def _render_error(st: AppState, e: SparkError) -> None:
     label = "blocked" if e.status == "BLOCKED" else "error"
     err.print(f"[bold {'yellow' if label == 'blocked' else 'red'}]{label}:[/] {_esc(e.message)}")
     for key, val in e.details.items():
-        if key in ("stderr", "argv", "returncode", "cwd", "errors", "log_tail", "failed_tests"):
+        if key in ("stderr", "argv", "returncode", "cwd", "errors", "log_tail", "failed_tests") or (key == "command" and "run_by_hand" in e.details):
             continue  # already in the message, or drawn below
         if isinstance(val, list) and val:
             err.print(f"  {key}:")
