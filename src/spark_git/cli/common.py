@@ -176,6 +176,8 @@ def gate_failure_lines(out: Any, details: dict[str, Any], tail: int = 20) -> Non
         for name in failed:
             out.print(f"    {_esc(str(name))}")
     lines = (details.get("log_tail") or [])[-tail:]
+    if "log_tail" in details and not lines:
+        out.print("  the gate printed nothing")
     if lines:
         out.print(f"  last {len(lines)} line(s) of {_esc(str(details.get('log_path')))}:")
         for line in lines:

@@ -63,11 +63,15 @@ def log_tail(path: str | Path | None, lines: int = 20) -> list[str]:
         return []
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - 64 * 1024))  # the end is enough, however long the log
+            start = f.seek(max(0, f.seek(0, 2) - 64 * 1024))  # the end is enough, however long the log
             text = f.read().decode(errors="replace")
     except OSError:
         return []
-    return text.splitlines()[-lines:]
+    out = text.splitlines()
+    return out[HEADER_LINES if start == 0 else 0:][-lines:]  # our own header (`$ command`, `# in ...`) is not the gate's output
+
+
+HEADER_LINES = 2  # what `run` writes at the top of every log, before the gate's own output
 
 
 def log_path(logs_dir: Path, gate: str) -> Path:
