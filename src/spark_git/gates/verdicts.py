@@ -28,7 +28,7 @@ FINGERPRINT_VERSION = 1
 # Per-worktree identity (spark-git's own SPARK_* of the worktree) and per-shell noise: they differ
 # between the places one tree is gated, and would defeat reuse if hashed.
 VOLATILE_ENV = frozenset({
-    "SPARK_TASK", "SPARK_AGENT", "SPARK_SESSION_ID", "SPARK_WORKTREE", "SPARK_TASK_WORKTREE", "SPARK_PORT",
+    "SPARK_TASK", "SPARK_AGENT", "SPARK_SESSION_ID", "SPARK_WORKTREE", "SPARK_TASK_WORKTREE", "SPARK_PORT", "SPARK_QUEUE_BATCH",
     "PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST", "TERM", "COLUMNS", "LINES", "COLORTERM",
     "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", "GPG_TTY", "WINDOWID", "TMUX", "TMUX_PANE", "STY", "WINDOW",
     "DISPLAY", "XDG_SESSION_ID", "XDG_VTNR", "DBUS_SESSION_BUS_ADDRESS", "TERM_SESSION_ID", "ITERM_SESSION_ID", "KITTY_WINDOW_ID",

@@ -14,6 +14,7 @@ from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.gates import command as gates
 from spark_git.gates import evidence as gate_evidence
+from spark_git.gates import verdicts
 from spark_git.ops import envs
 from spark_git.ops.taskfile import updating
 from spark_git.protocol import State
@@ -99,7 +100,9 @@ def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
 def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
     cfg, task = layout.config.gates, tf.task_name
-    return lambda: gates.run("build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(layout, task))
+    # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
+    return lambda: verdicts.run_or_reuse(open_store(layout), "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
+                                         env=envs.for_worktree(layout, task), rerun=True)
 
 
 def record_transition(
