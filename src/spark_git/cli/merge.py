@@ -125,6 +125,47 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
     execute(ctx, action)
 
 
+def _conflict_lines(out: Out, files: list[str]) -> None:
+    for f in files:
+        out.print(f"  conflict: {_esc(f)}")
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    task: TaskArg,
+    leave_conflict: Annotated[bool, typer.Option("--leave-conflict", help="On a conflict, leave the rebase in the task worktree to resolve.")] = False,
+    session: SessionOpt = None,
+) -> None:
+    """Rebase the task onto its base branch and bring agents without unmerged work along; approvals of an unchanged patch are kept."""
+    from spark_git.ops import update as m
+
+    def action(layout: Layout) -> Result:
+        d = m.update(layout, task, session=session_from(session), leave_conflict=leave_conflict)
+        if d.conflicts:
+            wt = layout.task_worktree(d.task)
+            return Result(
+                f"{d.task} stopped rebasing onto {d.base_branch} with conflicts in {len(d.conflicts)} file(s): resolve them in {wt}",
+                d, task=d.task, status="BLOCKED", exit_code=3,
+                next=[f"cd {wt}", "edit the conflicting files, then: git add <files>", "git rebase --continue", f"spark-git update {d.task}"],
+                human=lambda out: _conflict_lines(out, d.conflicts),
+            )
+
+        def human(out: Out) -> None:
+            if d.rebased:
+                out.print(f"  {d.task}: {d.old_head[:12]} → {d.new_head[:12]} (on {d.base_branch} {d.base_head[:12]}; old head kept as {d.archive_ref})")
+                out.print(f"  approval: {d.approval} (patch {(d.old_patch_id or '-')[:12]} → {(d.new_patch_id or '-')[:12]})")
+            for a in d.agents:
+                out.print(f"  {a.agent}: " + (f"moved to {(a.new_head or '?')[:12]}" if a.moved else f"left alone: {a.why_not}"))
+            for r in d.recovered:
+                out.print(f"  [yellow]recovered:[/yellow] {r}")
+
+        what = f"rebased onto {d.base_branch} at {d.base_head[:12]}" if d.rebased else f"already contains {d.base_branch} at {d.base_head[:12]}"
+        return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
+
+    execute(ctx, action)
+
+
 def _ask_on_terminal(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
@@ -137,15 +178,24 @@ def approve(
     task: TaskArg,
     changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
     plan: Annotated[bool, typer.Option("--plan", help="Approve the task's plan (task.md, in SYNTHESIS).")] = False,
+    request_changes: Annotated[bool, typer.Option("--request-changes", help="Send the changes back to IMPLEMENTATION (needs --why).")] = False,
+    why: Annotated[str | None, typer.Option("--why", help="The reason for --request-changes.")] = None,
     sha: Annotated[str | None, typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
     session: SessionOpt = None,
 ) -> None:
-    """Record the human's approval of the task's changes, bound to a commit id. Asks on a terminal."""
+    """Record the human's approval of the task's changes (bound to a commit and its patch), or send them back. Asks on a terminal."""
     from spark_git.ops import approvals
 
     def action(layout: Layout) -> Result:
-        if changes == plan:
-            raise BadInput("say what you approve: --changes or --plan (one of them)")
+        if changes + plan + request_changes != 1:
+            raise BadInput("say what you decide: --changes, --plan or --request-changes --why '...' (one of them)")
+        if request_changes:
+            if not (why or "").strip():
+                raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])
+            r = approvals.request_changes(layout, task, why=why or "", sha=sha, session=session_from(session),
+                                          interactive=sys.stdin.isatty(), ask=_ask_on_terminal)
+            return Result(f"changes requested for {r.task} at {r.commit_sha[:12]}: back to {r.to} ({r.via}, by {r.requested_by})", r, task=r.task,
+                          next=[f"spark-git status {r.task}"])
         d = approvals.approve(
             layout, task, kind="plan" if plan else "changes", sha=sha, session=session_from(session),
             interactive=sys.stdin.isatty(), ask=_ask_on_terminal,

@@ -35,7 +35,7 @@ def advance(
             out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")
 
         return Result(f"task {d.task}: {d.from_state} → {d.to}", d, task=d.task, human=human,
-                      next=[f"spark-git status {d.task}"] + [protocol.command_to(d.task, s) for s in d.next_states[:1]])
+                      next=[f"spark-git status {d.task}"] + [protocol.command_to(d.task, s, d.to) for s in d.next_states[:1]])
 
     execute(ctx, action)
 

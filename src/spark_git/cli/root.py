@@ -25,7 +25,7 @@ app = typer.Typer(
 MODULES: dict[str, tuple[str, ...]] = {
     "tasks": ("start", "status", "agent"),
     "mainlock": ("lock", "unlock"),
-    "merge": ("merge", "sync", "approve", "complete", "who", "log"),
+    "merge": ("merge", "sync", "update", "approve", "complete", "who", "log"),
     "protocol": ("advance", "classify", "report", "audit"),
     "cleanup": ("cleanup", "abandon", "doctor", "archive"),
     "agents": ("env", "schema", "hook", "hooks"),

@@ -147,7 +147,7 @@ def _render_next_states(out: Out, t: TaskView) -> None:
         out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
     for n in t.next_states:
         if not n.blockers:
-            out.print(f"  next: {n.state} [green]ready[/green] ({command_to(t.task, n.state)})")
+            out.print(f"  next: {n.state} [green]ready[/green] ({command_to(t.task, n.state, t.state)})")
             continue
         out.print(f"  next: {n.state} blocked by:")
         for b in n.blockers:

@@ -47,7 +47,7 @@ class Git:
 
     def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> Out:
         argv = ["git", *args]
-        p = _spawn(argv, self.cwd, self._env(env), input=None if input is None else input.encode())
+        p = _spawn(argv, self.cwd, self._env(env), input=None if input is None else input.encode("utf-8", "surrogateescape"))
         faults.after_git()
         result = Out(p.returncode, _decode(p.stdout), _decode(p.stderr).removesuffix("\n"))
         if check and p.returncode != 0:
@@ -248,6 +248,25 @@ class Git:
 
     def rebase_abort(self) -> None:
         self.run("rebase", "--abort")
+
+    def patch_id(self, base: str, head: str) -> str | None:
+        """`git diff base...head | git patch-id --stable`: the id of the change head makes since it left
+        base, whitespace- and order-stable (None: no change). Equal ids ⇔ the same patch."""
+        diff = self.run("diff", "--no-color", "--no-ext-diff", "--full-index", "--binary", f"{base}...{head}").stdout
+        if not diff:
+            return None
+        words = self.run("patch-id", "--stable", input=diff).stdout.split()
+        return words[0] if words else None
+
+    def move_checked_out_branch(self, branch: str, new: str, old: str, message: str = "spark-git") -> None:
+        """Moves `branch`, checked out in this (clean) worktree, from `old` to `new` by compare-and-swap,
+        then carries index and files over (`read-tree -m -u`, which refuses to overwrite local changes;
+        then the ref is put back, also by compare-and-swap)."""
+        self.update_ref(branch_ref(branch), new, old, message=message)
+        r = self.run("read-tree", "-m", "-u", old, new, check=False)
+        if r.returncode != 0:
+            self.update_ref(branch_ref(branch), old, new, message=f"{message}: undone")
+            raise GitError(["git", "read-tree", "-m", "-u", old, new], r.returncode, r.stderr, str(self.cwd))
 
     def conflicted_files(self) -> list[str]:
         return self.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split("\0")[:-1] or []

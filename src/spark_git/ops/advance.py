@@ -91,7 +91,7 @@ def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
             f"illegal transition {frm} → {to} for task {task!r} (variant {protocol.variant_of(tf)})",
             hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
             details={"legal_next_states": legal},
-            next=[protocol.command_to(task, s) for s in legal],
+            next=[protocol.command_to(task, s, frm) for s in legal],
             task=task,
         )
     return rule

@@ -1,4 +1,6 @@
-"""`approve`: the human's approval of the task's changes (or, later, its plan), bound to a commit id.
+"""`approve`: the human's approval of the task's changes (or its plan), bound to a commit id and, for
+changes, to the patch (`git patch-id --stable`); `approve --request-changes`: the human sends the
+changes back to IMPLEMENTATION. `approval_holds` is the one rule saying whether an approval still holds.
 
 The confirmation happens before the task mutex is taken (a human may take minutes to type); the
 commit approved is fixed before asking, so what the human saw is what is recorded.
@@ -17,12 +19,16 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
+from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, updating
+from spark_git.protocol import approval_holds
 from spark_git.state.backends import open_store
 from spark_git.state.models import Checkpoint, TaskFile, now
 from spark_git.state.store import Store
 
 Kind = Literal["changes", "plan"]
+
+__all__ = ["ApproveData", "ChangesRequestedData", "approval_holds", "approve", "request_changes"]
 
 
 class ApproveData(BaseModel):
@@ -69,7 +75,8 @@ def approve(
     presented_at = now()
     via = _confirm(layout, task, target, digest, interactive, ask)
     by = who_approves(session)
-    cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest)
+    pid = layout.git().patch_id(tf.base_branch, target) if kind == "changes" else None
+    cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest, patch_id=pid)
     cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
     store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
@@ -93,14 +100,15 @@ def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
     return resolved
 
 
-def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None) -> str:
+def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None,
+             verb: str = "Approve") -> str:
     """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not."""
     if interactive:
         assert ask is not None
         subject = layout.git().log_fields("-1", ["%s"], target)[0][0] if target else ""
         what = f"the plan of task {task!r} ({layout.task_md(task)}, sha256 {digest[:12]})" if digest else f"the changes of task {task!r} at {target[:12]} ({subject})"
         typed = ask(
-            f"Approve {what}?\n"
+            f"{verb} {what}?\n"
             f"Type the task name to approve, anything else to refuse: "
         ).strip()
         if typed != task:
@@ -129,4 +137,62 @@ def _record(store: Store, task: str, cp: Checkpoint, sha_given: bool, session: s
             cur.plan_approval = cp
         else:
             cur.checkpoint = cp
+            cur.checkpoint_history.append({"decision": "approved", "commit_sha": cp.commit_sha, "patch_id": cp.patch_id, "by": cp.approved_by,
+                                           "at": cp.approved_at})
     return cur_head
+
+
+class ChangesRequestedData(BaseModel):
+    task: str
+    commit_sha: str  # the head the decision refers to
+    patch_id: str | None
+    why: str
+    from_state: str
+    to: str
+    requested_at: str
+    requested_by: str
+    via: str
+
+
+def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, session: str | None, interactive: bool,
+                    ask: Callable[[str], str] | None = None) -> ChangesRequestedData:
+    """The human's "not like this": recorded, bound to the head it refers to, and the task goes back to
+    work (AWAITING_USER_APPROVAL → IMPLEMENTATION, or SYNTHESIS in the short variant) through the
+    protocol table's row, whose effect starts a new review round."""
+    task = task_name(task)
+    if not why.strip():
+        raise BadInput("a request for changes needs a reason: --why '...'", task=task)
+    tf = load_task(open_store(layout), task)
+    target = _target(layout, tf, sha)
+    via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
+    by = who_approves(session)
+    with updating(layout, task, session, owner=False) as cur:
+        if sha is None and layout.git().branch_head(cur.task_branch) != target:
+            raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
+        frm, rule = cur.state, _back_rule(cur)
+        ctx = protocol.make_ctx(layout, cur, session, why)
+        ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(cur.base_branch, target),
+                        "why": why, "by": by, "via": via}
+        unmet = rule.guard(ctx)
+        if unmet:
+            raise protocol.refuse(f"cannot request changes to {task}", unmet, task)
+        for effect in rule.effects:
+            effect(ctx)
+        record_transition(layout, cur, rule.to.value, session, f"spark-git approve --request-changes --why {why!r}", {**ctx.evidence, "task_head": target, "why": why})
+    d = ctx.evidence["decision"]
+    store = open_store(layout)
+    store.add_notes([(target, {"kind": "changes_requested", "task": task, "session": session, "by": by, "via": via, "why": why})])
+    store.event(task, "changes_requested", session, commit_sha=target, patch_id=d["patch_id"], why=why, by=by, via=via)
+    return ChangesRequestedData(task=task, commit_sha=target, patch_id=d["patch_id"], why=why, from_state=frm, to=rule.to.value,
+                                requested_at=d["at"], requested_by=by, via=via)
+
+
+def _back_rule(tf: TaskFile) -> protocol.Rule:
+    """The table's way back from AWAITING_USER_APPROVAL (the same row under protocol light: recorded, not enforced)."""
+    for to in (protocol.State.IMPLEMENTATION, protocol.State.SYNTHESIS):
+        rule = protocol.rule_for(tf, to)
+        if rule is not None:
+            return rule
+    need = protocol.State.AWAITING_USER_APPROVAL
+    raise protocol.refuse(f"cannot request changes to {tf.task_name}", [protocol.Unmet(
+        f"task {tf.task_name} is in {tf.state}; approve --request-changes needs {need}", protocol.path_to(tf, need))], tf.task_name)

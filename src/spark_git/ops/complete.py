@@ -18,6 +18,7 @@ from spark_git.gates import command as gates
 from spark_git.gates import verdicts
 from spark_git.ops import envs, mainlock
 from spark_git.ops.advance import record_transition
+from spark_git.ops.approvals import approval_holds
 from spark_git.ops.merging.prepare import unmet_blocked
 from spark_git.ops.merging.verify import (
     GATE_LEFT_CHANGES_HINT,
@@ -78,11 +79,11 @@ def _complete_locked(layout: Layout, store: Store, task: str, session: str, reru
 
 def _unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:
     base = tf.base_branch
-    unmet = _approval(tf, head)
+    unmet = _approval(layout, tf, head)
     if not layout.git().is_ancestor(base_head, head):
         unmet.append(protocol.Unmet(
             f"{base} moved since the task branched ({base} is at {base_head[:12]}, not an ancestor of {head[:12]}): the task is not a fast-forward",
-            f"bring the task up to date: cd {tf.worktree} && git rebase {base}; then gate and approve again",
+            f"spark-git update {tf.task_name}",
         ))
     unmet += _task_worktree(tf, head)
     if main_wt is not None:
@@ -92,13 +93,13 @@ def _unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Pat
     return unmet + protocol.complete_conditions(layout, tf, head)
 
 
-def _approval(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
+def _approval(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     task, cp = tf.task_name, tf.checkpoint
     if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
         return [protocol.Unmet(f"the human has not approved the changes of {task} (head {head[:12]})", f"spark-git approve {task} --changes")]
-    if cp.commit_sha != head:
+    if not approval_holds(layout.git(), tf.base_branch, cp.commit_sha, cp.patch_id, head):
         return [protocol.Unmet(
-            f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} (a later commit voids it)",
+            f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)",
             f"spark-git approve {task} --changes",
         )]
     return []
@@ -145,5 +146,6 @@ def _land(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path
         git.update_ref(branch_ref(base), head, base_head, message=f"spark-git complete {task}")
     landed = git.branch_head(base)
     cp = tf.checkpoint
-    if landed != head or head != ev.commit or head != (cp.commit_sha if cp else None):
+    # The approval was checked for this head (same commit, or same patch: ops.approvals) under this mutex.
+    if landed != head or head != ev.commit or cp is None or not cp.approved:
         raise Failed(f"{base} is at {landed}, expected the approved and gated {head}", task=task)

@@ -52,6 +52,8 @@ def report(
             agent=agent, task=task, status=status, decision=decision,
             round=old.round + (1 if status == "COMPLETE" else 0),
             last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
+            last_review_patch_id=(layout.git().patch_id(tf.base_branch, head) if head and entry.role == "reviewer" and decision
+                                  else old.last_review_patch_id),
             last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
             work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),
             task_state=tf.state, task_head=head, blocking=list(blocking or []), deferrable=list(deferrable or []),

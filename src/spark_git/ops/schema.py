@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "merge --all": "spark_git.ops.merge:MergeAllData",
     "sync": "spark_git.ops.sync:SyncData",
     "approve": "spark_git.ops.approvals:ApproveData",
+    "approve --request-changes": "spark_git.ops.approvals:ChangesRequestedData",
+    "update": "spark_git.ops.update:UpdateData",
     "complete": "spark_git.ops.complete:CompleteData",
     "who": "spark_git.ops.history:WhoData",
     "log": "spark_git.ops.history:LogData",

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout
-from spark_git.protocol.context import task_md_digest
+from spark_git.protocol.context import approval_holds, task_md_digest
 from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
 from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
@@ -81,13 +81,14 @@ def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
         return []
     if tf.state != S.AWAITING_USER_APPROVAL:
         return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" complete needs AWAITING_USER_APPROVAL", path_to(tf, S.AWAITING_USER_APPROVAL))]
-    presented = None
+    presented, patch = None, None
     for t in reversed(tf.transition_log):
         if t.to == S.AWAITING_USER_APPROVAL:
-            presented = t.evidence.get("task_head")
+            presented, patch = t.evidence.get("task_head"), t.evidence.get("task_patch_id")
             break
-    if presented != head:
-        return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]})", f"spark-git advance {tf.task_name} --to REQUIREMENTS --why 'changed after review'")]
+    if not approval_holds(layout.git(), tf.base_branch, presented, patch, head):
+        return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]}) and its patch differs",
+                      f"spark-git approve {tf.task_name} --request-changes --why 'changed after review'")]
     return []
 
 

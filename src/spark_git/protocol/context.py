@@ -48,6 +48,9 @@ class Ctx:
     run_build: Callable[[], BuildRun] | None = None
     record_build: BuildRun | None = None  # a build the guard ran and saw pass, for ops to record
     writes: dict[Path, str] = field(default_factory=dict)  # documents the effects produced, to be written
+    # The human's decision this transition carries out (`approve --request-changes`); None from `advance`.
+    decision: dict[str, Any] | None = None
+    _head_patch: list[str | None] = field(default_factory=list)  # cache: [patch id of base...head]
 
     @property
     def task(self) -> str:
@@ -58,6 +61,37 @@ class Ctx:
 
     def advance_cmd(self, to: str) -> str:
         return f"spark-git advance {self.task} --to {to}"
+
+    def head_patch_id(self) -> str | None:
+        if not self._head_patch:
+            head = task_head(self)
+            self._head_patch.append(self.git().patch_id(self.tf.base_branch, head) if head else None)
+        return self._head_patch[0]
+
+    def holds(self, approved_sha: str | None, approved_patch_id: str | None) -> bool:
+        """Does an approval of `approved_sha` (patch `approved_patch_id`) hold for the task head?"""
+        head = task_head(self)
+        if approved_sha and approved_sha == head:
+            return True
+        return approval_holds(self.git(), self.tf.base_branch, approved_sha, approved_patch_id, head, self.head_patch_id)
+
+
+def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch_id: str | None, head: str | None,
+                   head_patch_id: Callable[[], str | None] | None = None) -> bool:
+    """THE rule for every approval (the human's change approval, a reviewer's APPROVED, the commit
+    presented for approval): it holds for `head` if it approved that very commit, or a commit with
+    the same patch (`git patch-id --stable` of `base`...commit), e.g. the one an `update` rebased.
+    An approval recorded without a patch id gets it computed from its commit (still reachable:
+    `update` archives old heads). No change at all (no patch) never matches by patch."""
+    if not approved_sha or not head:
+        return False
+    if approved_sha == head:
+        return True
+    want = approved_patch_id or (git.patch_id(base, approved_sha) if git.rev_parse(approved_sha) else None)
+    if want is None:
+        return False
+    got = head_patch_id() if head_patch_id else git.patch_id(base, head)
+    return got == want
 
 
 def make_ctx(layout: Layout, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
@@ -113,15 +147,17 @@ def requirements_path(layout: Layout, task: str, agent: str, st: AgentStatus | N
     return layout.task_dir(task) / f"{task}-{agent}-requirements.md"
 
 
-def build_evidence(layout: Layout, task: str, head: str, tree: str | None, since: str | None = None) -> dict[str, Any] | None:
-    """The newest passing `gates.build` result recorded for this commit or its tree (after `since`)."""
+def build_evidence(layout: Layout, task: str, head: str, tree: str | None, since: str | None = None,
+                   result: str = "passed", any_commit: bool = False) -> dict[str, Any] | None:
+    """The newest `gates.build` result (`result`: passed or failed) recorded for this commit or its tree
+    (or for any commit: `any_commit`) after `since`."""
     trail = open_store(layout).read_audit(task)
     for e in (trail.build_verifications if trail else [])[::-1]:
-        if e.get("gate") != "build" or e.get("result") != "passed":
+        if e.get("gate") != "build" or e.get("result") != result:
             continue
         if since and str(e.get("at", "")) < since:
             continue
-        if e.get("commit") == head or (tree and e.get("tree") == tree):
+        if any_commit or e.get("commit") == head or (tree and e.get("tree") == tree):
             return e
     return None
 

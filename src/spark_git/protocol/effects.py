@@ -9,8 +9,21 @@ from spark_git.state.models import Checkpoint, now
 
 
 def present_changes(ctx: Ctx) -> None:
-    """Entering AWAITING_USER_APPROVAL: the task head is what the human is asked to approve."""
-    ctx.tf.checkpoint = Checkpoint(type="changes", commit_sha=task_head(ctx), presented_at=now(), approved=False)
+    """Entering AWAITING_USER_APPROVAL: the task head (and its patch) is what the human is asked to approve."""
+    pid = ctx.head_patch_id()
+    ctx.tf.checkpoint = Checkpoint(type="changes", commit_sha=task_head(ctx), presented_at=now(), approved=False, patch_id=pid)
+    ctx.evidence["task_patch_id"] = pid
+
+
+def request_changes(ctx: Ctx) -> None:
+    """The human sent the changes back: the presentation and its approval end, the decision is kept in
+    `checkpoint_history`, and every reviewer must review again (`reviews_since`)."""
+    at = now()
+    decision = {**(ctx.decision or {}), "at": at}
+    ctx.tf.checkpoint_history.append(decision)
+    ctx.tf.checkpoint = None
+    ctx.tf.reviews_since = at
+    ctx.evidence["decision"] = decision
 
 
 def void_plan_approval(ctx: Ctx) -> None:

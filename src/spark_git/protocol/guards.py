@@ -152,8 +152,11 @@ def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
         return Unmet(u.condition, cmd) if u else None
     if st.decision != "APPROVED":
         return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
-    if st.last_review_sha != head:
-        return Unmet(f"reviewer {a}'s approval is stale: it reviewed {(st.last_review_sha or '?')[:12]}, the task head is {head[:12]} ({what})", cmd)
+    since = ctx.tf.reviews_since
+    if since and st.updated_at < since:
+        return Unmet(f"reviewer {a}'s approval is from before the human requested changes ({since}): a new round needs a new review", cmd)
+    if not ctx.holds(st.last_review_sha, st.last_review_patch_id):
+        return Unmet(f"reviewer {a}'s approval is stale: it reviewed {(st.last_review_sha or '?')[:12]}, the task head is {head[:12]} with another patch ({what})", cmd)
     return None
 
 
@@ -168,6 +171,9 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
         return [Unmet(f"task branch {ctx.tf.task_branch} does not exist", f"spark-git doctor {ctx.task}")]
     tree = ctx.git().tree_of(head)
     ev = build_evidence(ctx.layout, ctx.task, head, tree, since)
+    if ev is None and since is None:  # after an `update`: the build of the same patch before it (VALIDATION gates the new tree)
+        last = build_evidence(ctx.layout, ctx.task, "", None, any_commit=True)
+        ev = last if last and ctx.holds(str(last.get("commit") or ""), None) else None
     if ev is None:
         return [Unmet(f"no passing gates.build result for the task head {head[:12]}" + (" since entering VALIDATION" if since else ""),
                       f"spark-git merge {ctx.task} --agent <agent>" if not since else ctx.advance_cmd(State.REVIEW))]
@@ -180,7 +186,19 @@ def g_implementation(ctx: Ctx) -> list[Unmet]:
 
 
 def g_validation(ctx: Ctx) -> list[Unmet]:
-    return owner(ctx) + _reviews(ctx, "a later merge voids a review") + _updaters_done(ctx, State.IMPLEMENTATION) + _build_on_head(ctx)
+    return _build_or_run(ctx, owner(ctx) + _reviews(ctx, "a later merge voids a review") + _updaters_done(ctx, State.IMPLEMENTATION))
+
+
+def _build_or_run(ctx: Ctx, out: list[Unmet]) -> list[Unmet]:
+    """A passing build result for the head, or — once everything else holds — the build run now on the
+    task worktree (after an `update` there is no merge left to produce one)."""
+    missing = _build_on_head(ctx)
+    if not missing or ctx.dry or out or ctx.run_build is None:
+        return out + missing
+    unclean = _clean_task_worktree(ctx)
+    if unclean:
+        return missing + unclean
+    return _build_now(ctx, ctx.run_build, f"spark-git merge {ctx.task} --agent <agent>", "no passing gates.build result for the task head: it ran now and ")
 
 
 def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
@@ -208,12 +226,13 @@ def g_review(ctx: Ctx) -> list[Unmet]:
     return _build_now(ctx, ctx.run_build)
 
 
-def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun]) -> list[Unmet]:
-    """No fresh result on this head: the build gate runs now, on the task worktree."""
+def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun], fix: str | None = None, prefix: str = "") -> list[Unmet]:
+    """No fresh result on this head: the build gate runs now, on the task worktree. `fix`: the way on
+    after a failure (default: back to IMPLEMENTATION from VALIDATION)."""
     ev = run_build()
     if not ev.passed:
-        return [Unmet(f"gates.build failed on the task head {(task_head(ctx) or '?')[:12]} ({ev.error or f'exit code {ev.exit_code}'}); log: {ev.log_path}",
-                      f"fix it in IMPLEMENTATION: the reviewers reject, then {ctx.advance_cmd(State.IMPLEMENTATION)}")]
+        return [Unmet(f"{prefix}gates.build failed on the task head {(task_head(ctx) or '?')[:12]} ({ev.error or f'exit code {ev.exit_code}'}); log: {ev.log_path}",
+                      fix or f"{ctx.advance_cmd(State.IMPLEMENTATION)} --why 'gates.build failed: {ev.log_path}'")]
     ctx.record_build = ev  # ops records it (audit entry and transition evidence) once the transition goes through
     return []
 
@@ -271,7 +290,7 @@ def g_short_awaiting(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx)
     head = task_head(ctx)
     if head and head != ctx.tf.base_commit:
-        out += _build_on_head(ctx)
+        return _build_or_run(ctx, out)
     return out
 
 
@@ -282,10 +301,33 @@ def g_reopen(ctx: Ctx) -> list[Unmet]:
     return out
 
 
+def g_build_failed(ctx: Ctx) -> list[Unmet]:
+    """VALIDATION → IMPLEMENTATION: back to fixing after a failed build (recorded for the head), or with a reason."""
+    out = owner(ctx)
+    head = task_head(ctx)
+    failed = head and build_evidence(ctx.layout, ctx.task, head, ctx.git().tree_of(head), entered_at(ctx.tf, State.VALIDATION), result="failed")
+    if failed:
+        ctx.evidence["failed_build"] = {k: failed.get(k) for k in ("at", "commit", "tree", "log_path")}
+    elif not (ctx.why or "").strip():
+        out.append(Unmet("going back to IMPLEMENTATION needs a failed gates.build on the task head or a reason",
+                         f"{ctx.advance_cmd(State.IMPLEMENTATION)} --why 'gates.build failed: ...'"))
+    return out
+
+
+def g_changes_requested(ctx: Ctx) -> list[Unmet]:
+    """AWAITING_USER_APPROVAL → back to work: only the human's `approve --request-changes --why`."""
+    cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
+    if ctx.decision is None:
+        return [Unmet("going back from AWAITING_USER_APPROVAL is the human's decision (approve --request-changes)", cmd)]
+    if not (ctx.why or "").strip():
+        return [Unmet("a request for changes needs a reason (--why)", cmd)]
+    return []
+
+
 def g_complete(ctx: Ctx) -> list[Unmet]:
     if ctx.dry:  # status: what `complete` still waits for (it also runs the final gate)
         cp, head = ctx.tf.checkpoint, task_head(ctx)
-        if cp is None or not cp.approved or cp.commit_sha != head:
+        if cp is None or not cp.approved or not ctx.holds(cp.commit_sha, cp.patch_id):
             return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
         return []
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]

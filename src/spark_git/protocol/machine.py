@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from spark_git.core.layout import Layout
 from spark_git.protocol.context import Ctx, make_ctx
-from spark_git.protocol.effects import defer_follow_ups, present_changes, void_plan_approval
+from spark_git.protocol.effects import defer_follow_ups, present_changes, request_changes, void_plan_approval
 from spark_git.protocol.guards import (
     g_awaiting,
     g_back_to_impl,
+    g_build_failed,
+    g_changes_requested,
     g_classified,
     g_cleanup,
     g_complete,
@@ -58,6 +60,7 @@ TRANSITIONS: tuple[Rule, ...] = (
     Rule(S.SYNTHESIS, S.AWAITING_USER_APPROVAL, (SHORT,), g_short_awaiting, (present_changes,)),
     Rule(S.IMPLEMENTATION, S.VALIDATION, (FULL,), g_validation),
     Rule(S.VALIDATION, S.REVIEW, (FULL,), g_review),
+    Rule(S.VALIDATION, S.IMPLEMENTATION, (FULL,), g_build_failed),
     Rule(S.VALIDATION, S.REQUIREMENTS, (FULL,), g_reopen, (void_plan_approval,)),
     Rule(S.REVIEW, S.AWAITING_USER_APPROVAL, (FULL,), g_awaiting, (present_changes,)),
     Rule(S.REVIEW, S.IMPLEMENTATION, (FULL,), g_back_to_impl),
@@ -66,6 +69,8 @@ TRANSITIONS: tuple[Rule, ...] = (
     Rule(S.SCOPE_NEGOTIATION, S.SYNTHESIS, (FULL,), g_scope_to_synthesis, (void_plan_approval,)),
     Rule(S.SCOPE_NEGOTIATION, S.AWAITING_USER_APPROVAL, (FULL,), g_scope_to_awaiting, (present_changes, defer_follow_ups)),
     Rule(S.AWAITING_USER_APPROVAL, S.COMPLETE, BOTH, g_complete),
+    Rule(S.AWAITING_USER_APPROVAL, S.IMPLEMENTATION, (FULL,), g_changes_requested, (request_changes,)),
+    Rule(S.AWAITING_USER_APPROVAL, S.SYNTHESIS, (SHORT,), g_changes_requested, (request_changes,)),
     Rule(S.COMPLETE, S.CLEANUP, BOTH, g_cleanup),
 )
 # The states a task walks through (ABANDONED ends it from anywhere, outside the table).
@@ -116,8 +121,10 @@ def blockers(layout: Layout, tf: TaskFile, session: str | None) -> dict[str, lis
     return out
 
 
-def command_to(task: str, state: str) -> str:
-    """The command that performs a transition: two of them are whole commands of their own."""
+def command_to(task: str, state: str, frm: str | None = None) -> str:
+    """The command that performs a transition: three of them are whole commands of their own."""
+    if frm == State.AWAITING_USER_APPROVAL and state in (State.IMPLEMENTATION, State.SYNTHESIS):
+        return f"spark-git approve {task} --request-changes --why '...'"
     if state == State.COMPLETE:
         return f"spark-git complete {task}"
     if state == State.CLEANUP:
@@ -127,5 +134,5 @@ def command_to(task: str, state: str) -> str:
 
 def path_to(tf: TaskFile, state: str) -> str:
     if state in next_states(tf):
-        return f"spark-git advance {tf.task_name} --to {state}"
+        return command_to(tf.task_name, state, tf.state)
     return f"spark-git advance {tf.task_name}  (from {tf.state}, towards {state})"

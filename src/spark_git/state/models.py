@@ -63,6 +63,7 @@ class Checkpoint(_File):
     approved_at: str | None = None
     approved_by: str | None = None
     task_md_sha256: str | None = None  # plan approval: the task.md it approved
+    patch_id: str | None = None  # changes: `git patch-id --stable` of base...commit_sha (kept by an update that changes no content)
 
 
 class TaskFile(_File):
@@ -88,6 +89,10 @@ class TaskFile(_File):
     variant: str | None = None
     checkpoint: Checkpoint | None = None
     plan_approval: Checkpoint | None = None
+    # The human's decisions on the changes and what became of them: approved, changes requested,
+    # carried over an `update` (old head → new head, same patch id), voided by a changed patch.
+    checkpoint_history: list[dict[str, Any]] = Field(default_factory=list)
+    reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
 
 
 class MainLock(_File):
@@ -110,6 +115,7 @@ class AgentStatus(_File):
     decision: Literal["APPROVED", "REJECTED"] | None = None
     round: int = 0
     last_review_sha: str | None = None
+    last_review_patch_id: str | None = None  # patch id of base...last_review_sha (an update that keeps it keeps the review)
     last_merge_sha: str | None = None
     work_remaining: str | None = None
     feedback: str | None = None

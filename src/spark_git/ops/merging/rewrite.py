@@ -6,6 +6,7 @@ unreachable, even if the process is killed half-way."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, Failed
@@ -18,29 +19,48 @@ from spark_git.state.models import now
 from spark_git.state.store import archive_ref_for
 
 MARKER = ".spark-merge-rebase"  # in the agent dir: "a rebase started by `merge` is in progress"
+UPDATE_MARKER = ".spark-update-rebase"  # in the task dir: "a rebase started by `update` is in progress"
+
+
+def merge_marker(layout: Layout, task: str, agent: str) -> Path:
+    return layout.agent_dir(task, agent) / MARKER
+
+
+def update_marker(layout: Layout, task: str) -> Path:
+    return layout.task_dir(task) / UPDATE_MARKER
 
 
 def recover(layout: Layout, task: str, agent: str, wt: Git) -> list[str]:
-    """Cleans up after a merge killed while rebasing the agent's worktree (we hold the task mutex, so
-    that merge is dead). A rebase the agent started itself (`sync`) is left alone."""
+    """Cleans up after a merge killed while rebasing the agent's worktree (see `recover_rebase`)."""
+    return recover_rebase(merge_marker(layout, task, agent), wt, "merge")
+
+
+def recover_rebase(marker: Path, wt: Git, who: str) -> list[str]:
+    """Aborts a rebase a killed spark-git left behind `marker` (we hold the task mutex, so that process
+    is dead). A rebase started by hand, or left on purpose (`sync`, `update --leave-conflict`), has no
+    marker and is left alone."""
     done: list[str] = []
-    marker = layout.agent_dir(task, agent) / MARKER
     if marker.exists():
         if wt.rebase_in_progress():
             wt.rebase_abort()  # back to the head recorded when the rebase started (also archived)
-            done.append(f"aborted the rebase a killed merge left in {wt.cwd}")
+            done.append(f"aborted the rebase a killed {who} left in {wt.cwd}")
         marker.unlink(missing_ok=True)
     return done
 
 
 def rebase_onto(layout: Layout, task: str, agent: str, wt: Git, upstream: str, leave_conflicts: bool) -> list[str]:
+    """Rebases the agent worktree's branch onto `upstream` (see `rebase_with_marker`)."""
+    return rebase_with_marker(merge_marker(layout, task, agent), wt, upstream, leave_conflicts, task, "merge-rebase-returned")
+
+
+def rebase_with_marker(marker: Path, wt: Git, upstream: str, leave_conflicts: bool, task: str, fault: str) -> list[str]:
     """Rebases the worktree's branch onto `upstream`. Returns the conflicting files (then the rebase
-    was aborted and everything restored, unless `leave_conflicts`)."""
-    marker = layout.agent_dir(task, agent) / MARKER
+    was aborted and everything restored, unless `leave_conflicts`). While it runs, `marker` says a
+    rebase of ours is in progress, so `recover_rebase` can undo it if this process is killed."""
     if not leave_conflicts:
         write_atomic(marker, {"pid": os.getpid(), "upstream": upstream, "at": now()})
     r = wt.rebase(upstream)
-    faults.point("merge-rebase-returned")  # the rebase may be stopped on a conflict right now
+    faults.point(fault)  # the rebase may be stopped on a conflict right now
     stopped = wt.rebase_in_progress()
     if r.returncode == 0 and not stopped:
         marker.unlink(missing_ok=True)
