@@ -61,7 +61,7 @@ def test_complete_refused_for_each_condition_then_lands(tmp_path: Path) -> None:
     # 4. main moved since the task branched
     moved = commit(t.repo, {"elsewhere.txt": "e\n"}, "someone else landed")
     unmet = _refused(t, "moved since the task branched")
-    assert "git rebase main" in " ".join(unmet)
+    assert "spark-git update t1" in " ".join(unmet)
     git(t.repo, "reset", "-q", "--hard", base)  # the test repo only: put main back
     assert git(t.repo, "rev-parse", "main") == base and moved != base
 

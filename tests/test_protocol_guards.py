@@ -184,13 +184,17 @@ def append_file(rel: str, content: str, text: str) -> Case:
 
 
 def no_build_evidence(text: str = "no passing gates.build result") -> Case:
+    """No build result for the head, and a build that fails when the guard runs it (issue 11: a guard
+    runs the missing build once every other condition holds)."""
     def apply(p: P):
         path = p.root / "audit-trail.json"
         old = path.read_bytes()
         data = json.loads(old)
         data["build_verifications"] = []
         path.write_text(json.dumps(data))
-        return (lambda: path.write_bytes(old)), text
+        flag = p.wt() / "stop.flag"  # ignored by the repo: the worktree stays clean, the build fails
+        flag.write_text("")
+        return (lambda: (path.write_bytes(old), flag.unlink())), text
     return apply
 
 
@@ -437,12 +441,13 @@ def test_rejection_loops_back_to_implementation(world: World) -> None:
 def test_awaiting_to_complete_only_by_complete_with_approval(world: World) -> None:
     p = world.at("AWAITING_USER_APPROVAL", private=True)
     assert p.state() == "AWAITING_USER_APPROVAL"
-    r = p.advance("IMPLEMENTATION")
-    assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["COMPLETE"]
+    r = p.advance("REVIEW")
+    assert r.returncode == 3 and r.json["data"]["legal_next_states"] == ["COMPLETE", "IMPLEMENTATION"]
+    refused(p, ["advance", p.task, "--to", "IMPLEMENTATION"], ["is the human's decision"])  # approve --request-changes
     refused(p, ["advance", p.task, "--to", "COMPLETE"], ["performed by `spark-git complete`"])
     refused(p, ["complete", p.task], ["has not approved the changes"])
     nxt = p.ok("status", p.task)["data"]["tasks"][0]["next_states"]
-    assert nxt == [{"state": "COMPLETE", "blockers": [f"the human has not approved the changes at {p.head()[:12]}  → spark-git approve walk --changes"]}]
+    assert nxt[0] == {"state": "COMPLETE", "blockers": [f"the human has not approved the changes at {p.head()[:12]}  → spark-git approve walk --changes"]}
     p.ok("approve", p.task, "--changes")
     assert "next: COMPLETE ready (spark-git complete walk)" in p.spark("status", p.task).stdout
     p.ok("complete", p.task)

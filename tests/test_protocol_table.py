@@ -1,5 +1,5 @@
-"""The machine as data: the transition table gives the same legal next states as the protocol's
-two variants always had, the refusal builder's two forms, and protocol/ stays pure (it loads
+"""The machine as data: the transition table gives the legal next states of the protocol's two
+variants (with the ways back of issue 11: VALIDATION → IMPLEMENTATION, the human's request for changes), the refusal builder's two forms, and protocol/ stays pure (it loads
 neither gates nor ops)."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from spark_git.state.models import TaskFile
 
 FULL = {
     "INIT": ["CLASSIFIED"], "CLASSIFIED": ["REQUIREMENTS"], "REQUIREMENTS": ["SYNTHESIS"], "SYNTHESIS": ["IMPLEMENTATION"],
-    "IMPLEMENTATION": ["VALIDATION"], "VALIDATION": ["REVIEW", "REQUIREMENTS"],
+    "IMPLEMENTATION": ["VALIDATION"], "VALIDATION": ["REVIEW", "IMPLEMENTATION", "REQUIREMENTS"],
     "REVIEW": ["AWAITING_USER_APPROVAL", "IMPLEMENTATION", "SCOPE_NEGOTIATION", "REQUIREMENTS"],
-    "SCOPE_NEGOTIATION": ["SYNTHESIS", "AWAITING_USER_APPROVAL"], "AWAITING_USER_APPROVAL": ["COMPLETE"],
+    "SCOPE_NEGOTIATION": ["SYNTHESIS", "AWAITING_USER_APPROVAL"], "AWAITING_USER_APPROVAL": ["COMPLETE", "IMPLEMENTATION"],
     "COMPLETE": ["CLEANUP"], "CLEANUP": [], "ABANDONED": [],
 }
 SHORT = {
     "INIT": ["CLASSIFIED"], "CLASSIFIED": ["REQUIREMENTS"], "REQUIREMENTS": ["SYNTHESIS"], "SYNTHESIS": ["AWAITING_USER_APPROVAL"],
     "IMPLEMENTATION": [], "VALIDATION": [], "REVIEW": [], "SCOPE_NEGOTIATION": [],
-    "AWAITING_USER_APPROVAL": ["COMPLETE"], "COMPLETE": ["CLEANUP"], "CLEANUP": [], "ABANDONED": [],
+    "AWAITING_USER_APPROVAL": ["COMPLETE", "SYNTHESIS"], "COMPLETE": ["CLEANUP"], "CLEANUP": [], "ABANDONED": [],
 }
 
 
@@ -60,6 +60,8 @@ def test_effects_live_on_their_transitions() -> None:
     assert names["SYNTHESIS", "AWAITING_USER_APPROVAL"] == ["present_changes"]
     for back in (("VALIDATION", "REQUIREMENTS"), ("REVIEW", "REQUIREMENTS"), ("SCOPE_NEGOTIATION", "SYNTHESIS")):
         assert names[back] == ["void_plan_approval"]
+    for back in (("AWAITING_USER_APPROVAL", "IMPLEMENTATION"), ("AWAITING_USER_APPROVAL", "SYNTHESIS")):
+        assert names[back] == ["request_changes"]
 
 
 def test_refuse_forms() -> None:

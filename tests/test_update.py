@@ -120,6 +120,8 @@ def test_a_conflict_changes_nothing_and_leave_conflict_leaves_the_rebase(tmp_pat
     git(p2.wt(), "-c", "core.editor=true", "rebase", "--continue")
     d = p2.ok("update", p2.task)["data"]
     assert not d["rebased"] and {a["agent"]: a["moved"] for a in d["agents"]} == {REV: True, UPA: True, UPT: True}
+    assert d["approval"] == "voided" and p2.task_json()["checkpoint_history"][-1]["decision"] == "voided"
+    assert p2.ok("update", p2.task)["data"]["approval"] == "none"  # voided once
     r = p2.spark("--json", "complete", p2.task)
     assert r.returncode == 3 and f"spark-git approve {p2.task} --changes" in r.json["next"], r
 

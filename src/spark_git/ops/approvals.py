@@ -169,30 +169,38 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
     with updating(layout, task, session, owner=False) as cur:
         if sha is None and layout.git().branch_head(cur.task_branch) != target:
             raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
-        frm, rule = cur.state, _back_rule(cur)
+        frm, rule = cur.state, _back_rule(layout, cur)
         ctx = protocol.make_ctx(layout, cur, session, why)
         ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(cur.base_branch, target),
                         "why": why, "by": by, "via": via}
-        unmet = rule.guard(ctx)
-        if unmet:
-            raise protocol.refuse(f"cannot request changes to {task}", unmet, task)
-        for effect in rule.effects:
-            effect(ctx)
-        record_transition(layout, cur, rule.to.value, session, f"spark-git approve --request-changes --why {why!r}", {**ctx.evidence, "task_head": target, "why": why})
+        if rule is None:  # protocol light, outside AWAITING_USER_APPROVAL: the decision is recorded, the state stays
+            protocol.request_changes(ctx)
+        else:
+            unmet = rule.guard(ctx)
+            if unmet:
+                raise protocol.refuse(f"cannot request changes to {task}", unmet, task)
+            for effect in rule.effects:
+                effect(ctx)
+            record_transition(layout, cur, rule.to.value, session, f"spark-git approve --request-changes --why {why!r}",
+                              {**ctx.evidence, "task_head": target, "why": why})
+        to = cur.state
     d = ctx.evidence["decision"]
     store = open_store(layout)
     store.add_notes([(target, {"kind": "changes_requested", "task": task, "session": session, "by": by, "via": via, "why": why})])
     store.event(task, "changes_requested", session, commit_sha=target, patch_id=d["patch_id"], why=why, by=by, via=via)
-    return ChangesRequestedData(task=task, commit_sha=target, patch_id=d["patch_id"], why=why, from_state=frm, to=rule.to.value,
+    return ChangesRequestedData(task=task, commit_sha=target, patch_id=d["patch_id"], why=why, from_state=frm, to=to,
                                 requested_at=d["at"], requested_by=by, via=via)
 
 
-def _back_rule(tf: TaskFile) -> protocol.Rule:
-    """The table's way back from AWAITING_USER_APPROVAL (the same row under protocol light: recorded, not enforced)."""
-    for to in (protocol.State.IMPLEMENTATION, protocol.State.SYNTHESIS):
-        rule = protocol.rule_for(tf, to)
-        if rule is not None:
-            return rule
+def _back_rule(layout: Layout, tf: TaskFile) -> protocol.Rule | None:
+    """The table's way back from AWAITING_USER_APPROVAL; None under protocol light in another state."""
+    if tf.state == protocol.State.AWAITING_USER_APPROVAL:
+        for to in (protocol.State.IMPLEMENTATION, protocol.State.SYNTHESIS):
+            rule = protocol.rule_for(tf, to)
+            if rule is not None:
+                return rule
+    if not protocol.is_full(layout):
+        return None
     need = protocol.State.AWAITING_USER_APPROVAL
     raise protocol.refuse(f"cannot request changes to {tf.task_name}", [protocol.Unmet(
         f"task {tf.task_name} is in {tf.state}; approve --request-changes needs {need}", protocol.path_to(tf, need))], tf.task_name)

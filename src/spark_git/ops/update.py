@@ -47,6 +47,7 @@ class UpdateData(BaseModel):
     old_patch_id: str | None = None
     new_patch_id: str | None = None
     approval: str = "none"  # kept | voided | none (what became of the change approval / presentation)
+    # old_patch_id: of the approved (or presented) commit; new_patch_id: of the new head
     agents: list[AgentUpdate] = []
     recovered: list[str] = []
 
@@ -90,8 +91,9 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     if tf.base_commit != base_head and git.is_ancestor(tf.base_commit, base_head):
         tf.base_commit = base_head  # the task's commits are now base_head..head (who, log, classify)
     d.agents = [_bring_agent(layout, store, tf, a, Sha(d.new_head)) for a in tf.agents]
-    if d.rebased:
-        _carry_approval(layout, tf, d)
+    cp = tf.checkpoint
+    if cp is not None and cp.type == "changes" and cp.commit_sha not in (None, d.new_head) and (d.rebased or cp.approved):
+        _carry_approval(layout, tf, d)  # also after a rebase the coordinator finished (--leave-conflict)
     if d.rebased or any(a.moved for a in d.agents):
         store.event(task, "updated", session, base=tf.base_branch, base_head=base_head, old_head=d.old_head, new_head=d.new_head,
                     archive_ref=d.archive_ref, old_patch_id=d.old_patch_id, new_patch_id=d.new_patch_id, approval=d.approval,
@@ -155,12 +157,10 @@ def _bring_agent(layout: Layout, store: Store, tf: TaskFile, agent: str, new_hea
 
 def _carry_approval(layout: Layout, tf: TaskFile, d: UpdateData) -> None:
     """An unchanged patch keeps the approval (and the presentation): old head → new head, same patch id."""
-    git = layout.git()
+    git, cp = layout.git(), tf.checkpoint
+    assert cp is not None and cp.commit_sha is not None
     d.new_patch_id = git.patch_id(d.base_head, d.new_head)
-    d.old_patch_id = git.patch_id(d.base_head, d.old_head)
-    cp = tf.checkpoint
-    if cp is None or cp.type != "changes" or not cp.commit_sha:
-        return
+    d.old_patch_id = cp.patch_id or git.patch_id(d.base_head, cp.commit_sha)
     if approval_holds(git, d.base_head, cp.commit_sha, cp.patch_id, d.new_head):
         tf.checkpoint_history.append({"decision": "carried", "from": cp.commit_sha, "to": d.new_head, "patch_id": d.new_patch_id,
                                       "approved": cp.approved, "at": now(), "by": "spark-git update"})

@@ -87,7 +87,9 @@ def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch
         return False
     if approved_sha == head:
         return True
-    want = approved_patch_id or (git.patch_id(base, approved_sha) if git.rev_parse(approved_sha) else None)
+    if git.rev_parse(approved_sha) is None:  # an approval of no commit holds nothing
+        return False
+    want = approved_patch_id or git.patch_id(base, approved_sha)
     if want is None:
         return False
     got = head_patch_id() if head_patch_id else git.patch_id(base, head)
