@@ -4,9 +4,11 @@ refusal prints is a command the state machine accepts at that moment: each refus
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
+from fixtures.hints import illegal_hints
 from fixtures.repo import Run, git
 
 from tests.protokit import P
@@ -44,6 +46,10 @@ def run_hints(p: P, r: Run) -> list[Run | None]:
 def test_request_changes_goes_back_and_lands_after_a_new_round(tmp_path: Path) -> None:
     p = P(tmp_path)
     head = walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
+    # the suite-wide check (fixtures.repo.spark → fixtures.hints) catches the hint complete used to print here
+    old_hint = json.dumps({"status": "BLOCKED", "next": [f"spark-git advance {p.task} --to REQUIREMENTS --why 'changed after review'"]})
+    assert illegal_hints(p.repo, old_hint) == [f"{json.loads(old_hint)['next'][0]!r}: AWAITING_USER_APPROVAL → REQUIREMENTS is not a legal transition"]
+    assert illegal_hints(p.repo, json.dumps({"status": "BLOCKED", "next": [f"spark-git approve {p.task} --request-changes --why x"]})) == []
     before = p.snapshot()
     # `advance` cannot take the human's way back; its hint is the human's command
     r = p.advance("IMPLEMENTATION")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from fixtures.repo import git
+from fixtures.repo import Run, git, spark
 
 from tests.protokit import P
 
@@ -137,3 +138,36 @@ def test_agents_with_unmerged_work_are_left_alone(tmp_path: Path) -> None:
     st = p2.ok("status", p2.task)["data"]
     agents = {a["name"]: a for t in st["tasks"] for a in t["agents"]}
     assert agents[UPT]["behind"] and agents[UPT]["behind"] > 0
+
+
+def test_an_update_killed_while_rebasing_is_undone_by_the_next(tmp_path: Path) -> None:
+    p1, p2 = two_tasks(tmp_path, {"src/app.py": "print('one')\n"}, {"src/app.py": "print('two')\n"})
+    p1.ok("complete", p1.task)
+    old, before = p2.head(), p2.snapshot()
+    env_kill = {"SPARK_FAULT_KILL_AT": "update-rebase-returned"}
+    r = _spark_env(p2, env_kill, "--json", "update", p2.task)
+    assert r.returncode == -9, r
+    assert (p2.root / ".spark-update-rebase").exists() and p2.head() == old and p2.snapshot() == before
+    r = p2.spark("--json", "update", p2.task)  # aborts the killed one's rebase, then meets the conflict itself
+    assert r.returncode == 3 and r.json["data"]["conflicts"] == ["src/app.py"], r
+    assert not (p2.root / ".spark-update-rebase").exists() and p2.head() == old
+    assert git(p2.wt(), "status", "--porcelain") == "" and p2.snapshot() == before
+
+
+def test_an_update_killed_after_its_rebase_is_finished_by_the_next(tmp_path: Path) -> None:
+    p1, p2 = two_tasks(tmp_path, {"src/one.py": "one = 1\n"}, {"src/two.py": "two = 2\n"})
+    p1.ok("complete", p1.task)
+    old = p2.head()
+    r = _spark_env(p2, {"SPARK_FAULT_KILL_AT": "update-after-rebase"}, "--json", "update", p2.task)
+    assert r.returncode == -9, r
+    new = p2.head()
+    assert new != old and git(p2.repo, "rev-parse", f"task-t2-agent-{UPA}") != new
+    d = p2.ok("update", p2.task)["data"]
+    assert not d["rebased"] and d["approval"] == "kept" and all(a["moved"] for a in d["agents"]), d
+    p2.ok("complete", p2.task)
+    assert git(p2.repo, "rev-parse", "main") == new
+
+
+def _spark_env(p: P, extra: dict[str, str], *args: str) -> Run:
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_SESSION_ID"} | {"SPARK_SESSION_ID": "s1"} | extra
+    return spark(p.repo, *args, env=env)
