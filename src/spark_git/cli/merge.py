@@ -125,11 +125,6 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
     execute(ctx, action)
 
 
-def _conflict_lines(out: Out, files: list[str]) -> None:
-    for f in files:
-        out.print(f"  conflict: {_esc(f)}")
-
-
 @app.command()
 def update(
     ctx: typer.Context,

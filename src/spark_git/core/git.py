@@ -250,21 +250,15 @@ class Git:
         self.run("rebase", "--abort")
 
     def patch_id(self, base: str, head: str) -> str | None:
-        """`git diff base...head | git patch-id --stable`: the id of the change head makes since it left
-        base, whitespace- and order-stable (None: no change). Equal ids ⇔ the same patch."""
+        """`git diff base...head | git patch-id --stable` (None: no change); equal ids ⇔ the same patch."""
         diff = self.run("diff", "--no-color", "--no-ext-diff", "--full-index", "--binary", f"{base}...{head}").stdout
-        if not diff:
-            return None
-        words = self.run("patch-id", "--stable", input=diff).stdout.split()
+        words = self.run("patch-id", "--stable", input=diff).stdout.split() if diff else []
         return words[0] if words else None
 
     def move_checked_out_branch(self, branch: str, new: str, old: str, message: str = "spark-git") -> None:
-        """Moves `branch`, checked out in this (clean) worktree, from `old` to `new` by compare-and-swap,
-        then carries index and files over (`read-tree -m -u`, which refuses to overwrite local changes;
-        then the ref is put back, also by compare-and-swap)."""
+        """CAS-moves `branch`, checked out in this clean worktree, and its files (`read-tree -m -u`; undone on failure)."""
         self.update_ref(branch_ref(branch), new, old, message=message)
-        r = self.run("read-tree", "-m", "-u", old, new, check=False)
-        if r.returncode != 0:
+        if (r := self.run("read-tree", "-m", "-u", old, new, check=False)).returncode != 0:
             self.update_ref(branch_ref(branch), old, new, message=f"{message}: undone")
             raise GitError(["git", "read-tree", "-m", "-u", old, new], r.returncode, r.stderr, str(self.cwd))
 
