@@ -31,7 +31,7 @@ _GLOBAL_WITH_VALUE = ("-c", "--git-dir", "--work-tree", "--namespace", "--exec-p
 _REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 _FIX = {
     "merge": "spark-git merge <task> --agent <A> (agent → task) or spark-git complete <task> (task → main)",
-    "rebase": "spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase agent branches for you)",
+    "rebase": "spark-git update <task> (the task onto its base) / spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase for you)",
     "reset": "spark-git abandon <task> --why ... (or ask a human; spark-git never drops commits without an archive ref)",
     "pull": "spark-git merge <task> --agent <A> / spark-git complete <task>",
     "push": "spark-git complete <task> (lands the approved, gated task head on main), then push main yourself as a human",
@@ -238,9 +238,12 @@ def _place(who: Who, sub: str, rest: list[str], where: Path) -> Decision | None:
 
 def _block_mover(sub: str, kind: str, task: str | None) -> Decision:
     if kind == "task":
-        fix = f"spark-git merge {task} --agent <A>" if sub in ("merge", "pull", "rebase", "cherry-pick", "am") else (
-            f"spark-git complete {task}" if sub == "push" else f"spark-git abandon {task} --why ..."
-        )
+        if sub in ("merge", "pull", "rebase"):
+            fix = f"spark-git update {task}` (onto its base) or `spark-git merge {task} --agent <A>"
+        elif sub in ("cherry-pick", "am"):
+            fix = f"spark-git merge {task} --agent <A>"
+        else:
+            fix = f"spark-git complete {task}" if sub == "push" else f"spark-git abandon {task} --why ..."
         where, what = f"in the task worktree of {task}", f"the task branch of {task}"
     else:
         fix, where, what = "spark-git complete <task>", "in the main worktree", "the base branch (main worktree)"
