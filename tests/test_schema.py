@@ -102,6 +102,20 @@ class Contract:
         return env
 
 
+def _report_with_evidence(c: Contract, tmp: Path, root: Path) -> None:
+    out = {"status": "OK", "summary": "done", "artifacts": {"files_changed": ["app.py"]}, "gates": {"needs_review": True},
+           "next": {"recommended_agent": "Reviewer", "reason": "review"}}
+    spark = {"id": "spark_1", "version": "4.3", "agent": "a2", "state": {"status": "completed", "phase": 5},
+             "quality": {"step_6_testing": {"coverage": 0.9, "tests_total": 3, "tests_passed": 3, "tests_failed": 0},
+                         "violations_total": 0, "can_proceed": True}, "evidence": {"files_created": ["app.py"]}}
+    c.check("evidence output", out)
+    c.check("evidence spark", spark)
+    (tmp / "out.json").write_text(json.dumps(out))
+    (tmp / "spark.json").write_text(json.dumps(spark))
+    c.run("report", "report", "t1", "--agent", "a2", "--status", "WORKING", "--evidence", str(tmp / "out.json"), "--evidence", str(tmp / "spark.json"))
+    c.check("evidence", json.loads((root / "t1" / "agents" / "a2" / "status.json").read_text())["evidence"])
+
+
 def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", "app.py": "x = 1\n"}, config=CONFIG)
     root = tmp_path / "repo.tasks"
@@ -115,6 +129,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("classify", "classify", "t1", "--files", "app.py")
     c.run("advance", "advance", "t1")
     c.run("report", "report", "t1", "--agent", "a1", "--status", "WORKING")
+    _report_with_evidence(c, tmp_path, root)
     c.run("audit", "audit", "t1")
     c.run("agent add", "agent", "add", "t1", "a3", "--why", "more hands")
     c.run("env", "env", "t1", "--agent", "a1")

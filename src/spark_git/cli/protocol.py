@@ -81,6 +81,7 @@ def report(
     blocking: Annotated[list[str] | None, typer.Option("--blocking", help="SCOPE_NEGOTIATION: an item that must be fixed now (repeatable).")] = None,
     deferrable: Annotated[list[str] | None, typer.Option("--deferrable", help="SCOPE_NEGOTIATION: an item that may wait (repeatable).")] = None,
     scope: Annotated[str | None, typer.Option("--scope", help="SCOPE_NEGOTIATION decision: RESOLVE_NOW or DEFER.")] = None,
+    evidence: Annotated[list[str] | None, typer.Option("--evidence", help="The agent's 004 output JSON and/or 000 SPARK state JSON (repeatable); checked by the guards.")] = None,
     session: SessionOpt = None,
 ) -> None:
     """An agent reports its status (writes agents/<agent>/status.json)."""
@@ -89,7 +90,7 @@ def report(
     def action(layout: Layout) -> Result:
         d = reports.report(layout, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
                            work_remaining=work_remaining, report_path=report_file, blocking=blocking, deferrable=deferrable, scope=scope,
-                           cwd=state(ctx).cwd)
+                           cwd=state(ctx).cwd, evidence=evidence)
         s = d.status
         extra = f" {s.decision} for {s.last_review_sha[:12]}" if s.decision and s.last_review_sha else ""
         return Result(f"{d.agent} ({d.role}) reports {s.status}{extra} on {d.task} (round {s.round}, task in {d.task_state})", d, task=d.task,

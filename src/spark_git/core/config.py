@@ -66,6 +66,10 @@ class PortsConfig(_Strict):
     end: int = Field(41999, ge=1024, le=65535)
 
 
+class EvidenceConfig(_Strict):
+    coverage_min: float | None = Field(None, ge=0, le=1, description="An agent's evidence with coverage below this (0.0-1.0) is not COMPLETE.")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -81,6 +85,7 @@ class Config(_Strict):
     risk: RiskConfig = Field(default_factory=RiskConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     ports: PortsConfig = Field(default_factory=PortsConfig)
+    evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
 
     @field_validator("task_branch_template")
     @classmethod

@@ -12,6 +12,7 @@ from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.gates import attribution
+from spark_git.ops.evidence import load_evidence
 from spark_git.ops.taskfile import updating
 from spark_git.state.audit import SECTIONS
 from spark_git.state.backends import open_store
@@ -33,7 +34,7 @@ def report(
     layout: Layout, task: str, agent: str, *, status: str, session: str | None, decision: str | None = None,
     feedback: str | None = None, work_remaining: str | None = None, report_path: str | None = None,
     blocking: list[str] | None = None, deferrable: list[str] | None = None, scope: str | None = None,
-    cwd: Path | None = None,
+    cwd: Path | None = None, evidence: list[str] | None = None,
 ) -> ReportData:
     task, agent = task_name(task), agent_name(agent)
     status, decision, scope = _checked(status, decision, feedback, scope)
@@ -47,6 +48,7 @@ def report(
             raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
         entry = tf.agents[agent]
         head = layout.git().branch_head(tf.task_branch)
+        ev = load_evidence(list(evidence or []), cwd or Path.cwd(), head)
         old = _usable_status(store, task, agent) or AgentStatus(agent=agent, task=task)
         st = AgentStatus(
             agent=agent, task=task, status=status, decision=decision,
@@ -57,12 +59,13 @@ def report(
             last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
             work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),
             task_state=tf.state, task_head=head, blocking=list(blocking or []), deferrable=list(deferrable or []),
-            scope_decision=scope,
+            scope_decision=scope, evidence=ev,
         )
         store.write_status(st)
         store.audit(task, "agent_invocations", {
             "agent": agent, "role": entry.role, "working_dir": entry.worktree, "status": status, "decision": decision,
             "round": st.round, "task_state": tf.state, "task_head": head, "report_path": st.report_path, "session_id": session,
+            "evidence": [f.model_dump() for f in ev.files] if ev else None,
         }, session=session)
         return ReportData(task=task, agent=agent, role=entry.role, status=st, task_state=tf.state)
 

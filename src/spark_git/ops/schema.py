@@ -55,7 +55,10 @@ FILES: dict[str, str] = {
     "audit-snapshot.json": "spark_git.state.models:AuditSnapshot",
     "main-lock.json": "spark_git.state.models:MainLock",  # <tasks_root>/main/task.json
     "ports.json": "spark_git.state.models:PortsFile",
-    "config": "spark_git.core.config:Config",  # .spark-git.toml, or [tool.spark-git] in pyproject.toml
+    "config": "spark_git.core.config:Config",
+    "evidence": "spark_git.state.evidence_models:Evidence",  # status.json's `evidence`, as stored
+    "evidence output": "spark_git.state.evidence_models:AgentOutput",  # report --evidence: 004 Universal Output JSON
+    "evidence spark": "spark_git.state.evidence_models:SparkState",  # report --evidence: 000 SPARK state JSON  # .spark-git.toml, or [tool.spark-git] in pyproject.toml
 }
 
 

@@ -20,6 +20,7 @@ from spark_git.protocol.context import (
     task_md_digest,
     task_md_sections,
 )
+from spark_git.protocol.evidence import evidence_problem
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import AgentStatus
@@ -44,7 +45,7 @@ def _status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | Non
         return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {_report_cmd(ctx, agent)}")
     if st.status != "COMPLETE":
         return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", _report_cmd(ctx, agent))
-    return None
+    return evidence_problem(ctx, agent, st)
 
 
 def owner(ctx: Ctx) -> list[Unmet]:

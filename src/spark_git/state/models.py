@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spark_git.state.evidence_models import Evidence
+
 SCHEMA_VERSION = 1
 
 State = Literal[
@@ -126,6 +128,7 @@ class AgentStatus(_File):
     blocking: list[str] = Field(default_factory=list)  # SCOPE_NEGOTIATION: items that must be fixed now
     deferrable: list[str] = Field(default_factory=list)  # items that may become follow-ups
     scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
+    evidence: Evidence | None = None  # `report --evidence`: the agent's 004 output / 000 state JSON
 
 
 class AuditTrail(_File):
