@@ -1,11 +1,13 @@
 """`spark-git start --from SOURCE`: read where the work is described, derive a title, and put the
 text into task.md's objective.
 
-Kinds, tried in this order: an existing file; an existing directory (its README and requirements
-files); a GitHub issue or PR (`#123`, `owner/repo#123`, a github.com issue/pull URL) through `gh`; a
-Jira key (`PROJ-123`) or Atlassian browse URL through `jira`; any other http(s) URL through `curl`;
-otherwise the argument is the text itself. spark-git never talks to the network itself: a missing
-tool is exit 2 saying which tool and how else to pass the text."""
+Kinds, tried in the order of the workflow-engine document (seed 002, first match wins): a Jira key
+(`PROJ-123`); a GitHub issue (`#123` — which falls back to a PR —, `owner/repo#123`, a github.com
+issue URL); a GitHub PR (`!123`, a github.com pull URL), all through `gh`; an existing file; an
+existing directory (its README, CLAUDE.md, docs/requirements.md, .cursorrules, requirements and spec
+files); an Atlassian browse URL through `jira`; any other http(s) URL through `curl`; otherwise the
+argument is the text itself. spark-git never talks to the network itself: a missing tool is exit 2
+saying which tool and how else to pass the text."""
 
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ from spark_git.core.git import clean_env
 from spark_git.state.files import write_text_atomic
 
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
+GH_PR = re.compile(r"^!(?P<num>\d+)$")  # 002: `!123` is a pull request
 GH_URL = re.compile(r"^https?://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull)/(?P<num>\d+)(?:[/?#].*)?$")
 JIRA_KEY = re.compile(r"^[A-Z][A-Z0-9]+-\d+$")
 JIRA_URL = re.compile(r"^https?://[^/\s]+/browse/(?P<key>[A-Z][A-Z0-9]+-\d+)(?:[/?#].*)?$")
 URL = re.compile(r"^https?://\S+$")
 DIR_FILES = re.compile(r"^(readme|requirements?|spec|specification)([._-].*)?$", re.IGNORECASE)
+# 002's priority order for a directory; other DIR_FILES matches follow.
+DIR_FIRST = ("README.md", "CLAUDE.md", "docs/requirements.md", ".cursorrules")
 TIMEOUT_S = 60.0
 
 
@@ -45,22 +50,46 @@ def read(arg: str, cwd: Path) -> Source:
     p = Path(os.path.expanduser(arg))
     p = p if p.is_absolute() else cwd / p
     if len(arg) < 4096 and "\n" not in arg:
-        if p.is_file():
-            return _file(arg, p)
-        if p.is_dir():
-            return _directory(arg, p)
-        if m := GH_SHORT.match(arg):
-            return _github(arg, m["repo"], m["num"], None, cwd)
-        if m := GH_URL.match(arg):
-            return _github(arg, m["repo"], m["num"], "pr" if m["kind"] == "pull" else "issue", cwd)
-        if JIRA_KEY.match(arg):
-            return _jira(arg, arg, cwd)
-        if m := JIRA_URL.match(arg):
-            return _jira(arg, m["key"], cwd)
-        if URL.match(arg):
-            return _url(arg, cwd)
+        src = _reference(arg, p, cwd)
+        if src is not None:
+            return src
     text = arg.strip()
     return Source(kind="text", ref=_short(text, 80), title=title_of(text), text=text)
+
+
+def detect(arg: str, p: Path) -> str:
+    """The kind of source `arg` names, in 002's order (`p`: arg as a path)."""
+    checks: list[tuple[str, bool]] = [
+        ("jira", bool(JIRA_KEY.match(arg))),
+        ("github", bool(GH_SHORT.match(arg) or GH_PR.match(arg) or GH_URL.match(arg))),
+        ("file", p.is_file()),
+        ("directory", p.is_dir()),
+        ("jira-url", bool(JIRA_URL.match(arg))),
+        ("url", bool(URL.match(arg))),
+    ]
+    return next((kind for kind, hit in checks if hit), "text")
+
+
+def _reference(arg: str, p: Path, cwd: Path) -> Source | None:
+    kind = detect(arg, p)
+    if kind == "jira":
+        return _jira(arg, arg, cwd)
+    if kind == "file":
+        return _file(arg, p)
+    if kind == "directory":
+        return _directory(arg, p)
+    if kind == "url":
+        return _url(arg, cwd)
+    # github or jira-url: detect() matched exactly one of these patterns
+    if m := GH_SHORT.match(arg):
+        return _github(arg, m["repo"], m["num"], None, cwd)
+    if m := GH_PR.match(arg):
+        return _github(arg, None, m["num"], "pr", cwd)
+    if m := GH_URL.match(arg):
+        return _github(arg, m["repo"], m["num"], "pr" if m["kind"] == "pull" else "issue", cwd)
+    if m := JIRA_URL.match(arg):
+        return _jira(arg, m["key"], cwd)
+    return None
 
 
 def title_of(text: str, fallback: str = "task") -> str:
@@ -90,15 +119,22 @@ def _file(arg: str, p: Path) -> Source:
     return Source(kind="file", ref=arg, title=title_of(text, p.stem), text=text, files=[str(p)])
 
 
+def _dir_files(p: Path) -> list[Path]:
+    first = [p / name for name in DIR_FIRST if (p / name).is_file()]
+    rest = sorted(f for f in p.iterdir() if f.is_file() and DIR_FILES.match(f.name) and f not in first)
+    return first + rest
+
+
 def _directory(arg: str, p: Path) -> Source:
-    files = sorted((f for f in p.iterdir() if f.is_file() and DIR_FILES.match(f.name)), key=lambda f: (not f.name.lower().startswith("readme"), f.name))
+    files = _dir_files(p)
     if not files:
-        raise BadInput(f"{p} holds no README or requirements file", hint="point --from at the file that describes the work")
+        raise BadInput(f"{p} holds no README, CLAUDE.md, docs/requirements.md, .cursorrules, requirements or spec file",
+                       hint="point --from at the file that describes the work")
     parts = []
     for f in files:
         body = _read_text(f).strip()
         if body:
-            parts.append(body if len(files) == 1 else f"### {f.name}\n\n{body}")
+            parts.append(body if len(files) == 1 else f"### {f.relative_to(p)}\n\n{body}")
     text = "\n\n".join(parts)
     if not text:
         raise BadInput(f"the README/requirements files in {p} are empty")
