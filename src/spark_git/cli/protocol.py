@@ -62,6 +62,9 @@ def classify(
                 out.print(f"  {r}")
             out.print(f"  agents: {', '.join(dec.agents) or '-'}" + (f"  (added: {', '.join(d.added_agents)})" if d.added_agents else ""))
             out.print(f"  task.md: {d.task_md}" + ("" if d.task_md_written else " (kept as it was)"))
+            cx = d.complexity
+            out.print(f"  complexity {cx.score}/{cx.max_score}: {cx.recommendation}, suggests protocol {cx.suggested_protocol}"
+                      f" (in effect: {cx.protocol_in_effect}; `protocol` in the config decides)" + "".join(f"\n    - {s}" for s in cx.signals))
 
         return Result(f"task {d.task}: risk {dec.level}, variant {dec.variant}", d, task=d.task, human=human, next=[f"spark-git advance {d.task}"])
 

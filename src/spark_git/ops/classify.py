@@ -14,11 +14,12 @@ from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.agent_add import add_agent
+from spark_git.ops.complexity import assess, objective_text
 from spark_git.ops.sources import carried_objective, with_objective
 from spark_git.ops.taskfile import load_task, updating
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
-from spark_git.state.models import TaskFile
+from spark_git.state.models import Complexity, TaskFile
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")
 CLASSIFY_STATES = (protocol.State.INIT, protocol.State.CLASSIFIED)
@@ -43,6 +44,7 @@ class Decision(BaseModel):
 class ClassifyData(BaseModel):
     task: str
     decision: Decision
+    complexity: Complexity
     added_agents: list[str]
     task_md: str
     task_md_written: bool
@@ -144,18 +146,21 @@ def classify(
     tf = load_task(store, task)
     if protocol.is_full(layout) and tf.state not in CLASSIFY_STATES:
         raise Blocked(f"task {task!r} is in {tf.state}: classification happens in INIT (or again in CLASSIFIED)", task=task)
-    d = decide(_paths(layout, tf, files), tf.title or "", layout.config.risk, risk, why)
+    paths = _paths(layout, tf, files)
+    d = decide(paths, tf.title or "", layout.config.risk, risk, why)
+    md = layout.task_md(task)
+    cx = assess(f"{tf.title or ''}\n{objective_text(md.read_text(errors='replace')) if md.is_file() else ''}", paths)
+    cx.protocol_in_effect = layout.config.protocol
     added = []
     guard = protocol.agent_add_guard(layout)
     for a in d.agents:
         if a not in tf.agents:
             add_agent(layout, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)
             added.append(a)
-    md = layout.task_md(task)
     with updating(store, task, session) as cur:
         if protocol.is_full(layout) and cur.state not in CLASSIFY_STATES:
             raise Blocked(f"task {task!r} moved to {cur.state} meanwhile", task=task)
-        cur.risk, cur.variant = d.level, d.variant
+        cur.risk, cur.variant, cur.complexity = d.level, d.variant, cx
         cur.required_agents = list(dict.fromkeys([*d.agents, *cur.required_agents]))
         cur.classification = d.model_dump(mode="json")  # type: ignore[attr-defined]  # an extra field, kept by the model
         carried = carried_objective(md)  # task.md written by `start --from`: keep its objective
@@ -163,5 +168,6 @@ def classify(
         if written:
             write_text_atomic(md, with_objective(task_md_template(cur, d, layout), carried))
     store.event(task, "classified", session, level=d.level, variant=d.variant, agents=d.agents, reasons=d.reasons,
-                keywords=d.keywords, override=d.override, paths=[m.model_dump() for m in d.paths])
-    return ClassifyData(task=task, decision=d, added_agents=added, task_md=str(md), task_md_written=written)
+                keywords=d.keywords, override=d.override, paths=[m.model_dump() for m in d.paths],
+                complexity=cx.model_dump(mode="json"))
+    return ClassifyData(task=task, decision=d, complexity=cx, added_agents=added, task_md=str(md), task_md_written=written)

@@ -68,6 +68,17 @@ class Checkpoint(_File):
     patch_id: str | None = None  # changes: `git patch-id --stable` of base...commit_sha (kept by an update that changes no content)
 
 
+class Complexity(_File):
+    """Seed 002's complexity assessment, recorded at classification: a suggestion, the human decides."""
+
+    score: int
+    max_score: int = 10
+    recommendation: Literal["LITE", "ASK", "FULL"]
+    signals: list[str] = Field(default_factory=list)
+    suggested_protocol: Literal["light", "full"]  # ASK suggests light (002: default lite)
+    protocol_in_effect: Literal["light", "full"] | None = None  # what the config says: the human's decision
+
+
 class TaskFile(_File):
     """`<task>/task.json`: the ownership lock and the task's state."""
 
@@ -95,6 +106,7 @@ class TaskFile(_File):
     # carried over an `update` (old head → new head, same patch id), voided by a changed patch.
     checkpoint_history: list[dict[str, Any]] = Field(default_factory=list)
     reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
+    complexity: Complexity | None = None  # set by classify (seed 002 assessment)
 
 
 class MainLock(_File):
