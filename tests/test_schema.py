@@ -131,6 +131,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("report", "report", "t1", "--agent", "a1", "--status", "WORKING")
     _report_with_evidence(c, tmp_path, root)
     c.run("audit", "audit", "t1")
+    c.run("brief", "brief", "t1", "--agent", "a1")
     c.run("agent add", "agent", "add", "t1", "a3", "--why", "more hands")
     c.run("env", "env", "t1", "--agent", "a1")
     ev = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "compact"}

@@ -122,3 +122,26 @@ def audit_cmd(ctx: typer.Context, task: TaskArg) -> None:
         return Result(f"audit of {d.task}: {len(d.timeline)} event(s), {n} smell{'s' if n != 1 else ''}", d, task=d.task, human=human)
 
     execute(ctx, action)
+
+
+@app.command()
+def brief(
+    ctx: typer.Context,
+    task: TaskArg,
+    agent: Annotated[str, typer.Option("--agent", "-a", help="The agent to dispatch.")],
+) -> None:
+    """Print the agent's Universal Input JSON (seed 004): goal, non-goals, context files, changed files, checks, risk flags."""
+    import json
+
+    from spark_git.ops import brief as ops_brief
+
+    def action(layout: Layout) -> Result:
+        d = ops_brief.brief(layout, task, agent)
+        if not state(ctx).json:  # the Input JSON itself, to hand to the sub-agent as-is
+            print(json.dumps(d.model_dump(mode="json"), indent=2))
+            raise typer.Exit(0)
+        return Result(f"brief for {d.agent} on {d.task.id} ({len(d.task.session_changed_files)} changed file(s))", d, task=d.task.id,
+                      next=[f"spark-git report {d.task.id} --agent {d.agent} --status COMPLETE --evidence <output.json>"])
+
+    execute(ctx, action)
+

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "classify": "spark_git.ops.classify:ClassifyData",
     "report": "spark_git.ops.reports:ReportData",
     "audit": "spark_git.ops.reports:AuditData",
+    "brief": "spark_git.ops.brief:BriefData",  # also printed bare (without the envelope) without --json
     "env": "spark_git.ops.envs:EnvData",
     "schema": "spark_git.ops.schema:SchemaData",
     "hook session-start": "spark_git.clients.checkpoint:SessionStartData",
