@@ -135,3 +135,9 @@ def test_evidence_schemas_are_published(tmp_path: Path) -> None:
     assert set(schemas["evidence output"]["properties"]["status"]["enum"]) == {"OK", "BLOCKED", "NEEDS_INFO", "NEEDS_DECISION", "FAIL"}
     assert "can_proceed" in schemas["evidence spark"]["$defs"]["SparkQuality"]["properties"]
     assert "evidence" in schemas["status.json"]["properties"]
+
+
+def test_human_report_mentions_the_evidence(tmp_path: Path) -> None:
+    p = at_requirements(tmp_path)
+    r = p.spark("report", p.task, "--agent", REV, "--status", "COMPLETE", "--evidence", write(p, "o.json", output("FAIL")))
+    assert r.returncode == 0 and "with evidence (output FAIL)" in r.stdout, r

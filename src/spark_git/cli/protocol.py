@@ -96,6 +96,8 @@ def report(
                            cwd=state(ctx).cwd, evidence=evidence)
         s = d.status
         extra = f" {s.decision} for {s.last_review_sha[:12]}" if s.decision and s.last_review_sha else ""
+        if s.evidence:
+            extra += " with evidence (" + ", ".join(f.kind + (f" {s.evidence.output.status}" if f.kind == "output" and s.evidence.output else "") for f in s.evidence.files) + ")"
         return Result(f"{d.agent} ({d.role}) reports {s.status}{extra} on {d.task} (round {s.round}, task in {d.task_state})", d, task=d.task,
                       next=[f"spark-git status {d.task}"])
 
