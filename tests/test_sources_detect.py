@@ -22,6 +22,7 @@ from tests.test_start_from import fake_tool
     ("https://github.com/octo/app/issues/12", "github"),
     ("!12", "github"),
     ("https://github.com/octo/app/pull/12", "github"),
+    ("https://gitlab.example.com/grp/sub/app/-/merge_requests/12", "gitlab"),
     ("spec.md", "file"),
     ("feature", "directory"),
     ("https://acme.atlassian.net/browse/PROJ-9", "jira-url"),
@@ -84,3 +85,17 @@ def test_directory_without_any_key_file_is_refused(world: dict) -> None:
     r = run_cli(world["repo"], "start", "d3", "--from", str(d), env=world["env"])
     assert r.returncode == 2 and "CLAUDE.md" in r.stderr, r
     assert not world["root"].exists()
+
+
+def test_gitlab_merge_request_url_through_glab(world: dict) -> None:
+    fake_tool(world["bin"], "glab", """echo '{"title": "Cache the index", "description": "Keep it warm.", "web_url": "u"}'""")
+    url = "https://gitlab.example.com/grp/sub/app/-/merge_requests/12"
+    r = run_cli(world["repo"], "start", "mr12", "--from", url, "--json", env=world["env"])
+    assert r.returncode == 0, r
+    argv = (world["bin"] / "glab.argv").read_text().splitlines()
+    assert argv == ["mr", "view", "12", "--repo", "https://gitlab.example.com/grp/sub/app", "--output", "json"]
+    assert "Keep it warm." in (world["root"] / "mr12" / "task.md").read_text()
+    (world["bin"] / "glab").unlink()
+    no = run_cli(world["repo"], "start", "mr13", "--from", url, env=world["env"])
+    assert no.returncode == 2 and "`glab` command" in no.stderr, no
+

@@ -3,7 +3,7 @@ text into task.md's objective.
 
 Kinds, tried in the order of the workflow-engine document (seed 002, first match wins): a Jira key
 (`PROJ-123`); a GitHub issue (`#123` — which falls back to a PR —, `owner/repo#123`, a github.com
-issue URL); a GitHub PR (`!123`, a github.com pull URL), all through `gh`; an existing file; an
+issue URL); a GitHub PR (`!123`, a github.com pull URL), all through `gh`; a GitLab merge request URL through `glab`; an existing file; an
 existing directory (its README, CLAUDE.md, docs/requirements.md, .cursorrules, requirements and spec
 files); an Atlassian browse URL through `jira`; any other http(s) URL through `curl`; otherwise the
 argument is the text itself. spark-git never talks to the network itself: a missing tool is exit 2
@@ -27,6 +27,7 @@ from spark_git.state.files import write_text_atomic
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
 GH_PR = re.compile(r"^!(?P<num>\d+)$")  # 002: `!123` is a pull request
 GH_URL = re.compile(r"^https?://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull)/(?P<num>\d+)(?:[/?#].*)?$")
+GL_MR_URL = re.compile(r"^(?P<project>https?://[^/\s]+/[^\s]+?)/-/merge_requests/(?P<num>\d+)(?:[/?#].*)?$")  # GitLab MR
 JIRA_KEY = re.compile(r"^[A-Z][A-Z0-9]+-\d+$")
 JIRA_URL = re.compile(r"^https?://[^/\s]+/browse/(?P<key>[A-Z][A-Z0-9]+-\d+)(?:[/?#].*)?$")
 URL = re.compile(r"^https?://\S+$")
@@ -62,6 +63,7 @@ def detect(arg: str, p: Path) -> str:
     checks: list[tuple[str, bool]] = [
         ("jira", bool(JIRA_KEY.match(arg))),
         ("github", bool(GH_SHORT.match(arg) or GH_PR.match(arg) or GH_URL.match(arg))),
+        ("gitlab", bool(GL_MR_URL.match(arg))),
         ("file", p.is_file()),
         ("directory", p.is_dir()),
         ("jira-url", bool(JIRA_URL.match(arg))),
@@ -87,6 +89,8 @@ def _reference(arg: str, p: Path, cwd: Path) -> Source | None:
         return _github(arg, None, m["num"], "pr", cwd)
     if m := GH_URL.match(arg):
         return _github(arg, m["repo"], m["num"], "pr" if m["kind"] == "pull" else "issue", cwd)
+    if m := GL_MR_URL.match(arg):
+        return _gitlab(arg, m["project"], m["num"], cwd)
     if m := JIRA_URL.match(arg):
         return _jira(arg, m["key"], cwd)
     return None
@@ -172,6 +176,19 @@ def _github(arg: str, repo: str | None, num: str, kind: str | None, cwd: Path) -
             return Source(kind="github", ref=arg, title=title or f"{k} {num}", text=text)
         errors.append(f"gh {k} view {num}: {r.stderr.strip() or f'exit {r.returncode}'}")
     raise Failed(f"cannot read {arg} through gh:\n" + "\n".join(errors), details={"stderr": "\n".join(errors)})
+
+
+def _gitlab(arg: str, project: str, num: str, cwd: Path) -> Source:
+    glab = _tool("glab", f"GitLab merge request {arg}", "install the GitLab CLI (https://gitlab.com/gitlab-org/cli) and `glab auth login`, or pass the text with --from FILE")
+    r = _run([glab, "mr", "view", num, "--repo", project, "--output", "json"], cwd)
+    if r.returncode != 0:
+        raise Failed(f"cannot read {arg} through glab: {r.stderr.strip() or f'exit {r.returncode}'}", details={"stderr": r.stderr.strip()})
+    try:
+        doc = json.loads(r.stdout)
+        title, body = str(doc.get("title") or "").strip(), str(doc.get("description") or "").strip()
+    except (ValueError, AttributeError) as e:
+        raise Failed(f"`glab mr view {num}` printed something that is not the expected JSON: {e}") from e
+    return Source(kind="gitlab", ref=arg, title=title or f"merge request {num}", text=f"{title}\n\n{body}".strip() + f"\n\nSource: {arg}")
 
 
 def _jira(arg: str, key: str, cwd: Path) -> Source:
