@@ -60,7 +60,7 @@ def test_brief_json_is_the_004_input_and_matches_its_schema(tmp_path: Path) -> N
     assert t["risk_flags"] == ["security"]
     assert str(p.root / "task.md") in t["context_files"] and str(p.root / f"br-{UP}-requirements.md") in t["context_files"]
     assert d["repo_state"]["branch"] == "br" and d["repo_state"]["head"] == p.head()
-    assert d["repo_state"]["ci_status"] in ("green", "unknown") and d["agent"] == REV and d["role"] == "reviewer"
+    assert d["repo_state"]["ci_status"] == "green" and d["repo_state"]["last_failed_step"] is None and d["agent"] == REV and d["role"] == "reviewer"
     # without --json: the Input JSON itself, to hand to a sub-agent as-is
     bare = p.spark("brief", p.task, "--agent", REV)
     assert bare.returncode == 0 and json.loads(bare.stdout) == d

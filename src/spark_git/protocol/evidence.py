@@ -24,6 +24,8 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
             problem = "quality.can_proceed is false"
         elif q.violations_total > 0:
             problem = f"quality.violations_total is {q.violations_total}, not 0"
+        elif q.step_6_testing and q.step_6_testing.tests_failed:  # 000: "MUST be 0"
+            problem = f"quality.step_6_testing.tests_failed is {q.step_6_testing.tests_failed}, not 0"
         elif minimum is not None and (cov is None or cov < minimum):
             problem = f"quality.step_6_testing.coverage is {'missing' if cov is None else f'{cov:.1%}'}, below evidence.coverage_min {minimum:.1%}"
     if problem is None:
