@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute, gate_failure_lines, ticker
+from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute, gate_failure_lines, state, ticker
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
@@ -203,22 +203,38 @@ def approve(
 
 
 @app.command()
-def complete(ctx: typer.Context, task: TaskArg, rerun: RerunOpt = False, session: SessionOpt = None) -> None:
-    """Land the approved task head on the base branch: conditions, final gate, fast-forward only."""
+def complete(
+    ctx: typer.Context,
+    task: TaskArg,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the task is in the merge queue.")] = False,
+    rerun: RerunOpt = False,
+    session: SessionOpt = None,
+) -> None:
+    """Land the approved task on the base branch through the merge queue: checks, one final gate per batch, compare-and-swap."""
     from spark_git.ops import complete as m
 
     def action(layout: Layout) -> Result:
-        d = m.complete(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx))
+        notify = None if state(ctx).json else _to_stderr
+        d = m.complete(layout, task, session=session_from(session), wait=not no_wait, notify=notify, rerun=rerun, ticker=ticker(ctx))
+        if d.result == "queued":
+            return Result(f"task {d.task} is in the merge queue ({d.queue_ref})", d, task=d.task, next=["spark-git queue"])
 
         def human(out: Out) -> None:
-            out.print(f"  {d.base_branch}: {d.old_base[:12]} → {d.new_base[:12]} (approved and gated commit)")
+            how = "approved and gated commit" if d.landed_commit == d.approved_sha else f"replayed as {(d.landed_commit or '?')[:12]}"
+            out.print(f"  {d.base_branch}: {(d.old_base or '?')[:12]} → {(d.new_base or '?')[:12]} ({how})")
+            if len(d.batch) > 1:
+                out.print(f"  landed in a batch of {len(d.batch)}: {', '.join(d.batch)} (one final gate run)")
             _gate_line(out, d.gate)
             if d.main_worktree_updated:
                 out.print("  the main worktree was fast-forwarded too")
 
-        return Result(f"task {d.task} landed on {d.base_branch} at {d.new_base[:12]}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
+        return Result(f"task {d.task} landed on {d.base_branch} at {(d.new_base or '?')[:12]}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
 
     execute(ctx, action)
+
+
+def _to_stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 @app.command()

@@ -26,6 +26,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tasks": ("start", "status", "agent"),
     "mainlock": ("lock", "unlock"),
     "merge": ("merge", "sync", "update", "approve", "complete", "who", "log"),
+    "queue": ("queue",),
     "protocol": ("advance", "classify", "report", "audit", "brief"),
     "cleanup": ("cleanup", "abandon", "doctor", "archive"),
     "agents": ("env", "schema", "hook", "hooks"),

@@ -70,6 +70,12 @@ class EvidenceConfig(_Strict):
     coverage_min: float | None = Field(None, ge=0, le=1, description="An agent's evidence with coverage below this (0.0-1.0) is not COMPLETE.")
 
 
+class QueueConfig(_Strict):
+    batch_max: int = Field(8, ge=1, le=64, description="Most tasks gated together by the merge queue; 1 gates every task alone.")
+    wait_s: float = Field(7200.0, gt=0, description="How long a `complete` waits for its outcome while another process drains the queue.")
+    poll_s: float = Field(0.1, gt=0, description="How often a waiting `complete` looks for its outcome.")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -86,6 +92,7 @@ class Config(_Strict):
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
+    queue: QueueConfig = Field(default_factory=QueueConfig)
 
     @field_validator("task_branch_template")
     @classmethod

@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "approve --request-changes": "spark_git.ops.approvals:ChangesRequestedData",
     "update": "spark_git.ops.update:UpdateData",
     "complete": "spark_git.ops.complete:CompleteData",
+    "queue": "spark_git.ops.queue.show:QueueData",
+    "queue run": "spark_git.ops.queue.show:QueueRunData",
     "who": "spark_git.ops.history:WhoData",
     "log": "spark_git.ops.history:LogData",
     "archive list": "spark_git.ops.archive:ArchiveListData",
@@ -56,6 +58,7 @@ FILES: dict[str, str] = {
     "audit-snapshot.json": "spark_git.state.models:AuditSnapshot",
     "main-lock.json": "spark_git.state.models:MainLock",  # <tasks_root>/main/task.json
     "ports.json": "spark_git.state.models:PortsFile",
+    "queue.json": "spark_git.state.queuelog:QueueLog",  # <tasks_root>/.queue/queue.json
     "config": "spark_git.core.config:Config",
     "evidence": "spark_git.state.evidence_models:Evidence",  # status.json's `evidence`, as stored
     "evidence output": "spark_git.state.evidence_models:AgentOutput",  # report --evidence: 004 Universal Output JSON

@@ -5,8 +5,10 @@ flocks under `<git-common-dir>/spark/`."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from spark_git.core.errors import GitError
@@ -15,7 +17,7 @@ from spark_git.core.layout import Layout
 from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
-from spark_git.state.locks import NOTES, mutex
+from spark_git.state.locks import NOTES, mutex, try_mutex
 from spark_git.state.models import (
     AgentStatus,
     AuditSnapshot,
@@ -24,6 +26,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
+from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry, QueueLog
 from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, archive_ref_for
 
 
@@ -35,6 +38,11 @@ class LocalStore:
     def mutex(self, name: str, timeout: float = 3600.0) -> Iterator[None]:
         with mutex(self.layout, name, timeout):
             yield
+
+    @contextmanager
+    def try_mutex(self, name: str) -> Iterator[bool]:
+        with try_mutex(self.layout, name) as got:
+            yield got
 
     # -- task locks ------------------------------------------------------------------------
 
@@ -174,3 +182,41 @@ class LocalStore:
         write_atomic(self.layout.tasks_root / "ports.json", pf)
 
 
+
+    # -- merge queue -------------------------------------------------------------------------
+
+    def enqueue(self, task: str, sha: str) -> QueueEntry:
+        for e in self.queue_entries():
+            if e.task == task:
+                return e
+        seq = f"{time.time_ns():020d}"
+        ref = f"{QUEUE_PREFIX}{seq}-{task}"
+        self.layout.git().update_ref(ref, sha, ZERO_SHA, message=f"spark-git complete {task}: enqueue")
+        return QueueEntry(ref, seq, task, sha)
+
+    def queue_entries(self) -> list[QueueEntry]:
+        res = []
+        for ref, sha in sorted(self.layout.git().refs(QUEUE_PREFIX).items()):
+            seq, _, task = ref[len(QUEUE_PREFIX):].partition("-")
+            res.append(QueueEntry(ref, seq, task, sha))
+        return res
+
+    def dequeue(self, entry: QueueEntry) -> bool:
+        git = self.layout.git()
+        try:
+            git.delete_ref(entry.ref, entry.sha, message=f"spark-git queue: {entry.task} done")
+        except GitError:
+            if git.rev_parse(entry.ref) is not None:
+                raise
+            return False
+        return True
+
+    def read_queue_log(self) -> QueueLog:
+        return read_optional(self._queue_log(), QueueLog) or QueueLog()
+
+    def write_queue_log(self, log: QueueLog) -> None:
+        write_atomic(self._queue_log(), log)
+
+    def _queue_log(self) -> Path:
+        # A dot name: task names start with [a-z0-9], so this never collides with a task directory.
+        return self.layout.tasks_root / ".queue" / "queue.json"

@@ -113,6 +113,25 @@ def _acquire(lock: Any, layout: Layout, name: str, path: Path, owner: Path, time
         ) from e
 
 
+@contextmanager
+def try_mutex(layout: Layout, name: str) -> Iterator[bool]:
+    """`mutex` without waiting: yields False at once when another process holds it."""
+    from filelock import FileLock, Timeout
+
+    layout.spark_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(layout.spark_dir / f"{name}.lock", timeout=0, thread_local=False, fallback_to_soft=False, preserve_lock_file=True)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        yield False
+        return
+    try:
+        _write_owner(layout.spark_dir / f"{name}.owner.json")
+        yield True
+    finally:
+        lock.release()
+
+
 def _write_owner(owner: Path) -> None:
     # Informational only (who holds it, for messages and doctor); the flock is the truth.
     try:

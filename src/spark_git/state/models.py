@@ -79,6 +79,15 @@ class Complexity(_File):
     protocol_in_effect: Literal["light", "full"] | None = None  # what the config says: the human's decision
 
 
+class QueueMark(BaseModel):
+    """task.json's `queued` marker: the task waits in the merge queue and keeps its protocol state."""
+
+    ref: str
+    head: str  # the task head that was checked and queued
+    session_id: str | None = None  # who asked; the drainer records the outcome in this session's name
+    at: str = Field(default_factory=now)
+
+
 class TaskFile(_File):
     """`<task>/task.json`: the ownership lock and the task's state."""
 
@@ -107,6 +116,7 @@ class TaskFile(_File):
     checkpoint_history: list[dict[str, Any]] = Field(default_factory=list)
     reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
     complexity: Complexity | None = None  # set by classify (seed 002 assessment)
+    queued: QueueMark | None = None
 
 
 class MainLock(_File):

@@ -20,6 +20,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
+from spark_git.state.queuelog import QueueEntry, QueueLog
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
 # Archive refs are named `refs/spark/archive/<task>/<name>/<sha12>` in every backend: users type them.
@@ -47,6 +48,8 @@ class Store(Protocol):
 
     # -- process mutexes (short-lived, released when the process dies) ------------------------
     def mutex(self, name: str, timeout: float = 3600.0) -> AbstractContextManager[None]: ...
+    def try_mutex(self, name: str) -> AbstractContextManager[bool]:
+        """Takes the mutex if it is free (True inside), never waits (False: another process holds it)."""
 
     # -- ownership locks and task state ----------------------------------------------------
     def create_task(self, tf: TaskFile) -> bool:
@@ -104,3 +107,14 @@ class Store(Protocol):
     # -- ports --------------------------------------------------------------------------
     def read_ports(self) -> PortsFile: ...
     def write_ports(self, pf: PortsFile) -> None: ...
+
+    # -- the merge queue: entries are refs created and deleted by compare-and-swap -----------
+    def enqueue(self, task: str, sha: str) -> QueueEntry:
+        """Appends `task` at `sha` to the queue (its existing entry if it is queued already)."""
+    def queue_entries(self) -> list[QueueEntry]:
+        """Every entry, in queue order."""
+    def dequeue(self, entry: QueueEntry) -> bool:
+        """Removes the entry if it still points at its sha; False if it was gone already."""
+    def read_queue_log(self) -> QueueLog: ...
+    def write_queue_log(self, log: QueueLog) -> None:
+        """Written only by the process holding the queue-drain mutex."""

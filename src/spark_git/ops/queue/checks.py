@@ -1,0 +1,62 @@
+"""What a task must satisfy to enter the merge queue and, again, to land: one approval check
+(`approval_unmet`, the seam for approvals bound to the patch), the protocol, clean worktrees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spark_git import protocol
+from spark_git.core.git import Git, Sha
+from spark_git.core.layout import Layout
+from spark_git.ops.approvals import approval_holds
+from spark_git.state.models import TaskFile
+
+
+def base_worktree(git: Git, base: str) -> Path | None:
+    for wt in git.worktrees():
+        if wt.branch == base:
+            return wt.path
+    return None
+
+
+def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:
+    """Everything `complete` checks before it enqueues a task (a refusal changes nothing)."""
+    base = tf.base_branch
+    unmet = approval_unmet(layout, tf, head)
+    if not layout.git().is_ancestor(base_head, head):
+        unmet.append(protocol.Unmet(
+            f"{base} moved since the task branched ({base} is at {base_head[:12]}, not an ancestor of {head[:12]}): the task is not a fast-forward",
+            f"spark-git update {tf.task_name}",
+        ))
+    unmet += _task_worktree(tf, head)
+    if main_wt is not None:
+        dirty = Git(main_wt).status()
+        if dirty:
+            unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit, stash or remove them in {main_wt}"))
+    return unmet + protocol.complete_conditions(layout, tf, head)
+
+
+def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
+    """The one approval check of landing, at enqueue and again just before the base moves (the seam
+    for approvals bound to the patch as well as the head)."""
+    task, cp = tf.task_name, tf.checkpoint
+    if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
+        return [protocol.Unmet(f"the human has not approved the changes of {task} (head {head[:12]})", f"spark-git approve {task} --changes")]
+    if not approval_holds(layout.git(), tf.base_branch, cp.commit_sha, cp.patch_id, head):
+        return [protocol.Unmet(
+            f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)",
+            f"spark-git approve {task} --changes",
+        )]
+    return []
+
+
+def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
+    if not Path(tf.worktree).is_dir():
+        return [protocol.Unmet(f"the task worktree {tf.worktree} does not exist", f"spark-git doctor {tf.task_name}")]
+    twt = Git(tf.worktree)
+    dirty = twt.status()
+    if dirty:
+        return [protocol.Unmet(f"the task worktree {tf.worktree} is not clean: {', '.join(str(d) for d in dirty[:10])}", "commit or remove the changes")]
+    if twt.head() != head:
+        return [protocol.Unmet(f"the task worktree is not at the task head {head[:12]}")]
+    return []

@@ -1,0 +1,70 @@
+"""The merge queue's record beside the queue refs: the candidate being gated (so a drain killed
+after its landing can be finished) and the recent outcomes (what a waiting `complete` reads)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from spark_git.state.models import now
+
+QUEUE_PREFIX = "refs/spark/queue/"
+OUTCOMES_KEPT = 50  # recent outcomes shown by `spark-git queue`; older ones are in each task's audit trail
+
+
+class QueueEntry(NamedTuple):
+    ref: str  # refs/spark/queue/<seq>-<task>
+    seq: str  # orders the queue (zero-padded nanoseconds)
+    task: str
+    sha: str  # the task head that was queued
+
+
+class CandidatePart(BaseModel):
+    task: str
+    ref: str
+    head: str  # the queued task head
+    tip: str  # the candidate commit once this task's commits are applied
+
+
+class QueueCandidate(BaseModel):
+    """A batch being gated or landed: the base it was built on and each task's commits applied in order."""
+
+    base_branch: str
+    old_base: str
+    parts: list[CandidatePart]
+    pid: int
+    session_id: str | None = None
+    started_at: str = Field(default_factory=now)
+    landing: str | None = None  # the tip a compare-and-swap is about to put on the base
+    gate: dict[str, Any] | None = None  # the evidence of the run that passed `landing`
+
+
+class QueueOutcome(BaseModel):
+    task: str
+    ref: str
+    head: str
+    result: Literal["landed", "failed", "blocked"]
+    reason: str
+    landed_commit: str | None = None  # the task's last commit as it landed (== head when fast-forwarded)
+    old_base: str | None = None
+    new_base: str | None = None
+    batch: list[str] = Field(default_factory=list)
+    gate_log: str | None = None
+    gate: dict[str, Any] | None = None  # the final gate's evidence of the landed candidate
+    main_worktree_updated: bool = False
+    files: list[str] = Field(default_factory=list)  # conflicting files
+    drained_by: int | None = None  # pid of the draining process
+    at: str = Field(default_factory=now)
+
+
+class QueueLog(BaseModel):
+    candidate: QueueCandidate | None = None
+    outcomes: list[QueueOutcome] = Field(default_factory=list)
+    gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
+
+    def outcome_for(self, ref: str) -> QueueOutcome | None:
+        for o in reversed(self.outcomes):
+            if o.ref == ref:
+                return o
+        return None
