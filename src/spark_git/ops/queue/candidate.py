@@ -41,7 +41,7 @@ def apply(git: Git, onto: str, head: str) -> tuple[str, list[tuple[str, str]]] |
     """(new tip, [(old commit, replayed commit)]) or the conflicting files."""
     if git.is_ancestor(onto, head):
         return head, []
-    tip, pairs = onto, []
+    tip, pairs = onto, list[tuple[str, str]]()
     for sha in git.out("rev-list", "--reverse", "--topo-order", "--no-merges", f"{onto}..{head}").split():
         headers, message = git.commit_object(sha)
         parent = headers.get("parent", [onto])[0]

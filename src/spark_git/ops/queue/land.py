@@ -6,11 +6,11 @@ Every step after the base moved is idempotent, so `recover` can finish a landing
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from spark_git.core import faults
 from spark_git.core.errors import GitError
-from spark_git.core.git import Git, branch_ref
+from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
@@ -42,8 +42,8 @@ def problem(layout: Layout, store: Store, e: QueueEntry) -> str | None:
         return "the task is not marked as queued by this entry (run `complete` again)"
     if layout.git().branch_head(tf.task_branch) != e.sha:
         return f"the task branch moved since it was queued at {e.sha[:12]}"
-    unmet = approval_unmet(tf, e.sha)
-    return "; ".join(u.what for u in unmet) if unmet else None
+    unmet = approval_unmet(tf, Sha(e.sha))
+    return "; ".join(str(u) for u in unmet) if unmet else None
 
 
 def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:
@@ -104,11 +104,11 @@ def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str
         store.event(o.task, "completed", session, base=tf.base_branch, old_base=o.old_base, new_base=o.new_base, landed_commit=o.landed_commit)
 
 
-def evict(layout: Layout, store: Store, entry: QueueEntry, result: str, reason: str, *, files: list[str] | None = None,
+def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["failed", "blocked"], reason: str, *, files: list[str] | None = None,
           gate_log: str | None = None, batch: list[str] | None = None, back_to_implementation: bool = False) -> QueueOutcome:
     """Takes the entry out of the queue with a failed/blocked outcome; the task keeps its state unless a
     bisection found it to be the culprit (then it goes back to IMPLEMENTATION with the gate log)."""
-    o = QueueOutcome(task=entry.task, ref=entry.ref, head=entry.sha, result=result, reason=reason,  # type: ignore[arg-type]
+    o = QueueOutcome(task=entry.task, ref=entry.ref, head=entry.sha, result=result, reason=reason,
                      files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid())
     if store.read_task(entry.task) is not None:
         with updating(store, entry.task, None, owner=False) as tf:
