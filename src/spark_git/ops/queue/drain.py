@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 
+from spark_git.core import faults
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
@@ -104,6 +105,7 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) 
         return
     cand = QueueCandidate(base_branch=base, old_base=old, parts=built.parts, pid=os.getpid(), session_id=session)
     _save_candidate(store, cand)
+    faults.point("queue-after-candidate")
     tasks = [p.task for p in cand.parts]
     ev = gate.run(layout, store, cand.parts[-1].tip, tasks)
     if ev.passed:

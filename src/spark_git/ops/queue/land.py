@@ -80,6 +80,7 @@ def finish(layout: Layout, store: Store, cand: QueueCandidate, main_updated: boo
                          gate_log=(gate or {}).get("log_path"), drained_by=os.getpid())
         _complete_task(layout, store, o, gate)
         record_outcome(store, o)
+        faults.point("queue-part-recorded")  # some tasks of the batch recorded, the others not yet
         store.dequeue(QueueEntry(p.ref, "", p.task, p.head))
     log = store.read_queue_log()
     log.candidate = None
