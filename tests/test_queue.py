@@ -22,7 +22,7 @@ def test_eight_completes_at_once_one_drains_all_land_in_one_gate_run(tmp_path: P
         for p in procs:
             assert "waiting for the outcome" in read_line(p)
         assert len(q.queue_refs()) == 8
-    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    results = [(*p.communicate(timeout=300), p.returncode) for p in procs]
     assert [rc for _, _, rc in results] == [0] * 8, results
     log = q.queue_log()
     assert log["gate_runs"] == 1

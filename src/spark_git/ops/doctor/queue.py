@@ -18,6 +18,8 @@ from spark_git.state.queuelog import QueueEntry
 
 
 def check_queue(ctx: Ctx) -> None:
+    if not gate.queue_dir(ctx.layout).is_dir():
+        return  # the queue was never used here: no git process, no mutex file
     store = open_store(ctx.layout)
     with store.try_mutex(DRAIN) as free:
         if not free:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from spark_git.core import faults
 from spark_git.core.errors import Blocked
@@ -107,7 +108,7 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) 
     _save_candidate(store, cand)
     faults.point("queue-after-candidate")
     tasks = [p.task for p in cand.parts]
-    ev = gate.run(layout, store, cand.parts[-1].tip, tasks)
+    ev = _gate_candidate(layout, store, cand)
     if ev.passed:
         _land(layout, store, cand, ev, session)
         return
@@ -121,6 +122,13 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) 
     if split.passing and split.passing_ev is not None:
         _land(layout, store, cand.model_copy(update={"parts": cand.parts[: split.passing]}), split.passing_ev, session)
     _save_candidate(store, None)  # the rest stay queued for the next batch
+
+
+def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate) -> gates.GateEvidence:
+    one = cand.parts[0]
+    tf = store.read_task(one.task) if len(cand.parts) == 1 and one.tip == one.head else None
+    ev = gate.run_in_task(layout, store, one.tip, one.task, Path(tf.worktree)) if tf is not None else None
+    return ev if ev is not None else gate.run(layout, store, cand.parts[-1].tip, [p.task for p in cand.parts])
 
 
 def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:

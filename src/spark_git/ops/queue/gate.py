@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from spark_git.core import faults
+from spark_git.core.errors import GitError
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
@@ -22,8 +23,32 @@ def queue_dir(layout: Layout) -> Path:
     return layout.tasks_root / ".queue"
 
 
+def run_in_task(layout: Layout, store: Store, tip: str, task: str, worktree: Path) -> gates.GateEvidence | None:
+    """A batch of one that fast-forwards: its candidate is the task head, which the task worktree has
+    checked out, so the gate runs there as `complete` always did (no scratch worktree). None if that
+    worktree is not clean at the head (then the scratch worktree is used)."""
+    wt = Git(worktree)
+    if wt.head() != tip or wt.status():
+        return None
+    cfg = layout.config.gates
+    ev = gates.run("final", cfg.final, worktree, layout.logs_dir(task), cfg.timeout_s, env=envs.for_worktree(store, task))
+    _count(store)
+    left = wt.status()
+    if ev.passed and (left or wt.head() != tip):  # what passed must be the commit that lands, nothing else
+        ev = ev.model_copy(update={"passed": False, "error": f"the final gate changed {worktree}: {', '.join(str(e) for e in left[:10])}"})
+    return ev
+
+
+def _count(store: Store) -> None:
+    log = store.read_queue_log()
+    log.gate_runs += 1
+    store.write_queue_log(log)
+
+
 def run(layout: Layout, store: Store, tip: str, tasks: list[str]) -> gates.GateEvidence:
-    """Runs gates.final on `tip` (env of the batch's last task, SPARK_QUEUE_BATCH = the tasks)."""
+    """Runs gates.final on `tip` (env of the batch's last task, SPARK_QUEUE_BATCH = the tasks). The log
+    goes to the last task's logs: a batch of one logs where `complete` always did, and a bisection's
+    failing run ends with the culprit."""
     cfg, git = layout.config.gates, layout.git()
     path = queue_dir(layout) / f"{SCRATCH_PREFIX}{os.getpid()}"
     with store.mutex(WORKTREES):
@@ -32,13 +57,11 @@ def run(layout: Layout, store: Store, tip: str, tasks: list[str]) -> gates.GateE
     try:
         env = {**envs.for_worktree(store, tasks[-1]), "SPARK_WORKTREE": str(path), "SPARK_QUEUE_BATCH": ",".join(tasks)}
         faults.point("queue-gate-start")
-        ev = gates.run("final", cfg.final, path, queue_dir(layout) / "logs", cfg.timeout_s, env=env)
+        ev = gates.run("final", cfg.final, path, layout.logs_dir(tasks[-1]), cfg.timeout_s, env=env)
     finally:
         with store.mutex(WORKTREES):
             _remove(git, path)
-    log = store.read_queue_log()
-    log.gate_runs += 1
-    store.write_queue_log(log)
+    _count(store)
     return ev
 
 
@@ -58,8 +81,10 @@ def remove_stale(layout: Layout, store: Store) -> list[str]:
 
 
 def _remove(git: Git, path: Path) -> None:
-    if any(wt.path == path for wt in git.worktrees()):
+    if not path.exists():
+        return
+    try:
         git.worktree_remove(path, force=True)
-    if path.exists():
-        shutil.rmtree(path)
-    git.worktree_prune()
+    except GitError:  # half-created by a killed drain: not registered, or registered without its files
+        shutil.rmtree(path, ignore_errors=True)
+        git.worktree_prune()
