@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from spark_git.cli.common import Result, SessionOpt, _esc, execute
 from spark_git.cli.root import app
+from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
+
+if TYPE_CHECKING:
+    from spark_git.state.queuelog import QueueOutcome
 
 queue_app = typer.Typer(help="The merge queue: entries, the running candidate, recent outcomes; `queue run` drains it.",
                         invoke_without_command=True)
 app.add_typer(queue_app, name="queue")
 
 
-def _outcome_line(out, o) -> None:
+def _outcome_line(out: Any, o: QueueOutcome) -> None:
     extra = f"  files {', '.join(o.files)}" if o.files else (f"  log {o.gate_log}" if o.result != "landed" and o.gate_log else "")
     out.print(f"  {o.at[:19]}  {o.task:<20} {o.result:<8} {_esc(o.reason)}{_esc(extra)}")
 
@@ -25,10 +31,10 @@ def queue(ctx: typer.Context) -> None:
         return
     from spark_git.ops.queue import show
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = show.show(layout)
 
-        def human(out):
+        def human(out: Any) -> None:
             for i, e in enumerate(d.entries, 1):
                 out.print(f"  {i:>2}. {e.task:<20} {e.head[:12]}  ({e.state})")
             if d.candidate is not None:
@@ -52,10 +58,10 @@ def run(ctx: typer.Context, session: SessionOpt = None) -> None:
     """Drain the merge queue now (unless another process does): batches gated once, landed or bisected."""
     from spark_git.ops.queue import show
 
-    def action(layout):
+    def action(layout: Layout) -> Result:
         d = show.run(layout, session_from(session))
 
-        def human(out):
+        def human(out: Any) -> None:
             for r in d.repaired:
                 out.print(f"  [yellow]repaired:[/yellow] {_esc(r)}")
             for o in d.outcomes:
