@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures.repo import git
+from fixtures.repo import commit, git
 
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
@@ -88,3 +88,30 @@ def test_base_moved_during_the_gate_nothing_lands_on_the_stale_base(tmp_path: Pa
     q.assert_linear()
     assert {"by-hand.txt", "t0.txt", "t1.txt", "t2.txt"} <= q.landed_files()
     assert git(q.repo, "status", "--porcelain") == ""
+
+
+def test_a_conflicting_task_is_evicted_with_its_files_and_its_complete_exits_3(tmp_path: Path) -> None:
+    q = Queue(tmp_path, 2)
+    for t in q.tasks:  # both also write shared.txt, differently
+        commit(q.root / t / "code", {"shared.txt": f"{t}\n"}, f"{t}: shared")
+        assert q.spark(t, "approve", t, "--changes").returncode == 0
+    assert q.spark("t0", "complete", "t0", "--no-wait").returncode == 0
+    r = q.spark("t1", "--json", "complete", "t1")  # drains: t0 lands, t1 conflicts with it
+    assert r.returncode == 3, r
+    assert r.json["data"]["files"] == ["shared.txt"] and "conflicts" in r.json["summary"]
+    assert q.task_json("t0")["state"] == "COMPLETE" and q.task_json("t1").get("queued") is None
+    assert q.task_json("t1")["state"] != "COMPLETE" and q.queue_refs() == []
+    assert (q.repo / "shared.txt").read_text() == "t0\n"
+    assert q.queue_log()["gate_runs"] == 1  # the conflict was found without a worktree, before any gate
+
+
+def test_a_task_changed_after_it_was_queued_does_not_land(tmp_path: Path) -> None:
+    q = Queue(tmp_path, 2)
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    commit(q.root / "t1" / "code", {"late.txt": "late\n"}, "t1: a commit after the approval")
+    r = q.spark("t0", "--json", "queue", "run")
+    assert r.returncode == 0, r
+    got = {o["task"]: o for o in r.json["data"]["outcomes"]}
+    assert got["t0"]["result"] == "landed" and got["t1"]["result"] == "blocked" and "moved since it was queued" in got["t1"]["reason"]
+    assert "late.txt" not in q.landed_files() and q.queue_refs() == []
