@@ -14,7 +14,7 @@ from spark_git.core.errors import Blocked, Failed
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.queue import drain, enqueue
+from spark_git.ops.queue import drain, enqueue, gate
 from spark_git.state.backends import open_store
 from spark_git.state.queuelog import QueueOutcome
 
@@ -42,15 +42,18 @@ def complete(layout: Layout, task: str, *, session: str | None, wait: bool = Tru
     entry, tf = enqueue.enqueue(layout, store, task, session)
     if not wait:
         return CompleteData(task=task, result="queued", base_branch=tf.base_branch, approved_sha=entry.sha, queue_ref=entry.ref)
-    return result_of(drain.wait_for(layout, store, entry, session, notify), tf.base_branch)
+    return result_of(drain.wait_for(layout, store, entry, session, notify, gate.GateOpts(rerun=rerun, ticker=ticker)), tf.base_branch)
 
 
 def result_of(o: QueueOutcome, base: str) -> CompleteData:
     """The task's own outcome: landed (exit 0), evicted by the final gate (1) or blocked (3)."""
     if o.result == "failed":
-        raise Failed(f"{o.task} was not completed: {o.reason}; log: {o.gate_log}", task=o.task,
-                     hint="read the log, fix the code, commit, and try again",
-                     details={"log_path": o.gate_log, "batch": o.batch, "queue_ref": o.ref})
+        # A culprit went back to IMPLEMENTATION: `complete` is not what it needs next.
+        nxt = f"spark-git status {o.task}" if o.sent_back else f"spark-git complete {o.task}"
+        raise Failed(f"{o.task} was not completed: {o.reason}; log: {o.gate_log}", task=o.task, next=[nxt],
+                     hint=f"read the log, fix the code, commit, and try again: {nxt}",
+                     details={"log_path": o.gate_log, "log_tail": gates.log_tail(o.gate_log), "batch": o.batch, "queue_ref": o.ref,
+                              "sent_back_to_implementation": o.sent_back, "retry": nxt})
     if o.result == "blocked":
         raise Blocked(f"{o.task} was not completed: {o.reason}", task=o.task, details={"files": o.files, "queue_ref": o.ref})
     return CompleteData(task=o.task, base_branch=base, old_base=o.old_base, new_base=o.new_base, approved_sha=o.head,

@@ -25,14 +25,15 @@ DRAIN = "queue-drain"
 MAX_REBUILDS = 5  # the base moved under this many batches in a row: give up for now, entries stay queued
 
 
-def wait_for(layout: Layout, store: Store, entry: QueueEntry, session: str, notify: Callable[[str], None] | None) -> QueueOutcome:
+def wait_for(layout: Layout, store: Store, entry: QueueEntry, session: str, notify: Callable[[str], None] | None,
+             opts: gate.GateOpts | None = None) -> QueueOutcome:
     """The entry's outcome: drains the queue when no other process does, else polls for it (bounded)."""
     cfg = layout.config.queue
     deadline, told = time.monotonic() + cfg.wait_s, False
     while True:
         with store.try_mutex(DRAIN) as got:
             if got:
-                drain_locked(layout, store, session)
+                drain_locked(layout, store, session, opts)
         o = store.read_queue_log().outcome_for(entry.ref)
         if o is not None:
             return o
@@ -46,7 +47,7 @@ def wait_for(layout: Layout, store: Store, entry: QueueEntry, session: str, noti
         time.sleep(cfg.poll_s)  # another process drains; its outcome record is what we wait for
 
 
-def drain_locked(layout: Layout, store: Store, session: str | None) -> list[str]:
+def drain_locked(layout: Layout, store: Store, session: str | None, opts: gate.GateOpts | None = None) -> list[str]:
     """Drains until the queue is empty (or the base keeps moving). Caller holds the DRAIN mutex.
     Returns what recovery had to repair first."""
     repaired = recover(layout, store)
@@ -56,7 +57,7 @@ def drain_locked(layout: Layout, store: Store, session: str | None) -> list[str]
         if not ready:
             return repaired
         try:
-            _batch(layout, store, _run(layout, store, ready), session or f"queue-drain-{os.getpid()}")
+            _batch(layout, store, _run(layout, store, ready), session or f"queue-drain-{os.getpid()}", opts or gate.GateOpts())
             rebuilds = 0
         except BaseMoved:
             rebuilds += 1  # nothing landed on the stale base; rebuild on the new one
@@ -92,7 +93,7 @@ def _base_of(store: Store, e: QueueEntry) -> str | None:
     return tf.base_branch if tf else None
 
 
-def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) -> None:
+def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
     git, base = layout.git(), _base_of(store, batch[0]) or ""
     old = git.branch_head(base)
     if old is None:
@@ -108,7 +109,7 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) 
     _save_candidate(store, cand)
     faults.point("queue-after-candidate")
     tasks = [p.task for p in cand.parts]
-    ev = _gate_candidate(layout, store, cand)
+    ev = _gate_candidate(layout, store, cand, opts)
     if ev.passed:
         _land(layout, store, cand, ev, session)
         return
@@ -117,18 +118,18 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str) 
         _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
         _save_candidate(store, None)
         return
-    split = bisect(len(cand.parts), ev, lambda k: gate.run(layout, store, cand.parts[k - 1].tip, tasks[:k]))
+    split = bisect(len(cand.parts), ev, lambda k: gate.run(layout, store, cand.parts[k - 1].tip, tasks[:k], opts))
     _fail(layout, store, entries[tasks[split.culprit]], split.culprit_ev, tasks, back=True)
     if split.passing and split.passing_ev is not None:
         _land(layout, store, cand.model_copy(update={"parts": cand.parts[: split.passing]}), split.passing_ev, session)
     _save_candidate(store, None)  # the rest stay queued for the next batch
 
 
-def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate) -> gates.GateEvidence:
+def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:
     one = cand.parts[0]
     tf = store.read_task(one.task) if len(cand.parts) == 1 and one.tip == one.head else None
-    ev = gate.run_in_task(layout, store, one.tip, one.task, Path(tf.worktree)) if tf is not None else None
-    return ev if ev is not None else gate.run(layout, store, cand.parts[-1].tip, [p.task for p in cand.parts])
+    ev = gate.run_in_task(layout, store, one.tip, one.task, Path(tf.worktree), opts) if tf is not None else None
+    return ev if ev is not None else gate.run(layout, store, cand.parts[-1].tip, [p.task for p in cand.parts], opts)
 
 
 def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:

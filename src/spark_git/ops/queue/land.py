@@ -110,7 +110,7 @@ def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["fail
     """Takes the entry out of the queue with a failed/blocked outcome; the task keeps its state unless a
     bisection found it to be the culprit (then it goes back to IMPLEMENTATION with the gate log)."""
     o = QueueOutcome(task=entry.task, ref=entry.ref, head=entry.sha, result=result, reason=reason,
-                     files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid())
+                     files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid(), sent_back=back_to_implementation)
     if store.read_task(entry.task) is not None:
         with updating(store, entry.task, None, owner=False) as tf:
             session = tf.queued.session_id if tf.queued else None

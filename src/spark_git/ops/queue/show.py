@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from spark_git.core.layout import Layout
 from spark_git.ops.queue.drain import DRAIN, drain_locked
+from spark_git.ops.queue.gate import GateOpts
 from spark_git.state.backends import open_store
 from spark_git.state.queuelog import QueueCandidate, QueueOutcome
 
@@ -44,11 +45,11 @@ def show(layout: Layout) -> QueueData:
                      gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max)
 
 
-def run(layout: Layout, session: str | None) -> QueueRunData:
+def run(layout: Layout, session: str | None, rerun: bool = False) -> QueueRunData:
     store = open_store(layout)
     before = len(store.read_queue_log().outcomes)
     with store.try_mutex(DRAIN) as got:
-        repaired = drain_locked(layout, store, session) if got else []
+        repaired = drain_locked(layout, store, session, GateOpts(rerun=rerun)) if got else []
     outcomes = store.read_queue_log().outcomes
     return QueueRunData(drained=got, outcomes=outcomes[before:] if got and before <= len(outcomes) else [], repaired=repaired,
                         remaining=_items(layout))
