@@ -292,14 +292,6 @@ class Git:
             args += ["-p", p]
         return Sha(self.run(*args, "-F", "-", input=message, env=env).stdout.strip())
 
-    def merge_tree(self, ours: str, theirs: str) -> tuple[str | None, list[str]]:
-        """Three-way merge without a worktree (git >= 2.38): (tree, []) or (None, conflicting files)."""
-        r = self.run("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs, check=False)
-        if r.returncode > 1:
-            raise GitError(["git", "merge-tree", "--write-tree", ours, theirs], r.returncode, r.stderr, str(self.cwd))
-        tree, *files = [f for f in r.stdout.split("\0") if f]
-        return (tree, []) if r.returncode == 0 else (None, sorted(set(files)))
-
     def notes_show(self, notes_ref: str, sha: str) -> str | None:
         r = self.run("notes", f"--ref={notes_ref}", "show", sha, check=False)
         return r.stdout if r.returncode == 0 else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spark_git.core.git import Git
+from spark_git.core.gitmerge import merge_tree
 from spark_git.state.queuelog import CandidatePart, QueueEntry
 
 
@@ -49,7 +50,7 @@ def apply(git: Git, onto: str, head: str) -> tuple[str, list[tuple[str, str]]] |
         # candidate's tree whose only parent is the commit's parent makes that parent the base, so
         # the three-way merge is exactly a cherry-pick of `sha` onto the candidate.
         ours = git.commit_tree(git.tree_of(tip), [parent], "spark-git queue: cherry-pick base", _ident(headers))
-        tree, files = git.merge_tree(ours, sha)
+        tree, files = merge_tree(git, ours, sha)
         if tree is None:
             return files
         new = git.commit_tree(tree, [tip], message, _ident(headers))

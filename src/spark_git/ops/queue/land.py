@@ -42,7 +42,7 @@ def problem(layout: Layout, store: Store, e: QueueEntry) -> str | None:
         return "the task is not marked as queued by this entry (run `complete` again)"
     if layout.git().branch_head(tf.task_branch) != e.sha:
         return f"the task branch moved since it was queued at {e.sha[:12]}"
-    unmet = approval_unmet(tf, Sha(e.sha))
+    unmet = approval_unmet(layout, tf, Sha(e.sha))
     return "; ".join(str(u) for u in unmet) if unmet else None
 
 
