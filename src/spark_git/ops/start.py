@@ -161,6 +161,12 @@ def _check_branch_names(layout: Layout, git: Git, task: str, agents: list[str]) 
             raise BadInput(f"bad task name {task!r}: its branch {b!r} is the base branch", task=task)
         if not git.is_valid_branch_name(b):
             raise BadInput(f"bad task name {task!r}: {b!r} is not a valid branch name (git check-ref-format --branch)", task=task)
+    # The templates can give two of them the same name (or "x" and "x/y", which git cannot hold together).
+    for i, b in enumerate(names):
+        for other in names[i + 1:]:
+            if b == other or b.startswith(other + "/") or other.startswith(b + "/"):
+                raise BadInput(f"the branch templates give task {task!r} colliding branches {other!r} and {b!r}", task=task,
+                               hint="rename the agent or the task, or change task_branch_template / agent_branch_template")
 
 
 def _inconsistent(layout: Layout, task: str, what: str) -> Blocked:
