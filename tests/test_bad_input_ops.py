@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.repo import commit, git, snapshot, spark, spark_argv
+
 from tests.mergekit import PY, Task, config
 
 ENV = {"SPARK_SESSION_ID": "s1"}
