@@ -25,3 +25,42 @@ def test_chaos_small_run_meets_every_target(tmp_path: Path) -> None:
     assert summary["checked"] > 0 and summary["killed_in_flight"] > 0, r.stdout
     assert {k: summary[k] for k in ZERO} == dict.fromkeys(ZERO, 0), r.stdout
     assert summary["failures"] == [] and r.returncode == 0, r.stdout
+
+
+def test_a_fast_forward_cut_short_in_the_task_worktree_is_repaired_by_one_doctor_fix(tmp_path: Path) -> None:
+    """Found by scripts/chaos (a SIGTERM during merge's fast-forward): the task worktree had the agent's
+    files, its branch had not moved, and every later merge was refused as "not clean"."""
+    from fixtures.repo import git
+    from tests.mergekit import Task, config
+
+    t = Task(tmp_path, ["a1"], config(build=["true"]))
+    work = t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
+    git(t.wt(), "read-tree", "-m", "-u", "HEAD", work)  # files updated, branch not moved: the kill's state
+    assert t.merge("a1").returncode == 3
+    r = t.spark("--json", "doctor", "--fix")
+    assert r.json["data"]["broken"] == 0 and any(f["kind"] == "task-worktree-changed" and f["fixed"] for f in r.json["data"]["findings"]), r
+    assert t.spark("--json", "doctor").json["data"]["broken"] == 0
+    assert git(t.wt(), "status", "--porcelain") == ""
+    r = t.merge("a1")
+    assert r.returncode == 0, r
+    assert (t.wt() / "a.txt").read_text() == "a\n"
+
+
+def test_cleanup_resumes_after_a_kill_inside_worktree_remove(tmp_path: Path) -> None:
+    """Found by scripts/chaos (SIGINT during cleanup's `git worktree remove`): the half-deleted worktree
+    counted as uncommitted deletions and the re-run was refused. Deleted tracked files lose nothing."""
+    import os
+
+    from tests.mergekit import Task, config
+
+    t = Task(tmp_path, ["a1"], config(build=["true"], non_interactive=True))
+    t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
+    for args in (["merge", "t1", "--agent", "a1"], ["approve", "t1", "--changes"], ["complete", "t1"]):
+        r = t.spark(*args)
+        assert r.returncode == 0, r
+    killed = t.spark("cleanup", "t1", env={"SPARK_FAULT_KILL_AT": "end-after-snapshot"})
+    assert killed.returncode != 0 and t.wt("a1").is_dir()
+    os.remove(t.wt("a1") / "README.md")  # what an interrupted `git worktree remove` leaves
+    r = t.spark("--json", "cleanup", "t1")
+    assert r.returncode == 0, r
+    assert not t.wt("a1").exists() and r.json["data"]["final_state"] == "CLEANUP"

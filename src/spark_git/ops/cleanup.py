@@ -49,6 +49,7 @@ class _Tree:
     path: Path
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
+    partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
@@ -77,6 +78,10 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         _check_may_end(store, tf, final, session)
         git = layout.git()
         trees = _trees(store, tf, git)
+        if tf.state == final:  # a resumed run: files a killed `worktree remove` deleted are not work
+            for t in trees:
+                kept = [e for e in t.dirty if not e.startswith(" D ")]
+                t.partly_removed, t.dirty = len(kept) < len(t.dirty), kept
         locked = _locked(trees, force_locked, task)
         dirty = _dirty(trees, force, task)
         contained = _containment(git, tf.base_branch)
@@ -236,7 +241,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
-            if t.dirty or t.wt.locked:  # dirty work is already on an archive ref
+            if t.dirty or t.wt.locked or t.partly_removed:  # dirty work is already on an archive ref
                 args += ["--force", "--force"] if t.wt.locked else ["--force"]
             git.run(*args, str(t.path))
         data.removed_worktrees.append(str(t.path))

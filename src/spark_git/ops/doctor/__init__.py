@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from spark_git.core.errors import CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.doctor import checks, queue, repo
+from spark_git.ops.doctor import checks, halfway, queue, repo
 from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.state.locks import mutex, task_mutex_name
@@ -43,6 +43,7 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
         queue.check_queue(ctx)
+    halfway.check_task_worktrees(ctx, tfs)
     if fix:
         _fix(ctx)
     found = [f for f, _, _ in ctx.findings]
