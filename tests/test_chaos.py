@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from fixtures.repo import git
+
+from tests.mergekit import Task, config
 
 ROOT = Path(__file__).resolve().parents[1]
 ZERO = ("not_repaired", "lost", "corrupt_json", "git_locks_after_doctor", "stale_main_locks", "rerun_failed", "fsck_failed")
@@ -30,9 +34,6 @@ def test_chaos_small_run_meets_every_target(tmp_path: Path) -> None:
 def test_a_fast_forward_cut_short_in_the_task_worktree_is_repaired_by_one_doctor_fix(tmp_path: Path) -> None:
     """Found by scripts/chaos (a SIGTERM during merge's fast-forward): the task worktree had the agent's
     files, its branch had not moved, and every later merge was refused as "not clean"."""
-    from fixtures.repo import git
-    from tests.mergekit import Task, config
-
     t = Task(tmp_path, ["a1"], config(build=["true"]))
     work = t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
     git(t.wt(), "read-tree", "-m", "-u", "HEAD", work)  # files updated, branch not moved: the kill's state
@@ -49,10 +50,6 @@ def test_a_fast_forward_cut_short_in_the_task_worktree_is_repaired_by_one_doctor
 def test_cleanup_resumes_after_a_kill_inside_worktree_remove(tmp_path: Path) -> None:
     """Found by scripts/chaos (SIGINT during cleanup's `git worktree remove`): the half-deleted worktree
     counted as uncommitted deletions and the re-run was refused. Deleted tracked files lose nothing."""
-    import os
-
-    from tests.mergekit import Task, config
-
     t = Task(tmp_path, ["a1"], config(build=["true"], non_interactive=True))
     t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
     for args in (["merge", "t1", "--agent", "a1"], ["approve", "t1", "--changes"], ["complete", "t1"]):
