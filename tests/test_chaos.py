@@ -54,11 +54,12 @@ def test_a_fast_forward_cut_short_in_the_task_worktree_is_repaired_by_one_doctor
     t = Task(tmp_path, ["a1"], config(build=["true"]))
     work = t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
     git(t.wt(), "read-tree", "-m", "-u", "HEAD", work)  # files updated, branch not moved: the kill's state
+    (t.root / ".spark-merge-ff").write_text("{}")  # the marker merge keeps while it fast-forwards
     assert t.merge("a1").returncode == 3
     r = t.spark("--json", "doctor", "--fix")
     assert r.json["data"]["broken"] == 0 and any(f["kind"] == "task-worktree-changed" and f["fixed"] for f in r.json["data"]["findings"]), r
     assert t.spark("--json", "doctor").json["data"]["broken"] == 0
-    assert git(t.wt(), "status", "--porcelain") == ""
+    assert git(t.wt(), "status", "--porcelain") == "" and not (t.root / ".spark-merge-ff").exists()
     r = t.merge("a1")
     assert r.returncode == 0, r
     assert (t.wt() / "a.txt").read_text() == "a\n"
