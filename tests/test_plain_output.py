@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -27,21 +29,28 @@ TEXTS = [
 PLAIN = [TEXTS[0], *TEXTS[2:5]]  # the others go through rich
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, draw, stream_name: str) -> tuple[str, str, bool]:
-    """(written by the plain path or rich as chosen, written by rich only, plain path taken)."""
+def _both(monkeypatch: pytest.MonkeyPatch, draw: Callable[[], None], stream_name: str) -> tuple[str, str, bool]:
+    """(written with the plain path allowed, written by rich only, plain path taken)."""
+    took: list[int] = []
+    real = common._write_plain
+
+    def counted(*a: Any) -> None:
+        took.append(1)
+        real(*a)
+
     outs = []
     for force_rich in (False, True):
         buf = io.StringIO()
         monkeypatch.setattr(sys, stream_name, buf)
+        monkeypatch.setattr(common, "_write_plain", counted)
         if force_rich:
             monkeypatch.setattr(common, "_plain", lambda stream, texts: False)
-        took = []
-        real = common._write_plain
-        monkeypatch.setattr(common, "_write_plain", lambda *a: (took.append(1), real(*a)))
         draw()
         monkeypatch.undo()
-        outs.append((buf.getvalue(), bool(took)))
-    return outs[0][0], outs[1][0], outs[0][1]
+        outs.append(buf.getvalue())
+        if not force_rich:
+            plain_taken = bool(took)
+    return outs[0], outs[1], plain_taken
 
 
 @pytest.mark.parametrize("text", TEXTS)
