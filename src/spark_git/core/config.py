@@ -14,7 +14,8 @@ Command = list[str] | str | None  # argv list, or a shell string
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: built on first use (a repo without a config file never validates one).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class GatesConfig(_Strict):
@@ -127,6 +128,15 @@ def format_validation_error(source: str, err: ValidationError, prefix: str = "")
     return "\n".join(lines)
 
 
+def defaults() -> Config:
+    """`Config()` without building a validator: the defaults are valid by construction (a test
+    compares the two), and a repo without a config file then validates nothing at start-up."""
+    return Config.model_construct(
+        gates=GatesConfig.model_construct(), attribution=AttributionConfig.model_construct(), approval=ApprovalConfig.model_construct(),
+        risk=RiskConfig.model_construct(), worktree=WorktreeConfig.model_construct(), ports=PortsConfig.model_construct(),
+    )
+
+
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
     dedicated = main_worktree / ".spark-git.toml"
@@ -145,7 +155,7 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     except tomllib.TOMLDecodeError as e:
         raise BadInput(f"cannot parse {dedicated if dedicated.is_file() else pyproject}: {e}") from e
     if data is None:
-        return Config(), None
+        return defaults(), None
     try:
         return Config.model_validate(data), source
     except ValidationError as e:
