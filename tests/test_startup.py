@@ -28,3 +28,11 @@ def test_the_cli_path_scans_no_pydantic_plugins_and_leaves_the_environment_alone
         "assert dict(os.environ) == before, 'the environment changed'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_config_section_is_validated_for_the_defaults() -> None:
+    built = defaults()
+    for name in type(built).model_fields:
+        value = getattr(built, name)
+        assert value == getattr(Config(), name)
+        assert type(value) is type(getattr(Config(), name)), name  # sections are models, not dicts

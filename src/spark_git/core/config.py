@@ -131,10 +131,12 @@ def format_validation_error(source: str, err: ValidationError, prefix: str = "")
 def defaults() -> Config:
     """`Config()` without building a validator: the defaults are valid by construction (a test
     compares the two), and a repo without a config file then validates nothing at start-up."""
-    return Config.model_construct(
-        gates=GatesConfig.model_construct(), attribution=AttributionConfig.model_construct(), approval=ApprovalConfig.model_construct(),
-        risk=RiskConfig.model_construct(), worktree=WorktreeConfig.model_construct(), ports=PortsConfig.model_construct(),
-    )
+    sections: dict[str, Any] = {
+        name: f.default_factory.model_construct()
+        for name, f in Config.model_fields.items()
+        if isinstance(f.default_factory, type) and issubclass(f.default_factory, _Strict)
+    }
+    return Config.model_construct(**sections)
 
 
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:
