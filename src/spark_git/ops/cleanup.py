@@ -17,7 +17,7 @@ from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
-from spark_git.ops import archive
+from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
 from spark_git.state.backends import open_store
@@ -80,14 +80,15 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
         branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
-        archived = _archive(store, tf, dirty, trees, branches, contained, session)
+        kept, archived = _keep_untracked(store, tf, trees, session)
+        archived += _archive(store, tf, dirty, trees, branches, contained, session)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
         prior = store.read_snapshot(task)
         if prior is None or prior.final_state != final:  # a resumed run keeps the first, complete count
             store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
         faults.point("end-after-snapshot")
-        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to)
+        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, kept_paths=kept)
         _remove_all(store, git, tf, trees, branches, contained, final, data)
         faults.point("end-before-unlock")
         store.release_task(task)
@@ -124,6 +125,20 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
             details={"dirty": [f"{t.path}: {f}" for t in dirty for f in t.dirty]}, task=task,
         )
     return dirty
+
+
+def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None) -> tuple[list[str], list[archive.Archived]]:
+    """Nested repositories moved aside and ignored files archived: `worktree remove` deletes both."""
+    kept: list[str] = []
+    archived: list[archive.Archived] = []
+    for t in trees:
+        if t.wt is None or t.wt.prunable or not t.path.is_dir():
+            continue
+        kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path)]
+        ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, session)
+        if ignored is not None:
+            archived.append(ignored)
+    return kept, archived
 
 
 def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:

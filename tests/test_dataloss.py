@@ -1,0 +1,87 @@
+"""Issue 12, "Data loss": ending a task never drops a nested repository or an ignored file, and never
+acts on a path task.json names that the layout does not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fixtures.repo import commit, git, make_repo, spark, write
+
+CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+
+
+@pytest.fixture
+def lrepo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\nvendor/\n"}, config=CONFIG)
+
+
+def run(repo: Path, *args: str, session: str = "s1"):
+    return spark(repo, *args, env={**os.environ, "SPARK_SESSION_ID": session})
+
+
+def ok(r):
+    assert r.returncode == 0, r
+    return r
+
+
+def nested_repo(where: Path) -> str:
+    """A git repository of its own at `where` with one commit and an uncommitted file; returns its head."""
+    where.mkdir(parents=True)
+    git(where, "init", "-q", "-b", "main")
+    sha = commit(where, {"lib.c": "int x;\n"}, "nested work")
+    write(where / "wip.c", "uncommitted in the nested repo\n")
+    return sha
+
+
+def assert_kept(repo: Path, task: str, listing: dict, head: str, rel: str) -> None:
+    (entry,) = [k for k in listing["kept"] if k["path"].endswith(rel)]
+    kept = Path(entry["path"])
+    assert entry["task"] == task and kept.is_dir()
+    assert git(kept, "rev-parse", "HEAD") == head
+    assert (kept / "wip.c").read_text() == "uncommitted in the nested repo\n"
+
+
+@pytest.mark.parametrize("how", [("abandon", "t1", "--why", "stop"), ("cleanup", "t1", "--force", "--abandon")])
+def test_nested_repository_in_an_agent_worktree_survives_abandon(lrepo: Path, how: tuple[str, ...]) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    root = lrepo.parent / "repo.tasks" / "t1"
+    head = nested_repo(root / "agents/a1/code/third_party/lib")
+    r = ok(run(lrepo, *how, "--json"))
+    assert not (root / "agents/a1/code").exists()
+    listing = ok(run(lrepo, "archive", "list", "t1", "--json")).json["data"]
+    assert_kept(lrepo, "t1", listing, head, "third_party/lib")
+    assert any("third_party/lib" in p for p in r.json["data"]["kept_paths"])
+
+
+def test_ignored_nested_repository_survives_plain_cleanup(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    root = lrepo.parent / "repo.tasks" / "t1"
+    head = nested_repo(root / "code/vendor/dep")
+    commit(root / "agents/a1/code", {"a.txt": "a\n"}, "[a1] work")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    ok(run(lrepo, "approve", "t1", "--changes"))
+    ok(run(lrepo, "complete", "t1"))
+    ok(run(lrepo, "cleanup", "t1"))
+    assert not (root / "code").exists()
+    assert_kept(lrepo, "t1", ok(run(lrepo, "archive", "list", "--json")).json["data"], head, "vendor/dep")
+
+
+def test_ignored_files_are_archived_within_the_size_cap(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\n*.bin\n"},
+                     config=CONFIG + "[archive]\nignored_max_bytes = 1000\n")
+    ok(run(repo, "start", "t1", "--agents", "a1"))
+    code = repo.parent / "repo.tasks/t1/agents/a1/code"
+    write(code / "local.env", "SECRET=1\n")
+    write(code / "conf/dev.env", "X=2\n")
+    (code / "big.bin").write_bytes(b"x" * 5000)
+    r = ok(run(repo, "abandon", "t1", "--why", "stop", "--json"))
+    (ign,) = [a for a in r.json["data"]["archived"] if "/ignored-a1/" in a["ref"]]
+    assert sorted(ign["files"]) == ["conf/dev.env", "local.env"] and ign["skipped"] == ["big.bin"]
+    assert git(repo, "show", f"{ign['sha']}:local.env") == "SECRET=1"
+    assert git(repo, "show", f"{ign['sha']}:conf/dev.env") == "X=2"
+    refs = [e["ref"] for e in ok(run(repo, "archive", "list", "t1", "--json")).json["data"]["entries"]]
+    assert ign["ref"] in refs
+    assert json.loads((repo.parent / "repo.tasks/t1/audit-snapshot.json").read_text())["final_state"] == "ABANDONED"
