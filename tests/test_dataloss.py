@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures.repo import commit, git, make_repo, spark, write
+from fixtures.repo import commit, git, make_repo, snapshot, spark, write
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
 
@@ -85,3 +85,78 @@ def test_ignored_files_are_archived_within_the_size_cap(tmp_path: Path) -> None:
     refs = [e["ref"] for e in ok(run(repo, "archive", "list", "t1", "--json")).json["data"]["entries"]]
     assert ign["ref"] in refs
     assert json.loads((repo.parent / "repo.tasks/t1/audit-snapshot.json").read_text())["final_state"] == "ABANDONED"
+
+
+# -- 3: paths in task.json are checked against the layout ----------------------------------------
+
+
+def _edit_task(repo: Path, task: str, edit) -> None:
+    p = repo.parent / "repo.tasks" / task / "task.json"
+    d = json.loads(p.read_text())
+    edit(d)
+    p.write_text(json.dumps(d))
+
+
+@pytest.mark.parametrize("target", ["other-task", "user-worktree"])
+def test_abandon_refuses_a_worktree_path_the_layout_does_not_derive(lrepo: Path, tmp_path: Path, target: str) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    ok(run(lrepo, "start", "t2", "--agents", "a1"))
+    mine = tmp_path / "mine"
+    git(lrepo, "worktree", "add", "-q", "-b", "mine", str(mine))
+    write(mine / "wip.txt", "the user's own work\n")
+    victim = lrepo.parent / "repo.tasks/t2/agents/a1/code" if target == "other-task" else mine
+    _edit_task(lrepo, "t1", lambda d: d["agents"]["a1"].update(worktree=str(victim)))
+    before = snapshot(lrepo)
+    r = run(lrepo, "abandon", "t1", "--why", "stop", "--json")
+    assert r.returncode == 3 and str(victim) in r.json["summary"], r
+    assert snapshot(lrepo) == before and (mine / "wip.txt").exists()
+
+
+def test_abandon_refuses_a_branch_the_layout_does_not_derive(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "release")
+    _edit_task(lrepo, "t1", lambda d: d["agents"]["a1"].update(branch="release"))
+    before = snapshot(lrepo)
+    r = run(lrepo, "abandon", "t1", "--why", "stop", "--json")
+    assert r.returncode == 3 and "release" in r.json["summary"], r
+    assert snapshot(lrepo) == before
+    assert "task-json-paths" in [f["kind"] for f in run(lrepo, "doctor", "--json").json["data"]["findings"]]
+
+
+# -- 5, 7: only branches spark-git created are deleted --------------------------------------------
+
+
+def test_abandon_keeps_a_users_branch_an_agent_worktree_was_switched_to(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "release")
+    release = git(lrepo, "rev-parse", "release")
+    git(lrepo.parent / "repo.tasks/t1/agents/a1/code", "switch", "-q", "release")
+    r = ok(run(lrepo, "abandon", "t1", "--why", "stop", "--json"))
+    assert "release" not in r.json["data"]["deleted_branches"]
+    assert git(lrepo, "rev-parse", "release") == release
+
+
+def test_a_look_alike_agent_branch_of_the_user_survives_doctor_fix_and_cleanup(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "task-t1-agent-notes")  # the user's, not spark-git's
+    sha = git(lrepo, "rev-parse", "task-t1-agent-notes")
+    d = ok(run(lrepo, "doctor", "--fix", "--json")).json["data"]
+    assert "stray-agent-branch" not in [f["kind"] for f in d["findings"]]
+    ok(run(lrepo, "abandon", "t1", "--why", "stop"))
+    assert git(lrepo, "rev-parse", "task-t1-agent-notes") == sha
+
+
+@pytest.mark.parametrize(("templates", "before", "refused"), [
+    ("", [], ("task-t1-agent-zzz",)),  # agent zzz of a task t1 would own its branch
+    ('agent_branch_template = "{task}-{agent}"\n', [], ("fix-ui",)),
+    ('agent_branch_template = "{task}-{agent}"\n', [("fix", "--agents", "ui")], ("fix-ui",)),
+    ('agent_branch_template = "{task}-{agent}"\n', [], ("fix", "--agents", "ui,ui-x")),
+])
+def test_start_refuses_names_the_branch_templates_let_collide(tmp_path: Path, templates: str, before: list[tuple[str, ...]], refused: tuple[str, ...]) -> None:
+    repo = make_repo(tmp_path / "repo", config=templates + CONFIG)
+    for args in before:
+        run(repo, "start", *args)  # may itself be refused: what matters is the next start
+    state = snapshot(repo)
+    r = run(repo, "start", *refused, "--json")
+    assert r.returncode == 2, r
+    assert snapshot(repo) == state

@@ -20,6 +20,7 @@ from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
+from spark_git.ops.worktrees import check_recorded, created_by_spark
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -73,6 +74,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
             if done is not None and done.final_state in ENDED:
                 return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, already_done=True)
         tf = load_task(store, task)
+        check_recorded(layout, tf)
         _check_may_end(store, tf, final, session)
         git = layout.git()
         trees = _trees(store, tf, git)
@@ -215,12 +217,20 @@ def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
 
 
 def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str, Sha]) -> list[str]:
-    names = [tf.task_branch, *(e.branch for e in tf.agents.values())]
-    names += [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
-    # Agent branches of this task that task.json does not name (an interrupted `agent add`).
-    prefix = layout.agent_branch(tf.task_name, "\0").split("\0")[0]
+    """The branches this task may delete: those task.json records (checked against the layout), and an
+    agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
+    merely switched to, nor one that only looks like an agent branch."""
+    task = tf.task_name
+    names = [tf.task_branch, *(e.branch for e in tf.agents.values()), *tf.created_branches]
+    prefix = layout.agent_branch(task, "\0").split("\0")[0]
+    candidates = [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
     if prefix:
-        names += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
+        candidates += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
+    git = layout.git()
+    for b in dict.fromkeys(candidates):
+        owners = layout.agent_branch_owners(b)
+        if b not in names and len(owners) == 1 and owners[0][0] == task and created_by_spark(git, b):
+            names.append(b)
     base = tf.base_branch
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]
 

@@ -137,6 +137,7 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
         task_branch=layout.task_branch(task),
         worktree=str(layout.task_worktree(task)),
         required_agents=agents,
+        created_branches=[layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)],  # none existed: checked above
         agents={a: AgentEntry(name=a, branch=layout.agent_branch(task, a), worktree=str(layout.agent_worktree(task, a)), role=role_of(layout, a)) for a in agents},
     )
     tf.transition_log.append(Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
@@ -161,6 +162,28 @@ def _check_branch_names(layout: Layout, git: Git, task: str, agents: list[str]) 
             raise BadInput(f"bad task name {task!r}: its branch {b!r} is the base branch", task=task)
         if not git.is_valid_branch_name(b):
             raise BadInput(f"bad task name {task!r}: {b!r} is not a valid branch name (git check-ref-format --branch)", task=task)
+    _check_collisions(layout, task, agents)
+
+
+def _check_collisions(layout: Layout, task: str, agents: list[str]) -> None:
+    """Refuses names whose branches the templates could also give to another task or agent: cleanup,
+    abandon and doctor would then act on a branch that is not this task's."""
+    tb = layout.task_branch(task)
+    clash = [f"{tb!r} is also the branch of agent {a!r} of task {t!r}" for t, a in layout.agent_branch_owners(tb)]
+    for agent in agents:
+        ab = layout.agent_branch(task, agent)
+        if ab == tb:
+            clash.append(f"agent {agent!r} would share the task branch {tb!r}")
+        clash += [f"{ab!r} (agent {agent!r}) is also the branch of agent {a!r} of task {t!r}" for t, a in layout.agent_branch_owners(ab) if (t, a) != (task, agent)]
+        clash += [f"{ab!r} (agent {agent!r}) is the task branch of task {t!r}, which exists" for t in layout.task_branch_owners(ab)
+                  if t != task and layout.task_dir(t).exists()]
+    if clash:
+        raise BadInput(
+            f"cannot start task {task!r}: the branch templates let two things share a branch: " + "; ".join(clash),
+            hint=f"choose other names, or branch templates that cannot overlap (task_branch_template = {layout.config.task_branch_template!r}, "
+                 f"agent_branch_template = {layout.config.agent_branch_template!r})",
+            details={"collisions": clash}, task=task,
+        )
 
 
 def _inconsistent(layout: Layout, task: str, what: str) -> Blocked:

@@ -14,6 +14,7 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.worktrees import created_by_spark, layout_problem
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
@@ -49,6 +50,11 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
                         repair=f"spark-git start {task} --session {tf.session_id}  (the owner resumes it)"))
         return
     check_state_log(ctx, tf)
+    problem = layout_problem(layout, tf)
+    if problem is not None:  # nothing is repaired at a path or branch the layout does not derive
+        ctx.add(Finding(where=task, kind="task-json-paths", problem=f"{layout.task_json(task)}: {problem}",
+                        repair=f"restore task.json's paths and branches to the layout's, or spark-git lock break {task} --why TEXT (rebuilds it)"))
+        return
     expected = [("task", Path(tf.worktree), tf.task_branch)] + [(a, Path(e.worktree), e.branch) for a, e in tf.agents.items()]
     resolved = [p.resolve() for _, p, _ in expected]
     for (label, path, branch), real in zip(expected, resolved, strict=True):
@@ -202,10 +208,20 @@ def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
                 partial(fixes.remove_stray, ctx, tf, p, wt), task)
         if wt.branch:
             named.add(wt.branch)  # handled with its worktree
+    for b in stray_branches(ctx, task, named):
+        sha = ctx.heads[f"refs/heads/{b}"]
+        ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
+                        repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
+                partial(fixes.drop_branch, ctx, tf, b, sha), task)
+
+
+def stray_branches(ctx: Ctx, task: str, named: set[str]) -> list[str]:
+    """Agent branches of `task` that task.json does not name: only those the templates give to this
+    task alone and whose reflog shows spark-git created them (a look-alike is someone else's)."""
     prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
+    out = []
     for b in ctx.branches_with_prefix(prefix) if prefix else []:
-        if b not in named:
-            sha = ctx.heads[f"refs/heads/{b}"]
-            ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
-                            repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
-                    partial(fixes.drop_branch, ctx, tf, b, sha), task)
+        owners = ctx.layout.agent_branch_owners(b)
+        if b not in named and len(owners) == 1 and owners[0][0] == task and created_by_spark(ctx.git, b):
+            out.append(b)
+    return out

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, parses
+from spark_git.ops.worktrees import created_by_spark
 from spark_git.state import audit
 from spark_git.state.files import read_optional, write_atomic
 from spark_git.state.locks import WORKTREES, mutex
@@ -126,12 +127,18 @@ def remove_stray(ctx: Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
         if p.is_dir():
             ctx.git.run("worktree", "remove", "--force", "--force", str(p))
         ctx.git.worktree_prune()
-        if wt.branch and wt.head and ctx.git.branch_head(wt.branch) == wt.head:
+        if wt.branch and wt.head and ctx.git.branch_head(wt.branch) == wt.head and _spark_agent_branch(ctx, tf.task_name, wt.branch):
             ctx.git.delete_ref(branch_ref(wt.branch), wt.head, message="spark-git doctor: stray agent branch (archived)")
 
 
+def _spark_agent_branch(ctx: Ctx, task: str, b: str) -> bool:
+    """`b` is an agent branch of `task` alone and spark-git created it: never delete a user's branch."""
+    owners = ctx.layout.agent_branch_owners(b)
+    return len(owners) == 1 and owners[0][0] == task and created_by_spark(ctx.git, b)
+
+
 def drop_branch(ctx: Ctx, tf: TaskFile, b: str, sha: str) -> None:
-    if b in _named_now(ctx, tf.task_name):
+    if b in _named_now(ctx, tf.task_name) or not _spark_agent_branch(ctx, tf.task_name, b):
         return
     if not ctx.contained(sha, branch_ref(tf.task_branch), tf.base_branch):
         archive.keep(ctx.layout, tf.task_name, b, sha, f"stray branch {b}", ctx.session)
