@@ -221,9 +221,9 @@ def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str,
     agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
     merely switched to, nor one that only looks like an agent branch."""
     task = tf.task_name
-    names = [tf.task_branch, *(e.branch for e in tf.agents.values()), *tf.created_branches]
+    names: list[str] = [tf.task_branch, *(e.branch for e in tf.agents.values()), *tf.created_branches]
     prefix = layout.agent_branch(task, "\0").split("\0")[0]
-    candidates = [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
+    candidates: list[str] = [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
     if prefix:
         candidates += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
     git = layout.git()
