@@ -160,3 +160,24 @@ def test_start_refuses_names_the_branch_templates_let_collide(tmp_path: Path, te
     r = run(repo, "start", *refused, "--json")
     assert r.returncode == 2, r
     assert snapshot(repo) == state
+
+
+# -- 2: complete never overwrites an ignored file in the main worktree ----------------------------
+
+
+def test_complete_refuses_to_overwrite_an_ignored_file_in_the_main_worktree(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    code = lrepo.parent / "repo.tasks/t1/agents/a1/code"
+    write(code / "local.env", "EXAMPLE=1\n")
+    git(code, "add", "-f", "local.env")
+    git(code, "commit", "-q", "-m", "[a1] add an example local.env")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    ok(run(lrepo, "approve", "t1", "--changes"))
+    write(lrepo / "local.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "local.env" in r.stdout, r
+    assert (lrepo / "local.env").read_text() == "SECRET=hunter2\n"
+    after = snapshot(lrepo)
+    after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
+    assert after == before
