@@ -58,3 +58,44 @@ def test_a_landing_recorded_in_notes_but_not_in_task_json_is_recorded_by_the_nex
     p.write_text(json.dumps(d))
     ok(run(lrepo, "merge", "t1", "--agent", "a1"))
     assert task_json(lrepo)["agents"]["a1"]["last_merge_sha"] == sha
+
+
+# -- 10: a killed complete's main lock is found and released by doctor --fix ------------------------
+
+
+def _ready(repo: Path, task: str, session: str) -> None:
+    ok(run(repo, "start", task, "--agents", "a1", session=session))
+    commit(repo.parent / "repo.tasks" / task / "agents/a1/code", {f"{task}.txt": "x\n"}, "[a1] work")
+    ok(run(repo, "merge", task, "--agent", "a1", session=session))
+    ok(run(repo, "approve", task, "--changes", session=session))
+
+
+@pytest.mark.parametrize("point", ["complete-before-ff", "complete-after-ff"])
+def test_doctor_fix_releases_the_main_lock_of_a_killed_complete(lrepo: Path, point: str) -> None:
+    _ready(lrepo, "t1", "s1")
+    _ready(lrepo, "t2", "s2")
+    env = {**os.environ, "SPARK_SESSION_ID": "s1", "SPARK_FAULT_KILL_AT": point}
+    killed = spark(lrepo, "complete", "t1", env=env)
+    assert killed.returncode < 0 or killed.returncode == 137, killed
+    lock = lrepo.parent / "repo.tasks/main/task.json"
+    assert lock.exists()
+    refused = run(lrepo, "complete", "t2", "--json", session="s2")
+    assert refused.returncode == 3 and "s1" in refused.json["summary"], refused  # the dead run's lock is in the way
+    d = run(lrepo, "doctor", "--json", session="s2").json["data"]
+    (f,) = [f for f in d["findings"] if f["kind"] == "main-lock-dead-owner"]
+    assert f["broken"] is True
+    ok(run(lrepo, "doctor", "--fix", session="s2"))
+    assert not lock.exists()
+    after = run(lrepo, "complete", "t2", "--json", session="s2")
+    if point == "complete-before-ff":
+        ok(after)
+    else:  # t1 landed before the kill: t2 must now be brought up to date, but no lock is in the way
+        assert after.returncode == 3 and "s1" not in after.stdout, after
+
+
+def test_doctor_leaves_a_main_lock_taken_by_hand(lrepo: Path) -> None:
+    ok(run(lrepo, "lock", "main"))
+    lock = lrepo.parent / "repo.tasks/main/task.json"
+    before = lock.read_bytes()
+    run(lrepo, "doctor", "--fix", session="s2")
+    assert lock.read_bytes() == before
