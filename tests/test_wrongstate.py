@@ -99,3 +99,24 @@ def test_doctor_leaves_a_main_lock_taken_by_hand(lrepo: Path) -> None:
     before = lock.read_bytes()
     run(lrepo, "doctor", "--fix", session="s2")
     assert lock.read_bytes() == before
+
+
+# -- 6: racing starts of one task by one session never destroy each other's worktrees -------------
+
+
+def test_racing_starts_of_one_task_by_one_session_leave_a_usable_task(lrepo: Path) -> None:
+    from fixtures.race import run_together
+
+    for trial in range(3):
+        task = f"race{trial}"
+        results = run_together(lrepo, [(["start", task, "--agents", "a1,a2", "--json"], {"SPARK_SESSION_ID": "s1"}) for _ in range(4)])
+        assert all(r.returncode in (0, 3) for r in results), "\n".join(map(str, results))
+        assert any(r.returncode == 0 for r in results), "\n".join(map(str, results))
+        tf = task_json(lrepo, task)
+        assert tf["provisioning"] == "done"
+        root = lrepo.parent / "repo.tasks" / task
+        for wt in (root / "code", root / "agents/a1/code", root / "agents/a2/code"):
+            assert (wt / "README.md").is_file(), wt
+        listed = git(lrepo, "worktree", "list", "--porcelain")
+        assert "initializing" not in listed and listed.count(str(root)) == 3
+        ok(run(lrepo, "status", task))

@@ -80,10 +80,23 @@ def start(
 
     minted = session is None
     session = session or mint_session()
-    existing = store.read_task(task)  # CorruptState (exit 3, with the path) if unreadable
-    if existing is not None:
-        return _resume(store, existing, session, minted, progress, no_setup)
+    # One start of a task at a time: a second start of the same session would otherwise "resume" the
+    # first one's half-made worktrees (remove its "initializing" checkouts) while it runs. A killed
+    # start's mutex is released by the kernel, so the next start resumes it.
+    with store.mutex(start_mutex_name(task)):
+        existing = store.read_task(task)  # CorruptState (exit 3, with the path) if unreadable
+        if existing is not None:
+            return _resume(store, existing, session, minted, progress, no_setup)
+        return _create(store, git, task, agents, base, session, title, minted, progress, no_setup)
 
+
+def start_mutex_name(task: str) -> str:
+    return f"start-{task}"
+
+
+def _create(store: Store, git: Git, task: str, agents: list[str], base: str | None, session: str, title: str | None,
+            minted: bool, progress: Progress, no_setup: bool) -> StartData:
+    layout = store.layout
     tf = _new_task(store, git, task, agents, base, session, title)
     layout.task_dir(task).mkdir(parents=True, exist_ok=True)
     if not store.create_task(tf):
