@@ -78,7 +78,7 @@ class QueueConfig(_Strict):
 
 class ArchiveConfig(_Strict):
     ignored_max_bytes: int = Field(
-        50 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
+        10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
 
 
 class Config(_Strict):

@@ -50,6 +50,7 @@ class _Tree:
     path: Path
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
+    found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
@@ -136,8 +137,8 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str
     for t in trees:
         if t.wt is None or t.wt.prunable or not t.path.is_dir():
             continue
-        kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path)]
-        ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, session)
+        kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path, t.found.nested)]
+        ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, t.found.ignored, session)
         if ignored is not None:
             archived.append(ignored)
     return kept, archived
@@ -211,7 +212,8 @@ def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
         wt = registered.get(p)
         t = _Tree(label=label, path=p, wt=wt)
         if wt is not None and p.is_dir() and not wt.prunable:
-            t.dirty = [str(e) for e in Git(p).status()]
+            t.found = keep.scan(p)
+            t.dirty = t.found.dirty
         res.append(t)
     return res
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_git.core.git import Git
@@ -14,14 +15,37 @@ from spark_git.ops import archive
 from spark_git.state.store import Store
 
 
-def _untracked(wt: Git, *extra: str) -> list[str]:
-    return [p for p in wt.run("ls-files", "-z", "--others", *extra).stdout.split("\0") if p]
+@dataclass
+class Scan:
+    dirty: list[str] = field(default_factory=list)  # "XY path" as `git status` shows it (untracked included)
+    ignored: list[str] = field(default_factory=list)  # ignored files
+    nested: list[str] = field(default_factory=list)  # untracked or ignored directories with their own .git
 
 
-def keep_nested(store: Store, task: str, label: str, path: Path) -> list[archive.KeptPath]:
-    """Moves every untracked or ignored nested repository of the worktree at `path` aside."""
-    # `ls-files --others` stops at a nested repository and lists it with a trailing slash.
-    nested = [p.rstrip("/") for p in _untracked(Git(path)) if p.endswith("/")]
+def scan(path: Path) -> Scan:
+    """One `git status` for everything a removal must account for. `--ignored=traditional` with
+    `-uall` lists ignored files one by one, and a nested repository as `dir/` (git stops there)."""
+    out = Git(path).run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional").stdout
+    res = Scan()
+    parts = iter(out.split("\0"))
+    for item in parts:
+        if not item:
+            continue
+        code, rel = item[:2], item[3:]
+        if code[0] in "RC":  # renames carry the source path as the next field
+            next(parts, None)
+        if code in ("??", "!!") and rel.endswith("/") and (path / rel / ".git").exists():
+            res.nested.append(rel.rstrip("/"))
+        if code == "!!":
+            if not rel.endswith("/"):
+                res.ignored.append(rel)
+        else:
+            res.dirty.append(f"{code} {rel}")
+    return res
+
+
+def keep_nested(store: Store, task: str, label: str, path: Path, nested: list[str]) -> list[archive.KeptPath]:
+    """Moves the untracked or ignored nested repositories (`nested`, from scan()) of the worktree at `path` aside."""
     kept = []
     for rel in nested:
         src = path / rel
@@ -40,11 +64,11 @@ def keep_nested(store: Store, task: str, label: str, path: Path) -> list[archive
     return kept
 
 
-def keep_ignored(store: Store, task: str, label: str, path: Path, session: str | None) -> archive.Archived | None:
+def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[str], session: str | None) -> archive.Archived | None:
     """A commit (parent HEAD) of HEAD's tree plus the worktree's ignored files, smallest first up to
     `[archive] ignored_max_bytes` in all; the rest are named in `skipped`."""
     wt = Git(path)
-    files = sorted(p for p in _untracked(wt, "--ignored", "--exclude-standard") if not p.endswith("/") and (path / p).is_file())
+    files = sorted(p for p in ignored if os.path.lexists(path / p))
     if not files:
         return None
     cap = store.layout.config.archive.ignored_max_bytes
