@@ -120,3 +120,30 @@ def test_racing_starts_of_one_task_by_one_session_leave_a_usable_task(lrepo: Pat
         listed = git(lrepo, "worktree", "list", "--porcelain")
         assert "initializing" not in listed and listed.count(str(root)) == 3
         ok(run(lrepo, "status", task))
+
+
+# -- 9: one doctor --fix repairs what a kill during a merge's rebase leaves --------------------------
+
+
+def test_one_doctor_fix_repairs_a_rebase_killed_with_its_index_lock_and_a_stray_file(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    a1, a2 = root / "agents/a1/code", root / "agents/a2/code"
+    commit(a1, {"shared.txt": "from a1\n", "onto.txt": "only on the task branch\n"}, "[a1] first")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    mine = commit(a2, {"shared.txt": "from a2\n"}, "[a2] conflicting")
+    # What a SIGKILL of the process group in the middle of merge's rebase leaves: the rebase stopped
+    # half-way, git's index.lock, the merge's marker, and a file of the onto commit the index lost.
+    upstream = git(lrepo, "rev-parse", "t1")
+    git(a2, "rebase", upstream, check=False)
+    git(a2, "rm", "-q", "--cached", "onto.txt")
+    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    admin = Path(git(a2, "rev-parse", "--absolute-git-dir"))
+    (admin / "index.lock").write_text("")
+    r = run(lrepo, "doctor", "--fix", "--json")
+    assert r.json["data"]["broken"] == 0, r
+    assert not (admin / "index.lock").exists() and not (admin / "rebase-merge").exists()
+    assert not (a2 / "onto.txt").exists() and git(a2, "status", "--porcelain") == ""
+    assert git(a2, "rev-parse", "HEAD") == mine
+    again = run(lrepo, "doctor", "--json")
+    assert again.returncode == 0 and again.json["data"]["broken"] == 0, again

@@ -63,8 +63,11 @@ def _recorded_merges(ctx: Ctx, tfs: Iterable[TaskFile | CorruptState | None]) ->
     return out
 
 
+FIRST = ("git-lock-stale",)  # a stale index.lock makes every later git fix in that worktree fail
+
+
 def _fix(ctx: Ctx) -> None:
-    for f, fn, task in ctx.findings:
+    for f, fn, task in sorted(ctx.findings, key=lambda x: x[0].kind not in FIRST):
         if fn is None:
             continue
         try:
