@@ -147,3 +147,26 @@ def test_one_doctor_fix_repairs_a_rebase_killed_with_its_index_lock_and_a_stray_
     assert git(a2, "rev-parse", "HEAD") == mine
     again = run(lrepo, "doctor", "--json")
     assert again.returncode == 0 and again.json["data"]["broken"] == 0, again
+
+
+# -- 11: doctor re-checks under the task mutex before each fix -------------------------------------
+
+
+def test_doctor_does_not_fix_a_task_that_changed_after_it_looked(lrepo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from spark_git.core.layout import Layout
+    from spark_git.ops import doctor
+
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    agent_wt = lrepo.parent / "repo.tasks/t1/agents/a1/code"
+    shutil.rmtree(agent_wt)
+    monkeypatch.setenv("SPARK_SESSION_ID", "s1")
+    layout = Layout.discover(lrepo)
+    ctx, seen = doctor.observe(layout, None, session="s1")
+    assert "worktree-dir-gone" in [f.kind for f, _, _ in ctx.findings]
+    ok(run(lrepo, "abandon", "t1", "--why", "ended while doctor looked"))  # between the look and the fix
+    doctor.apply(ctx, seen)
+    (f,) = [f for f, _, _ in ctx.findings if f.kind == "worktree-dir-gone" and f.where.startswith("t1/")]
+    assert not f.fixed and "changed" in (f.error or "")
+    assert not agent_wt.exists()  # not re-created for an ended task
