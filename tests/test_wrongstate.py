@@ -170,3 +170,21 @@ def test_doctor_does_not_fix_a_task_that_changed_after_it_looked(lrepo: Path, mo
     (f,) = [f for f, _, _ in ctx.findings if f.kind == "worktree-dir-gone" and f.where.startswith("t1/")]
     assert not f.fixed and "changed" in (f.error or "")
     assert not agent_wt.exists()  # not re-created for an ended task
+
+
+# -- 12: an agent branch holding the base's commits is refused, not re-stamped ---------------------
+
+
+def test_merge_refuses_an_agent_branch_that_merged_the_base_and_changes_nothing(lrepo: Path) -> None:
+    from fixtures.repo import snapshot
+
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    a1 = lrepo.parent / "repo.tasks/t1/agents/a1/code"
+    on_main = commit(lrepo, {"hotfix.txt": "h\n"}, "hotfix on main")
+    commit(a1, {"a.txt": "a\n"}, "[a1] work")
+    git(a1, "merge", "-q", "--no-edit", "main")
+    before = snapshot(lrepo)
+    r = run(lrepo, "merge", "t1", "--agent", "a1", "--json")
+    assert r.returncode == 3 and "main" in r.json["summary"] and "spark-git update" in (r.json["data"].get("hint") or ""), r
+    assert snapshot(lrepo) == before
+    assert git(lrepo, "rev-parse", "main") == on_main and on_main in git(a1, "rev-list", "HEAD")
