@@ -188,3 +188,26 @@ def test_merge_refuses_an_agent_branch_that_merged_the_base_and_changes_nothing(
     assert r.returncode == 3 and "main" in r.json["summary"] and "spark-git update" in (r.json["data"].get("hint") or ""), r
     assert snapshot(lrepo) == before
     assert git(lrepo, "rev-parse", "main") == on_main and on_main in git(a1, "rev-list", "HEAD")
+
+
+# -- 14: a deleted task branch is reported and its head recovered -----------------------------------
+
+
+def test_doctor_reports_a_deleted_task_branch_and_fix_recovers_its_head(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    head = commit(lrepo.parent / "repo.tasks/t1/code", {"coord.txt": "c\n"}, "coordination commit")
+    git(lrepo, "update-ref", "-d", "refs/heads/t1")
+    d = run(lrepo, "doctor", "--json").json["data"]
+    (f,) = [f for f in d["findings"] if f["kind"] == "branch-deleted"]
+    assert f["broken"] and head[:12] in f["problem"]
+    ok(run(lrepo, "doctor", "--fix"))
+    assert git(lrepo, "rev-parse", "t1") == head
+
+
+def test_abandon_keeps_the_history_of_a_deleted_task_branch(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    head = commit(lrepo.parent / "repo.tasks/t1/code", {"coord.txt": "c\n"}, "coordination commit")
+    git(lrepo, "update-ref", "-d", "refs/heads/t1")
+    r = ok(run(lrepo, "abandon", "t1", "--why", "stop", "--json"))
+    assert head in [a["sha"] for a in r.json["data"]["archived"]], r
+    assert head in git(lrepo, "rev-list", "--glob=refs/spark/archive/*").split()

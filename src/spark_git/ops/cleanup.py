@@ -14,13 +14,13 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
-from spark_git.core.git import Git, Sha, Worktree, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.ops.worktrees import check_recorded, created_by_spark
+from spark_git.ops.worktrees import check_recorded, created_by_spark, lost_head
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -151,6 +151,10 @@ def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree],
     for t in trees:
         if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
             archived.append(archive.keep(store, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
+        elif t.wt is not None and t.wt.branch and (t.wt.head or ZERO_SHA) == ZERO_SHA and t.path.is_dir():
+            lost = lost_head(t.path)  # its branch was deleted under it: the worktree's reflog still has the head
+            if lost is not None and not contained(lost):
+                archived.append(archive.keep(store, task, f"lost-{t.label}", lost, f"head of {t.path}, whose branch {t.wt.branch} was deleted", session))
     for b, head in branches:
         if not contained(head):
             archived.append(archive.keep(store, task, b, head, f"branch {b}", session))

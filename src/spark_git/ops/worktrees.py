@@ -65,6 +65,21 @@ def created_by_spark(git: Git, branch: str) -> bool:
     return out.returncode == 0 and bool(lines) and lines[-1].startswith(CREATE_MESSAGE)
 
 
+def lost_head(path: Path) -> Sha | None:
+    """The commit the worktree at `path` was last at, from its own HEAD reflog (kept in its admin dir
+    when its branch is deleted under it); None if there is none or it is no longer a commit."""
+    wt = Git(path)
+    try:
+        lines = wt.git_path("logs/HEAD").read_text().splitlines()
+    except (OSError, SparkError):
+        return None
+    for line in reversed(lines):
+        sha = line.split(" ", 2)[1] if line.count(" ") >= 2 else ""
+        if sha and sha != ZERO_SHA and wt.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0:
+            return Sha(sha)
+    return None
+
+
 def ensure_worktree(
     git: Git, base_commit: str, branch: str, path: Path, registered: dict[Path, Worktree], created: Created, heads: dict[str, Sha] | None = None, *, checkout: bool = True
 ) -> None:

@@ -14,7 +14,7 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
-from spark_git.ops.worktrees import created_by_spark, layout_problem
+from spark_git.ops.worktrees import created_by_spark, layout_problem, lost_head
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
@@ -130,6 +130,9 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
     if wt is None or wt.prunable or not path.is_dir():
         _check_missing_worktree(ctx, task, label, path, branch, wt)
         return
+    if ctx.heads.get(branch_ref(branch)) is None and wt.branch == branch:
+        _check_deleted_branch(ctx, task, label, path, branch)
+        return
     op = fixes.operation(path)
     if op is not None:
         from spark_git.ops.merging.rewrite import MARKER
@@ -159,6 +162,19 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
         return
     ctx.add(Finding(where=where, kind="wrong-branch", problem=problem, repair=f"--fix: archive HEAD, then git switch {branch} in {path}"),
             lambda: fixes.switch(ctx, task, label, path, branch), task)
+
+
+def _check_deleted_branch(ctx: Ctx, task: str, label: str, path: Path, branch: str) -> None:
+    """The worktree is there but its branch was deleted under it (`git update-ref -d`, `branch -D` elsewhere)."""
+    head = lost_head(path)
+    where = f"{task}/{label}"
+    if head is None:
+        ctx.add(Finding(where=where, kind="branch-deleted", problem=f"branch {branch} of worktree {path} was deleted and its worktree's reflog holds no commit",
+                        repair=f"spark-git archive list {task}  (then spark-git archive restore REF --branch {branch})"))
+        return
+    ctx.add(Finding(where=where, kind="branch-deleted", problem=f"branch {branch} of worktree {path} was deleted; the worktree was last at {head[:12]}",
+                    repair=f"--fix: re-create {branch} at {head[:12]} (from the worktree's reflog)"),
+            partial(fixes.recreate_branch, ctx, task, branch, head), task)
 
 
 def _check_missing_worktree(ctx: Ctx, task: str, label: str, path: Path, branch: str, wt: Worktree | None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from spark_git.core.git import Git, Worktree, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Worktree, branch_ref
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, parses
 from spark_git.ops.worktrees import created_by_spark
@@ -98,6 +98,14 @@ def abort(ctx: Ctx, task: str, label: str, path: Path, op: str, branch: str) -> 
 
         (ctx.layout.agent_dir(task, label) / MARKER).unlink(missing_ok=True)
     audit.event(ctx.layout, task, "doctor_aborted", ctx.session, operation=op, worktree=str(path))
+
+
+def recreate_branch(ctx: Ctx, task: str, branch: str, head: str) -> None:
+    with mutex(ctx.layout, WORKTREES):
+        if ctx.git.branch_head(branch) is not None:
+            return  # re-created by someone since we looked
+        ctx.git.update_ref(branch_ref(branch), head, ZERO_SHA, message=f"spark-git doctor: recover deleted {branch} from its worktree's reflog")
+    audit.event(ctx.layout, task, "doctor_recovered_branch", ctx.session, branch=branch, head=head)
 
 
 def _rebase_onto(worktree: Path) -> str | None:
