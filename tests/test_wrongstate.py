@@ -211,3 +211,24 @@ def test_abandon_keeps_the_history_of_a_deleted_task_branch(lrepo: Path) -> None
     r = ok(run(lrepo, "abandon", "t1", "--why", "stop", "--json"))
     assert head in [a["sha"] for a in r.json["data"]["archived"]], r
     assert head in git(lrepo, "rev-list", "--glob=refs/spark/archive/*").split()
+
+
+# -- 15: an ended task's records are kept apart when its name is used again ------------------------
+
+
+def test_reusing_an_ended_tasks_name_keeps_both_audit_trails_apart(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    ok(run(lrepo, "abandon", "t1", "--why", "first try"))
+    root = lrepo.parent / "repo.tasks/t1"
+    first_trail = (root / "audit-trail.json").read_bytes()
+    first_snap = (root / "audit-snapshot.json").read_bytes()
+    ok(run(lrepo, "start", "t1", "--agents", "a2"))
+    (old,) = list((root / "history").iterdir())
+    assert (old / "audit-trail.json").read_bytes() == first_trail
+    assert (old / "audit-snapshot.json").read_bytes() == first_snap
+    trail = json.loads((root / "audit-trail.json").read_text())
+    assert [t["to"] for t in trail["state_transitions"]] == ["INIT"]
+    assert not any(e.get("why") == "first try" for e in trail["events"])
+    ok(run(lrepo, "abandon", "t1", "--why", "second try"))
+    assert json.loads((root / "audit-snapshot.json").read_text())["why"] == "second try"
+    assert json.loads((old / "audit-snapshot.json").read_text())["why"] == "first try"

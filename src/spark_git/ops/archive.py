@@ -113,10 +113,12 @@ def list_kept(layout: Layout, task: str | None) -> list[KeptPath]:
     """Nested repositories kept by earlier cleanups: a directory holding `.git` under `<task>/kept/`."""
     res = []
     for t in [task] if task is not None else layout.task_names():
-        for d, dirs, files in os.walk(layout.task_dir(t) / KEPT):
-            if ".git" in dirs or ".git" in files:
-                res.append(KeptPath(task=t, path=d))
-                dirs.clear()
+        roots = [layout.task_dir(t) / KEPT, *layout.task_dir(t).glob(f"history/*/{KEPT}")]  # earlier tasks of that name too
+        for root in roots:
+            for d, dirs, files in os.walk(root):
+                if ".git" in dirs or ".git" in files:
+                    res.append(KeptPath(task=t, path=d))
+                    dirs.clear()
     return sorted(res, key=lambda k: k.path)
 
 

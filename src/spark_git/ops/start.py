@@ -97,6 +97,7 @@ def start_mutex_name(task: str) -> str:
 def _create(store: Store, git: Git, task: str, agents: list[str], base: str | None, session: str, title: str | None,
             minted: bool, progress: Progress, no_setup: bool) -> StartData:
     layout = store.layout
+    _retire_ended(store, task)
     tf = _new_task(store, git, task, agents, base, session, title)
     layout.task_dir(task).mkdir(parents=True, exist_ok=True)
     if not store.create_task(tf):
@@ -155,6 +156,17 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
     )
     tf.transition_log.append(Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
     return tf
+
+
+def _retire_ended(store: Store, task: str) -> None:
+    """A name used again: the ended task's records move to `<task>/history/<created_at>/` (one audit
+    trail, one snapshot per task)."""
+    snap = store.read_snapshot(task)  # CorruptState (exit 3, path named) if unreadable
+    if snap is None or snap.final_state not in ("CLEANUP", "ABANDONED"):
+        return
+    where = store.retire_records(task, (snap.created_at or "ended").replace(":", ""))
+    if where is not None:
+        store.event(task, "earlier_task_records_moved", None, to=where, final_state=snap.final_state)
 
 
 def _blocked_by_racer(store: Store, task: str, session: str) -> None:
