@@ -232,3 +232,26 @@ def test_reusing_an_ended_tasks_name_keeps_both_audit_trails_apart(lrepo: Path) 
     ok(run(lrepo, "abandon", "t1", "--why", "second try"))
     assert json.loads((root / "audit-snapshot.json").read_text())["why"] == "second try"
     assert json.loads((old / "audit-snapshot.json").read_text())["why"] == "first try"
+
+
+# -- ownership, honestly: lock break records who, when, why, and whether the owner was at work -----
+
+
+def test_lock_break_records_who_when_why_and_whether_the_owner_was_alive(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1", session="owner"))
+    r = ok(run(lrepo, "lock", "break", "t1", "--why", "owner is on holiday", "--json", session="human"))
+    d = r.json["data"]
+    assert d["broken_by"] == "human" and d["broken_at"] and d["by_pid"] and d["owner_alive"] is False
+    trail = json.loads((lrepo.parent / "repo.tasks/t1/audit-trail.json").read_text())
+    (e,) = [e for e in trail["events"] if e["kind"] == "lock_broken"]
+    assert e["why"] == "owner is on holiday" and e["owner_alive"] is False and e["broken_at"] and e["previous_owner"] == "owner"
+
+
+def test_breaking_the_main_lock_of_a_dead_process_says_so(lrepo: Path) -> None:
+    ok(run(lrepo, "lock", "main", session="owner"))
+    lock = lrepo.parent / "repo.tasks/main/task.json"
+    d = json.loads(lock.read_text())
+    d["pid"] = 2**22 + 12345  # above any pid this machine hands out
+    lock.write_text(json.dumps(d))
+    r = ok(run(lrepo, "lock", "break", "main", "--why", "stale", "--json", session="human"))
+    assert r.json["data"]["owner_alive"] is False and r.json["data"]["owner_pid"] == 2**22 + 12345
