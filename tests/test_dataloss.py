@@ -181,3 +181,30 @@ def test_complete_refuses_to_overwrite_an_ignored_file_in_the_main_worktree(lrep
     after = snapshot(lrepo)
     after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
     assert after == before
+
+
+# -- 13: submodules are initialised in new worktrees and their commits survive the end ------------
+
+
+def _with_submodule(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    env = {**os.environ, "SPARK_SESSION_ID": "s1", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    lib = make_repo(tmp_path / "lib", {"lib.c": "int lib;\n"})
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    git(repo, "submodule", "add", "-q", str(lib), "lib", env=env)
+    git(repo, "commit", "-q", "-m", "add lib", env=env)
+    return repo, env
+
+
+def test_submodules_are_initialised_and_their_commits_survive_abandon(tmp_path: Path) -> None:
+    repo, env = _with_submodule(tmp_path)
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    sub = repo.parent / "repo.tasks/t1/agents/a1/code/lib"
+    assert (sub / "lib.c").is_file()  # initialised at creation
+    work = commit(sub, {"lib.c": "int lib = 2;\n"}, "work inside the submodule")
+    (sub / "draft.c").write_text("uncommitted in the submodule\n")
+    r = ok(spark(repo, "abandon", "t1", "--why", "stop", "--json", env=env))
+    assert not (repo.parent / "repo.tasks/t1/agents/a1/code").exists()
+    (kept,) = [a for a in r.json["data"]["archived"] if "/submodule-a1-lib/" in a["ref"]]
+    assert git(repo, "cat-file", "-t", work) == "commit"
+    assert work in git(repo, "rev-list", kept["sha"]).split()
+    assert git(repo, "show", f"{kept['sha']}:draft.c") == "uncommitted in the submodule"

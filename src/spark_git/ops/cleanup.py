@@ -51,6 +51,7 @@ class _Tree:
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
     found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
+    submodules: list[str] = field(default_factory=list)  # initialised (archived before removal)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
@@ -138,6 +139,8 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str
         if t.wt is None or t.wt.prunable or not t.path.is_dir():
             continue
         kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path, t.found.nested)]
+        t.submodules = keep.submodules(t.path)
+        archived += keep.keep_submodules(store, tf.task_name, t.label, t.path, t.submodules, session)
         ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, t.found.ignored, session)
         if ignored is not None:
             archived.append(ignored)
@@ -245,7 +248,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
-            if t.dirty or t.wt.locked:  # dirty work is already on an archive ref
+            if t.dirty or t.wt.locked or t.submodules:  # dirty work and submodules are already on archive refs
                 args += ["--force", "--force"] if t.wt.locked else ["--force"]
             git.run(*args, str(t.path))
         data.removed_worktrees.append(str(t.path))

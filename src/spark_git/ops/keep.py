@@ -12,7 +12,7 @@ from pathlib import Path
 
 from spark_git.core.git import Git
 from spark_git.ops import archive
-from spark_git.state.store import Store
+from spark_git.state.store import Store, archive_ref_for
 
 
 @dataclass
@@ -90,3 +90,32 @@ def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[
     a = archive.keep(store, task, f"ignored-{label}", sha, f"ignored files in {path}", session)
     a.files, a.skipped = sorted(taken), sorted(skipped)
     return a
+
+
+def submodules(path: Path) -> list[str]:
+    """Initialised submodules of the worktree at `path` (their own repositories, recursively)."""
+    if not (path / ".gitmodules").is_file():
+        return []
+    lines = Git(path).run("submodule", "status", "--recursive").lines
+    subs = [ln[1:].split(" ")[1] for ln in lines if ln and ln[0] != "-" and len(ln[1:].split(" ")) >= 2]
+    return [s for s in subs if (path / s / ".git").exists()]
+
+
+def keep_submodules(store: Store, task: str, label: str, path: Path, subs: list[str], session: str | None) -> list[archive.Archived]:
+    """Each submodule's HEAD, plus its uncommitted state as a commit on top, pushed into this repository
+    on an archive ref: `worktree remove --force` deletes the submodule's repository with the worktree."""
+    kept = []
+    for rel in subs:
+        sg = Git(path / rel)
+        dirty = [str(e) for e in sg.status()]
+        sha = archive.snapshot_commit(sg, f"spark-git: uncommitted work of submodule {rel} in {path}\n") if dirty else sg.rev_parse("HEAD")
+        if sha is None:
+            continue
+        name = f"submodule-{label}-{rel.replace('/', '-')}"
+        ref = archive_ref_for(task, name, sha)
+        # A push by commit id copies the objects; the ref is created, never moved (the ref is new or already this commit).
+        sg.run("push", "--quiet", "--no-verify", str(store.layout.repo.common_dir), f"{sha}:{ref}")
+        a = archive.keep(store, task, name, sha, f"submodule {rel} of {path}", session)
+        a.files = dirty
+        kept.append(a)
+    return kept

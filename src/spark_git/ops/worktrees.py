@@ -101,9 +101,19 @@ def ensure_worktree(
     path.parent.mkdir(parents=True, exist_ok=True)
     if checkout:
         git.worktree_add(path, branch)
+        init_submodules(path)  # best effort: a submodule git cannot fetch leaves the worktree usable
     else:  # checkout_new checks it out and unlocks it
         git.worktree_add(path, branch, checkout=False, lock_reason="initializing")
     created.worktrees.append(path)
+
+
+def init_submodules(path: Path) -> str | None:
+    """`git submodule update --init --recursive` in a new worktree that has `.gitmodules`; git's
+    stderr when it fails (the worktree stays usable; the failure is reported, not fatal)."""
+    if not (path / ".gitmodules").is_file():
+        return None
+    r = Git(path).run("submodule", "update", "--init", "--recursive", "--quiet", check=False)
+    return None if r.returncode == 0 else (r.stderr.strip() or f"git submodule update exited {r.returncode}")
 
 
 def checkout_new(store: Store, paths: list[Path], progress: Progress) -> None:
@@ -122,6 +132,9 @@ def checkout_new(store: Store, paths: list[Path], progress: Progress) -> None:
         wt.run("reset", "--hard", "--quiet", "--no-recurse-submodules")
         if hook is not None:
             wt.run("hook", "run", "post-checkout", "--", ZERO_SHA, wt.out("rev-parse", "HEAD"), "1")
+        problem = init_submodules(path)
+        if problem is not None:
+            store.event(store.layout.locate(path)[0] or "main", "submodules_not_initialised", None, worktree=str(path), problem=problem)
         progress(f"checked out {path}")
 
     with ThreadPoolExecutor(max_workers=min(len(paths), max(2, os.cpu_count() or 2))) as pool:
