@@ -208,3 +208,13 @@ def test_submodules_are_initialised_and_their_commits_survive_abandon(tmp_path: 
     assert git(repo, "cat-file", "-t", work) == "commit"
     assert work in git(repo, "rev-list", kept["sha"]).split()
     assert git(repo, "show", f"{kept['sha']}:draft.c") == "uncommitted in the submodule"
+
+
+def test_doctor_notes_submodule_commits_that_exist_only_in_the_worktree(tmp_path: Path) -> None:
+    repo, env = _with_submodule(tmp_path)
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    sub = repo.parent / "repo.tasks/t1/agents/a1/code/lib"
+    work = commit(sub, {"lib.c": "int lib = 2;\n"}, "work inside the submodule")
+    d = spark(repo, "doctor", "--json", env=env).json["data"]
+    (f,) = [f for f in d["findings"] if f["kind"] == "submodule-commits-only-here"]
+    assert f["where"] == "t1/a1" and work[:12] in f["problem"] and f["broken"] is False

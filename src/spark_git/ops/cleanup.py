@@ -51,7 +51,7 @@ class _Tree:
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
     found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
-    submodules: list[str] = field(default_factory=list)  # initialised (archived before removal)
+    submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,

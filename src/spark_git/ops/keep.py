@@ -92,20 +92,26 @@ def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[
     return a
 
 
-def submodules(path: Path) -> list[str]:
-    """Initialised submodules of the worktree at `path` (their own repositories, recursively)."""
+def submodules(path: Path, *, moved_only: bool = False) -> list[tuple[str, str]]:
+    """(path, HEAD) of the initialised submodules of the worktree at `path`, recursively; `moved_only`:
+    those whose HEAD is not the commit the superproject records (`+` in `git submodule status`)."""
     if not (path / ".gitmodules").is_file():
         return []
-    lines = Git(path).run("submodule", "status", "--recursive").lines
-    subs = [ln[1:].split(" ")[1] for ln in lines if ln and ln[0] != "-" and len(ln[1:].split(" ")) >= 2]
-    return [s for s in subs if (path / s / ".git").exists()]
+    res = []
+    for ln in Git(path).run("submodule", "status", "--recursive").lines:
+        parts = ln[1:].split(" ")
+        if ln[0] == "-" or len(parts) < 2 or (moved_only and ln[0] != "+"):
+            continue
+        if (path / parts[1] / ".git").exists():
+            res.append((parts[1], parts[0]))
+    return res
 
 
-def keep_submodules(store: Store, task: str, label: str, path: Path, subs: list[str], session: str | None) -> list[archive.Archived]:
+def keep_submodules(store: Store, task: str, label: str, path: Path, subs: list[tuple[str, str]], session: str | None) -> list[archive.Archived]:
     """Each submodule's HEAD, plus its uncommitted state as a commit on top, pushed into this repository
     on an archive ref: `worktree remove --force` deletes the submodule's repository with the worktree."""
     kept = []
-    for rel in subs:
+    for rel, _ in subs:
         sg = Git(path / rel)
         dirty = [str(e) for e in sg.status()]
         sha = archive.snapshot_commit(sg, f"spark-git: uncommitted work of submodule {rel} in {path}\n") if dirty else sg.rev_parse("HEAD")

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree, branch_ref
+from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
 from spark_git.ops.worktrees import created_by_spark, layout_problem, lost_head
@@ -59,8 +60,21 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
     resolved = [p.resolve() for _, p, _ in expected]
     for (label, path, branch), real in zip(expected, resolved, strict=True):
         check_worktree(ctx, tf, label, path, branch, real)
+        check_submodules(ctx, task, label, path)
     check_merges(ctx, tf)
     check_strays(ctx, tf, set(resolved))
+
+
+def check_submodules(ctx: Ctx, task: str, label: str, path: Path) -> None:
+    """Initialised submodules moved past the commit the superproject records: their new commits exist
+    only in the submodule's repository (in the worktree's admin dir). A note: cleanup/abandon archive
+    them before removing the worktree."""
+    if not (path / ".gitmodules").is_file():
+        return
+    for rel, head in keep.submodules(path, moved_only=True):
+        ctx.add(Finding(where=f"{task}/{label}", kind="submodule-commits-only-here", broken=False,
+                        problem=f"submodule {rel} in {path} is at {head[:12]}, not the commit the task branch records: its new commits live only in that submodule's repository",
+                        repair=f"push it where it belongs (cd {path / rel} && git push); cleanup/abandon archive it before removing the worktree"))
 
 
 def check_files(ctx: Ctx, task: str) -> None:
