@@ -12,6 +12,7 @@ from spark_git.core.git import Worktree
 from spark_git.core.layout import Layout, within
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.queue.land import LANDING_REASON
 from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import MAIN, WORKTREES, idle_for, mutex
@@ -40,13 +41,13 @@ def check_main_lock(ctx: Ctx) -> None:
                         repair="spark-git lock break main --why TEXT  (only if that session is really gone)"))
 
 
-COMPLETE_REASON = "spark-git complete "  # mainlock.hold's reason for a `complete`
+COMPLETE_REASONS = ("spark-git complete ", LANDING_REASON)  # mainlock.hold's reasons while `complete` lands
 
 
 def _dead_complete(ctx: Ctx, lock: MainLock) -> bool:
     """A `complete` holds the main mutex for as long as its lock exists (mainlock.hold): a lock of a
     complete whose mutex is free is a killed run's. A lock taken by hand (`lock main`) is never stale."""
-    if not (lock.reason or "").startswith(COMPLETE_REASON):
+    if not (lock.reason or "").startswith(COMPLETE_REASONS):
         return False
     try:
         with mutex(ctx.layout, MAIN, timeout=0.2):
