@@ -25,7 +25,7 @@ BOUNDS = {
     "merge (nothing to do)": 6,
     "status": 7,
     "doctor": 3,
-    "complete": 29,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue)
+    "complete": 30,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2)
     "cleanup": 20,
 }
 

@@ -77,6 +77,11 @@ class QueueConfig(_Strict):
     poll_s: float = Field(0.1, gt=0, description="How often a waiting `complete` looks for its outcome.")
 
 
+class ArchiveConfig(_Strict):
+    ignored_max_bytes: int = Field(
+        10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -94,6 +99,7 @@ class Config(_Strict):
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
 
     @field_validator("task_branch_template")
     @classmethod

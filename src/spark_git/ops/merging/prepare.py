@@ -52,13 +52,14 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     # checks are listed, so the refusal is the same as if they had run one after another.
     rebasing = _Read(awt.rebase_in_progress)
     a_state, t_state = _Read(awt.branch_and_status), _Read(twt.branch_and_status)
-    refs = _Read(lambda: layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch)))
+    refs = _Read(lambda: layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch), branch_ref(tf.base_branch)))
     a_dirty, t_dirty = _check_worktrees(tf, entry, awt, twt, rebasing, a_state, t_state)
     heads = refs.get()
     task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
+    _check_base_not_merged(layout, tf, agent, awt, task_head, a_head, heads.get(branch_ref(tf.base_branch)), messages)
     plan = Plan(layout, store, tf, agent, entry, session, awt, twt, task_head, a_head, messages, recovered)
     plan.original = {sha: sha for sha in messages}
     _run_gates(plan, a_dirty, t_dirty)
@@ -119,3 +120,22 @@ class _Read(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]
+
+
+def _check_base_not_merged(layout: Layout, tf: TaskFile, agent: str, awt: Git, task_head: str, a_head: str, base_head: str | None,
+                           messages: dict[str, str]) -> None:
+    """Refuses an agent branch that holds commits of the base branch the task branch lacks (`git merge
+    main` in the agent's worktree): merging would stamp and land them as the agent's own."""
+    if not messages or base_head is None or base_head == tf.base_commit:
+        return  # the base has not moved since the task branched: none of its commits can be new here
+    theirs = set(messages) - set(layout.git().out("rev-list", a_head, f"^{task_head}", f"^{base_head}").split())
+    if theirs:
+        task = tf.task_name
+        raise Blocked(
+            f"agent {agent}'s branch {tf.agents[agent].branch} holds {len(theirs)} commit(s) already on {tf.base_branch} "
+            f"(a `git merge {tf.base_branch}` in its worktree?): merging would land them as {agent}'s; nothing was merged",
+            hint=f"the task takes {tf.base_branch}'s commits through `spark-git update {task}`, not through an agent: "
+                 f"in {awt.cwd} undo the merge (e.g. `git reset --hard` to {agent}'s last own commit), then merge again",
+            next=[f"git -C {awt.cwd} log --oneline --first-parent {task_head}..{a_head}"],
+            details={"base_commits": sorted(theirs)}, task=task,
+        )
