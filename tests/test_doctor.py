@@ -77,7 +77,8 @@ def break_tasks(repo: Path, env: dict[str, str]) -> None:
     d = tj("t35")
     d["agents"]["a1"]["last_merge_sha"] = side
     put("t35", d)
-    g(repo, "branch", "task-t39-agent-zz", "main")
+    # what a killed `agent add` leaves: a branch spark-git created (its reflog says so), no worktree
+    g(repo, "update-ref", "-m", "spark-git start: create task-t39-agent-zz", "refs/heads/task-t39-agent-zz", "main")
 
 
 def doctor(repo: Path, *args: str, session: str | None = None):

@@ -27,7 +27,7 @@ def _end_result(d: EndData, verb: str) -> Result:
         f"{len(d.archived)} archive ref(s); audit trail kept"
     )
     nxt = [f"cd {d.go_to}"] if d.go_to else []
-    if d.archived:
+    if d.archived or d.kept_paths:
         nxt.append(f"spark-git archive list {d.task}")
 
     def human(out: Out) -> None:
@@ -42,7 +42,7 @@ def _end_result(d: EndData, verb: str) -> Result:
         for b in d.kept_branches:
             out.print(f"  kept      branch {b} (not contained in the base branch; also archived)")
         for p in d.kept_paths:
-            out.print(f"  kept      {p} (not a worktree; spark-git does not delete it)")
+            out.print(f"  kept      {p} (spark-git does not delete it)")
         out.print(f"  snapshot  {d.snapshot}")
         if d.go_to:
             out.print(f"  [yellow]your working directory was removed: cd {d.go_to}[/yellow]")
@@ -104,6 +104,8 @@ def archive_list(
         def human(out: Out) -> None:
             for e in d.entries:
                 out.print(f"  {e.ref}  {e.sha[:12]}  {e.date}  {e.subject}")
+            for k in d.kept:
+                out.print(f"  kept      {k.path}  (a nested repository moved out of a removed worktree)")
 
         n = len(d.entries)
         nxt = [f"spark-git archive restore {d.entries[0].ref} --branch NAME"] if d.entries else []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -142,9 +144,12 @@ def _render(st: AppState, r: Result) -> None:
     if st.json:
         print(json.dumps(envelope(r.status, r.summary, r.task, r.data, r.next), indent=None))
         return
+    mark = {"OK": "✓", "BLOCKED": "■"}.get(r.status, "✗")
+    if r.human is None and _plain(sys.stdout, [r.summary, *r.next]):
+        _write_plain(sys.stdout, [f"{mark} {r.summary}"], r.next)
+        return
     out = console()
     style = {"OK": "green", "BLOCKED": "yellow"}.get(r.status, "red")
-    mark = {"OK": "✓", "BLOCKED": "■"}.get(r.status, "✗")
     out.print(f"[{style}]{mark}[/{style}] {_esc(r.summary)}")
     if r.human is not None:
         r.human(out)
@@ -156,16 +161,23 @@ def _render_error(st: AppState, e: SparkError) -> None:
         data = {"error": e.message, "hint": e.hint, **e.details}
         print(json.dumps(envelope(e.status, e.message, e.task, data, e.next)))
         return
-    err = console(stderr=True)
     label = "blocked" if e.status == "BLOCKED" else "error"
+    items = [(k, [str(i) for i in v]) for k, v in e.details.items() if not _drawn_elsewhere(k, e.details) and isinstance(v, list) and v]
+    texts = [e.message, *e.next, *([e.hint] if e.hint else []), *(t for k, v in items for t in (k, *v))]
+    if not _GATE_FAILURE.intersection(e.details) and _plain(sys.stderr, texts):
+        lines = [f"{label}: {e.message}"]
+        for key, vals in items:
+            lines += [f"  {key}:", *(f"    - {v}" for v in vals)]
+        if e.hint:
+            lines.append(f"  hint: {e.hint}")
+        _write_plain(sys.stderr, lines, e.next)
+        return
+    err = console(stderr=True)
     err.print(f"[bold {'yellow' if label == 'blocked' else 'red'}]{label}:[/] {_esc(e.message)}")
-    for key, val in e.details.items():
-        if key in ("stderr", "argv", "returncode", "cwd", "errors", "log_tail", "failed_tests") or (key == "command" and "run_by_hand" in e.details):
-            continue  # already in the message, or drawn below
-        if isinstance(val, list) and val:
-            err.print(f"  {key}:")
-            for item in val:
-                err.print(f"    - {_esc(str(item))}")
+    for key, vals in items:
+        err.print(f"  {key}:")
+        for item in vals:
+            err.print(f"    - {_esc(item)}")
     gate_failure_lines(err, e.details)
     if e.hint:
         err.print(f"  [dim]hint:[/] {_esc(e.hint)}")
@@ -188,6 +200,40 @@ def gate_failure_lines(out: Any, details: dict[str, Any], tail: int = 20) -> Non
             out.print(f"    [dim]│[/] {_esc(str(line))}")
     if details.get("run_by_hand"):
         out.print(f"  run it by hand: {_esc(str(details['run_by_hand']))}")
+
+
+_GATE_FAILURE = {"log_tail", "failed_tests", "run_by_hand"}  # drawn by gate_failure_lines (rich)
+
+
+def _drawn_elsewhere(key: str, details: dict[str, Any]) -> bool:
+    # already in the message, or drawn by gate_failure_lines
+    return key in ("stderr", "argv", "returncode", "cwd", "errors", "log_tail", "failed_tests") or (key == "command" and "run_by_hand" in details)
+
+
+# What rich could change in plain text written to a non-terminal: `:name:` emoji codes, control
+# characters and tabs, whitespace at a line's end, backslashes (markup escapes).
+_NOT_PLAIN = re.compile(r":\S*?:|[\x00-\x1f\x7f-\x9f\\]|\s$")
+
+
+def _plain(stream: Any, texts: list[str]) -> bool:
+    """True when rich would write `texts` to `stream` unchanged and uncoloured (not a terminal, no
+    FORCE_COLOR / TTY_COMPATIBLE=1): then lines are written directly, without importing rich
+    (≈ 20 ms of a command's start-up). Tables and anything else drawn by a `human` callback use rich."""
+    if os.environ.get("FORCE_COLOR") is not None or os.environ.get("TTY_COMPATIBLE") == "1":
+        return False
+    try:
+        if stream.isatty():
+            return False
+    except ValueError:
+        pass
+    return not any(_NOT_PLAIN.search(t) for t in texts)
+
+
+def _write_plain(stream: Any, lines: list[str], next_: list[str]) -> None:
+    if next_:
+        lines = [*lines, "next:", *(f"  {c}" for c in next_)]
+    stream.write("".join(f"{ln}\n" for ln in lines))
+    stream.flush()
 
 
 def _render_next(out: Any, next_: list[str]) -> None:

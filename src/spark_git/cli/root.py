@@ -3,6 +3,7 @@ only the module of the command about to run, so start-up pays for one command fa
 
 from __future__ import annotations
 
+import copy
 import importlib
 from pathlib import Path
 from typing import Annotated
@@ -72,8 +73,20 @@ def command_of(args: list[str]) -> str | None:
 
 def load(command: str | None = None) -> typer.Typer:
     """The app with `command`'s module registered; every module for None or an unknown name (help
-    lists them all, a typo gets suggestions)."""
+    lists them all, a typo gets suggestions). For a known command, an app holding only that command
+    (and the root options): typer turns every registered function into a click command on each
+    run, and the invoked one is all a run can reach."""
     mods = [m for m, names in MODULES.items() if command in names] or list(MODULES)
     for m in mods:
         importlib.import_module(f"spark_git.cli.{m}")
-    return app
+    if command is None or len(mods) != 1:
+        return app
+    only = copy.copy(app)  # the shared app keeps every command (in-process callers run many)
+    only.registered_commands = [c for c in app.registered_commands if _name(c) == command]
+    only.registered_groups = [g for g in app.registered_groups if g.name == command]
+    return only
+
+
+def _name(cmd: typer.models.CommandInfo) -> str:
+    # typer's own rule for a command registered without a name
+    return cmd.name or (cmd.callback.__name__.lower().replace("_", "-") if cmd.callback else "")

@@ -15,7 +15,8 @@ Command = list[str] | str | None  # argv list, or a shell string
 
 class _Strict(BaseModel):
     # strict: TOML has real types; `timeout_s = true` or `"10"` is a mistake, not 1 s or 10 s.
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # defer_build: built on first use (a repo without a config file never validates one).
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class GatesConfig(_Strict):
@@ -83,6 +84,11 @@ class QueueConfig(_Strict):
     poll_s: float = Field(0.1, gt=0, description="How often a waiting `complete` looks for its outcome.")
 
 
+class ArchiveConfig(_Strict):
+    ignored_max_bytes: int = Field(
+        10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -100,6 +106,7 @@ class Config(_Strict):
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
 
     @field_validator("task_branch_template")
     @classmethod
@@ -164,6 +171,17 @@ def format_validation_error(source: str, err: ValidationError, prefix: str = "")
     return "\n".join(lines)
 
 
+def defaults() -> Config:
+    """`Config()` without building a validator: the defaults are valid by construction (a test
+    compares the two), and a repo without a config file then validates nothing at start-up."""
+    sections: dict[str, Any] = {
+        name: f.default_factory.model_construct()
+        for name, f in Config.model_fields.items()
+        if isinstance(f.default_factory, type) and issubclass(f.default_factory, _Strict)
+    }
+    return Config.model_construct(**sections)
+
+
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
     dedicated = main_worktree / ".spark-git.toml"
@@ -182,7 +200,7 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     except tomllib.TOMLDecodeError as e:
         raise BadInput(f"cannot parse {dedicated if dedicated.is_file() else pyproject}: {e}") from e
     if data is None:
-        return Config(), None
+        return defaults(), None
     try:
         return Config.model_validate(data), source
     except ValidationError as e:

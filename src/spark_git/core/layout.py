@@ -128,6 +128,20 @@ class Layout:
     def agent_branch(self, task: str, agent: str) -> LocalBranch:
         return LocalBranch(self.config.agent_branch_template.format(task=task, agent=agent))
 
+    def task_branch_owners(self, branch: str) -> list[str]:
+        """Every valid task name whose task branch would be `branch` under the configured template."""
+        return [t for t in _fills(self.config.task_branch_template, branch, "task") if NAME_RE.match(t)]
+
+    def agent_branch_owners(self, branch: str) -> list[tuple[str, str]]:
+        """Every (task, agent) of valid names whose agent branch would be `branch`: more than one, or
+        one that is not the intended pair, means the templates let two things share a branch."""
+        res = []
+        for t in {branch[i:j] for i in range(len(branch)) for j in range(i + 1, len(branch) + 1)}:
+            if NAME_RE.match(t):
+                tmpl = self.config.agent_branch_template.replace("{task}", t.replace("{", "{{").replace("}", "}}"))
+                res += [(t, a) for a in _fills(tmpl, branch, "agent") if NAME_RE.match(a)]
+        return sorted(set(res))
+
     def base_branch(self) -> LocalBranch:
         if self.config.base_branch:
             return LocalBranch(self.config.base_branch)
@@ -137,6 +151,27 @@ class Layout:
         """(task, agent) whose worktree contains `path`, from the layout alone."""
         place = paths.locate(self.tasks_root, paths.real(path))
         return place.task, place.agent
+
+
+def _fills(template: str, value: str, key: str) -> list[str]:
+    """The values of `{key}` (the template's only placeholder left) that make `template` format to `value`."""
+    sentinel = "\0"
+    parts = template.format(**{key: sentinel}).split(sentinel)
+    if len(parts) == 1:
+        return []
+    head, tail = parts[0], parts[-1]
+    if not (value.startswith(head) and value.endswith(tail)) or len(value) <= len(head) + len(tail):
+        return []
+    cand = value[len(head): len(value) - len(tail)]
+    if len(parts) == 2:
+        return [cand]
+    # The placeholder appears more than once: the repeated value must fill every hole.
+    n = len(parts) - 1
+    inner = len(value) - sum(map(len, parts))
+    if inner <= 0 or inner % n:
+        return []
+    v = value[len(head): len(head) + inner // n]
+    return [v] if template.format(**{key: v}) == value else []
 
 
 def within(p: Path, root: Path) -> bool:

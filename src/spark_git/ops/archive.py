@@ -26,6 +26,16 @@ class Archived(BaseModel):
     sha: str
     what: str  # "branch <name>", "uncommitted work in <path>", "detached HEAD of <path>"
     files: list[str] = []  # for uncommitted work: the files it holds
+    skipped: list[str] = []  # ignored files left out (over `[archive] ignored_max_bytes`)
+
+
+KEPT = "kept"  # <task>/kept/<label>/<path>: nested repositories moved out of a removed worktree
+
+
+class KeptPath(BaseModel):
+    task: str
+    path: str  # where the directory is now
+    was: str | None = None  # where it was (inside a removed worktree); None when listed from disk
 
 
 def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, session: str | None = None) -> Archived:
@@ -38,6 +48,27 @@ def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, sessi
 def snapshot_commit(wt: Git, message: str) -> Sha:
     """A commit of the worktree's full state (index untouched), parent HEAD."""
     tree = wt.full_state_tree()
+    head = wt.rev_parse("HEAD")
+    parents: list[str] = [head] if head else []
+    try:
+        return wt.commit_tree(tree, parents, message, env={})
+    except GitError as e:
+        if "tell me who you are" not in e.stderr.lower() and "identity" not in e.stderr.lower():
+            raise
+        return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
+
+
+def commit_with_files(wt: Git, files: list[str], message: str) -> Sha:
+    """A commit (parent HEAD) of HEAD's tree plus `files` as they are on disk, ignored or not; built in
+    a temporary index so the worktree's own index is untouched."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="spark-index-") as d:
+        env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
+        top = Git(wt.out("rev-parse", "--show-toplevel"), wt.env)
+        top.run("read-tree", "HEAD", env=env)
+        top.run("update-index", "--add", "-z", "--stdin", input="".join(f + "\0" for f in files), env=env)
+        tree = top.run("write-tree", env=env).stdout.strip()
     head = wt.rev_parse("HEAD")
     parents: list[str] = [head] if head else []
     try:
@@ -71,10 +102,24 @@ class ArchiveEntry(BaseModel):
 
 class ArchiveListData(BaseModel):
     entries: list[ArchiveEntry]
+    kept: list[KeptPath] = []  # nested repositories moved out of removed worktrees
 
 
 def list_refs(layout: Layout, task: str | None = None) -> ArchiveListData:
-    return ArchiveListData(entries=[ArchiveEntry(**r._asdict()) for r in open_store(layout).archived(task)])
+    return ArchiveListData(entries=[ArchiveEntry(**r._asdict()) for r in open_store(layout).archived(task)], kept=list_kept(layout, task))
+
+
+def list_kept(layout: Layout, task: str | None) -> list[KeptPath]:
+    """Nested repositories kept by earlier cleanups: a directory holding `.git` under `<task>/kept/`."""
+    res = []
+    for t in [task] if task is not None else layout.task_names():
+        roots = [layout.task_dir(t) / KEPT, *layout.task_dir(t).glob(f"history/*/{KEPT}")]  # earlier tasks of that name too
+        for root in roots:
+            for d, dirs, files in os.walk(root):
+                if ".git" in dirs or ".git" in files:
+                    res.append(KeptPath(task=t, path=d))
+                    dirs.clear()
+    return sorted(res, key=lambda k: k.path)
 
 
 class RestoreData(BaseModel):

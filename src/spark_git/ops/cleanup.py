@@ -14,12 +14,13 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
-from spark_git.core.git import Git, Sha, Worktree, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
-from spark_git.ops import archive
+from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
+from spark_git.ops.worktrees import check_recorded, created_by_spark, lost_head
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -50,6 +51,8 @@ class _Tree:
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
     partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
+    found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
+    submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
@@ -75,6 +78,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
             if done is not None and done.final_state in ENDED:
                 return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, already_done=True)
         tf = load_task(store, task)
+        check_recorded(layout, tf)
         _check_may_end(store, tf, final, session)
         git = layout.git()
         trees = _trees(store, tf, git)
@@ -87,7 +91,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
         branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
-        archived = _archive(store, tf, dirty, trees, branches, contained, session)
+        kept, archived = _keep_untracked(store, tf, trees, session)
+        archived += _archive(store, tf, dirty, trees, branches, contained, session)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
         for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
@@ -96,7 +101,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         if prior is None or prior.final_state != final:  # a resumed run keeps the first, complete count
             store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
         faults.point("end-after-snapshot")
-        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to)
+        data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, kept_paths=kept)
         _remove_all(store, git, tf, trees, branches, contained, final, data)
         faults.point("end-before-unlock")
         store.release_task(task)
@@ -153,6 +158,22 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return dirty
 
 
+def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None) -> tuple[list[str], list[archive.Archived]]:
+    """Nested repositories moved aside and ignored files archived: `worktree remove` deletes both."""
+    kept: list[str] = []
+    archived: list[archive.Archived] = []
+    for t in trees:
+        if t.wt is None or t.wt.prunable or not t.path.is_dir():
+            continue
+        kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path, t.found.nested)]
+        t.submodules = keep.submodules(t.path)
+        archived += keep.keep_submodules(store, tf.task_name, t.label, t.path, t.submodules, session)
+        ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, t.found.ignored, session)
+        if ignored is not None:
+            archived.append(ignored)
+    return kept, archived
+
+
 def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:
     """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
     task = tf.task_name
@@ -160,6 +181,10 @@ def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree],
     for t in trees:
         if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
             archived.append(archive.keep(store, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
+        elif t.wt is not None and t.wt.branch and (t.wt.head or ZERO_SHA) == ZERO_SHA and t.path.is_dir():
+            lost = lost_head(t.path)  # its branch was deleted under it: the worktree's reflog still has the head
+            if lost is not None and not contained(lost):
+                archived.append(archive.keep(store, task, f"lost-{t.label}", lost, f"head of {t.path}, whose branch {t.wt.branch} was deleted", session))
     for b, head in branches:
         if not contained(head):
             archived.append(archive.keep(store, task, b, head, f"branch {b}", session))
@@ -221,18 +246,27 @@ def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
         wt = registered.get(p)
         t = _Tree(label=label, path=p, wt=wt)
         if wt is not None and p.is_dir() and not wt.prunable:
-            t.dirty = [str(e) for e in Git(p).status()]
+            t.found = keep.scan(p)
+            t.dirty = t.found.dirty
         res.append(t)
     return res
 
 
 def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str, Sha]) -> list[str]:
-    names = [tf.task_branch, *(e.branch for e in tf.agents.values())]
-    names += [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
-    # Agent branches of this task that task.json does not name (an interrupted `agent add`).
-    prefix = layout.agent_branch(tf.task_name, "\0").split("\0")[0]
+    """The branches this task may delete: those task.json records (checked against the layout), and an
+    agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
+    merely switched to, nor one that only looks like an agent branch."""
+    task = tf.task_name
+    names: list[str] = [tf.task_branch, *(e.branch for e in tf.agents.values()), *tf.created_branches]
+    prefix = layout.agent_branch(task, "\0").split("\0")[0]
+    candidates: list[str] = [t.wt.branch for t in trees if t.wt is not None and t.wt.branch]
     if prefix:
-        names += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
+        candidates += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
+    git = layout.git()
+    for b in dict.fromkeys(candidates):
+        owners = layout.agent_branch_owners(b)
+        if b not in names and len(owners) == 1 and owners[0][0] == task and created_by_spark(git, b):
+            names.append(b)
     base = tf.base_branch
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]
 
@@ -241,7 +275,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
-            if t.dirty or t.wt.locked or t.partly_removed:  # dirty work is already on an archive ref
+            if t.dirty or t.wt.locked or t.partly_removed or t.submodules:  # dirty work and submodules are already on archive refs
                 args += ["--force", "--force"] if t.wt.locked else ["--force"]
             git.run(*args, str(t.path))
         data.removed_worktrees.append(str(t.path))

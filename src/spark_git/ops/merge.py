@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from spark_git import protocol
 from spark_git.core.errors import SparkError
@@ -34,6 +34,8 @@ __all__ = ["LandedCommit", "MergeAllData", "MergeData", "merge", "merge_all"]
 
 
 class MergeData(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use: a run needs one of the three
+
     task: str
     agent: str
     task_branch: str
@@ -52,6 +54,8 @@ class MergeData(BaseModel):
 
 
 class MergeRefusal(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     agent: str
     status: str  # BLOCKED | FAIL, as the single-agent merge would have printed
     exit_code: int
@@ -63,6 +67,8 @@ class MergeRefusal(BaseModel):
 
 
 class MergeAllData(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     task: str
     merged: list[MergeData]  # in the order tried; entries with no `landed` had nothing new
     refused: list[MergeRefusal]

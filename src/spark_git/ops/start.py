@@ -80,10 +80,24 @@ def start(
 
     minted = session is None
     session = session or mint_session()
-    existing = store.read_task(task)  # CorruptState (exit 3, with the path) if unreadable
-    if existing is not None:
-        return _resume(store, existing, session, minted, progress, no_setup)
+    # One start of a task at a time: a second start of the same session would otherwise "resume" the
+    # first one's half-made worktrees (remove its "initializing" checkouts) while it runs. A killed
+    # start's mutex is released by the kernel, so the next start resumes it.
+    with store.mutex(start_mutex_name(task)):
+        existing = store.read_task(task)  # CorruptState (exit 3, with the path) if unreadable
+        if existing is not None:
+            return _resume(store, existing, session, minted, progress, no_setup)
+        return _create(store, git, task, agents, base, session, title, minted, progress, no_setup)
 
+
+def start_mutex_name(task: str) -> str:
+    return f"start-{task}"
+
+
+def _create(store: Store, git: Git, task: str, agents: list[str], base: str | None, session: str, title: str | None,
+            minted: bool, progress: Progress, no_setup: bool) -> StartData:
+    layout = store.layout
+    _retire_ended(store, task)
     tf = _new_task(store, git, task, agents, base, session, title)
     layout.task_dir(task).mkdir(parents=True, exist_ok=True)
     if not store.create_task(tf):
@@ -137,10 +151,22 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
         task_branch=layout.task_branch(task),
         worktree=str(layout.task_worktree(task)),
         required_agents=agents,
+        created_branches=[layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)],  # none existed: checked above
         agents={a: AgentEntry(name=a, branch=layout.agent_branch(task, a), worktree=str(layout.agent_worktree(task, a)), role=role_of(layout, a)) for a in agents},
     )
     tf.transition_log.append(Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
     return tf
+
+
+def _retire_ended(store: Store, task: str) -> None:
+    """A name used again: the ended task's records move to `<task>/history/<created_at>/` (one audit
+    trail, one snapshot per task)."""
+    snap = store.read_snapshot(task)  # CorruptState (exit 3, path named) if unreadable
+    if snap is None or snap.final_state not in ("CLEANUP", "ABANDONED"):
+        return
+    where = store.retire_records(task, (snap.created_at or "ended").replace(":", ""))
+    if where is not None:
+        store.event(task, "earlier_task_records_moved", None, to=where, final_state=snap.final_state)
 
 
 def _blocked_by_racer(store: Store, task: str, session: str) -> None:
@@ -161,12 +187,31 @@ def _check_branch_names(layout: Layout, git: Git, task: str, agents: list[str]) 
             raise BadInput(f"bad task name {task!r}: its branch {b!r} is the base branch", task=task)
         if not git.is_valid_branch_name(b):
             raise BadInput(f"bad task name {task!r}: {b!r} is not a valid branch name (git check-ref-format --branch)", task=task)
-    # The templates can give two of them the same name (or "x" and "x/y", which git cannot hold together).
-    for i, b in enumerate(names):
-        for other in names[i + 1:]:
-            if b == other or b.startswith(other + "/") or other.startswith(b + "/"):
-                raise BadInput(f"the branch templates give task {task!r} colliding branches {other!r} and {b!r}", task=task,
-                               hint="rename the agent or the task, or change task_branch_template / agent_branch_template")
+    _check_collisions(layout, task, agents)
+
+
+def _check_collisions(layout: Layout, task: str, agents: list[str]) -> None:
+    """Refuses names whose branches the templates could also give to another task or agent: cleanup,
+    abandon and doctor would then act on a branch that is not this task's."""
+    tb = layout.task_branch(task)
+    clash = [f"{tb!r} is also the branch of agent {a!r} of task {t!r}" for t, a in layout.agent_branch_owners(tb)]
+    for agent in agents:
+        ab = layout.agent_branch(task, agent)
+        if ab == tb:
+            clash.append(f"agent {agent!r} would share the task branch {tb!r}")
+        clash += [f"{ab!r} (agent {agent!r}) is also the branch of agent {a!r} of task {t!r}" for t, a in layout.agent_branch_owners(ab) if (t, a) != (task, agent)]
+        clash += [f"{ab!r} (agent {agent!r}) is the task branch of task {t!r}, which exists" for t in layout.task_branch_owners(ab)
+                  if t != task and layout.task_dir(t).exists()]
+    names = [tb] + [layout.agent_branch(task, a) for a in agents]
+    clash += [f"{a!r} and {b!r} cannot both exist (git cannot hold a branch and a branch under it)"
+              for i, a in enumerate(names) for b in names[i + 1:] if a.startswith(b + "/") or b.startswith(a + "/")]
+    if clash:
+        raise BadInput(
+            f"cannot start task {task!r}: the branch templates let two things share a branch: " + "; ".join(clash),
+            hint=f"choose other names, or branch templates that cannot overlap (task_branch_template = {layout.config.task_branch_template!r}, "
+                 f"agent_branch_template = {layout.config.agent_branch_template!r})",
+            details={"collisions": clash}, task=task,
+        )
 
 
 def _inconsistent(layout: Layout, task: str, what: str) -> Blocked:

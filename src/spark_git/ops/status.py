@@ -87,17 +87,22 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
         raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     names = [only] if only else layout.task_names()
     git = layout.git()
-    heads = git.refs("refs/heads/") if names else {}
     views: list[TaskView] = []
     live: list[tuple[TaskView, TaskFile]] = []
     jobs: list[_Job] = []
     with ThreadPoolExecutor(max_workers=4) as pool:
+        # Every git process starts as soon as what it needs is known: the branch heads and each
+        # worktree's `git status` while the task files are read, the head comparisons after.
+        heads_job = pool.submit(git.refs, "refs/heads/") if names else None
         for name in names:
-            view, tf = _task_view(layout, name, heads)
+            view, tf = _task_view(layout, name)
             views.append(view)
             if tf is not None:
                 live.append((view, tf))
-                jobs += _git_jobs(pool, git, view, tf, heads)
+                jobs += _status_jobs(pool, view, tf)
+        heads = heads_job.result() if heads_job else {}
+        for view, tf in live:
+            jobs += _head_jobs(pool, git, view, tf, heads)
         for view, tf in live:  # while the git processes run
             _protocol_view(layout, view, tf)
         for obj, attr, fut in jobs:
@@ -113,7 +118,7 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
 
 
-def _task_view(layout: Layout, name: str, heads: dict[str, Sha]) -> tuple[TaskView, TaskFile | None]:
+def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
     """The view of one task from its files (no git); the TaskFile when the task is live."""
     view = TaskView.model_construct(task=name)
     try:
@@ -130,14 +135,14 @@ def _task_view(layout: Layout, name: str, heads: dict[str, Sha]) -> tuple[TaskVi
         return view, None
     view.__dict__.update(
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
-        last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=heads.get(branch_ref(tf.task_branch)), base_branch=tf.base_branch,
+        last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
         risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
     )
     for a, entry in tf.agents.items():
         av = AgentView.model_construct(
             name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
-            head=heads.get(branch_ref(entry.branch)), ahead=None, behind=None, dirty=None,
+            head=None, ahead=None, behind=None, dirty=None,
         )
         try:
             av.report = read_optional(layout.agent_status(name, a), AgentStatus)
@@ -147,22 +152,30 @@ def _task_view(layout: Layout, name: str, heads: dict[str, Sha]) -> tuple[TaskVi
     return view, tf
 
 
-def _git_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile, heads: dict[str, Sha]) -> list[_Job]:
-    """The git calls a task's view still needs, submitted to `pool`; answers known without git are set here."""
+def _status_jobs(pool: ThreadPoolExecutor, view: TaskView, tf: TaskFile) -> list[_Job]:
+    """`git status` of the task's worktree and of each agent's, submitted to `pool`."""
+    jobs: list[_Job] = [(view, "dirty", pool.submit(_dirty, Path(tf.worktree)))]
+    for av, entry in zip(view.agents, tf.agents.values(), strict=True):
+        jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
+    return jobs
+
+
+def _head_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile, heads: dict[str, Sha]) -> list[_Job]:
+    """Sets the heads; the comparisons still needing git are submitted to `pool`, the others (a
+    head still at its base, an agent at the task head) answered here."""
     jobs: list[_Job] = []
-    head = view.head
+    view.head = head = heads.get(branch_ref(tf.task_branch))
     if head == tf.base_commit:
         view.commits_beyond_base = 0
     elif head:
         jobs.append((view, "commits_beyond_base", pool.submit(git.count, f"{tf.base_commit}..{head}")))
-    jobs.append((view, "dirty", pool.submit(_dirty, Path(tf.worktree))))
     for av, entry in zip(view.agents, tf.agents.values(), strict=True):
+        av.head = heads.get(branch_ref(entry.branch))
         if av.head and head:
             if av.head == head:
                 av.ahead = av.behind = 0
             else:
                 jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
-        jobs.append((av, "dirty", pool.submit(_dirty, Path(entry.worktree))))
     return jobs
 
 

@@ -8,10 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.core.errors import Blocked, SparkError
+from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
+from spark_git.core.layout import Layout
+from spark_git.core.paths import real
 from spark_git.ops.provision import ProvisionReport, failure_summary, provision
 from spark_git.state.locks import WORKTREES
+from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 Progress = Callable[[str], None]
@@ -28,12 +31,61 @@ class Created:
     lock: str | None = None  # the task whose lock this call took
 
 
+CREATE_MESSAGE = "spark-git start: create "  # the reflog message of every branch spark-git creates
+
+
+def layout_problem(layout: Layout, tf: TaskFile) -> str | None:
+    """What in task.json the layout does not derive: a worktree or branch spark-git would then act on
+    (remove, delete) although it is not this task's. None when everything matches."""
+    task = tf.task_name
+    wanted = [("task", tf.worktree, layout.task_worktree(task), tf.task_branch, layout.task_branch(task))]
+    wanted += [(f"agent {a}", e.worktree, layout.agent_worktree(task, a), e.branch, layout.agent_branch(task, a)) for a, e in tf.agents.items()]
+    for label, path, expected, branch, exp_branch in wanted:
+        if real(path) != real(expected):
+            return f"the {label} worktree is recorded as {path}, but this task's is {expected}"
+        if branch != exp_branch and branch not in tf.created_branches:
+            return f"the {label} branch is recorded as {branch!r}, but this task's is {exp_branch!r}"
+    if tf.base_branch in [w[3] for w in wanted]:
+        return f"the base branch {tf.base_branch!r} is recorded as one of this task's branches"
+    return None
+
+
+def check_recorded(layout: Layout, tf: TaskFile) -> None:
+    """Refuses (exit 3, path named) a task.json naming paths or branches that are not the task's."""
+    problem = layout_problem(layout, tf)
+    if problem is not None:
+        raise CorruptState(str(layout.task_json(tf.task_name)), problem + "; spark-git acts only on what the layout derives", task=tf.task_name)
+
+
+def created_by_spark(git: Git, branch: str) -> bool:
+    """The branch's reflog starts with spark-git creating it (a user's branch, or one whose reflog is
+    gone, is never spark-git's to delete)."""
+    out = git.run("reflog", "show", "--format=%gs", branch_ref(branch), "--", check=False)
+    lines = out.lines
+    return out.returncode == 0 and bool(lines) and lines[-1].startswith(CREATE_MESSAGE)
+
+
+def lost_head(path: Path) -> Sha | None:
+    """The commit the worktree at `path` was last at, from its own HEAD reflog (kept in its admin dir
+    when its branch is deleted under it); None if there is none or it is no longer a commit."""
+    wt = Git(path)
+    try:
+        lines = wt.git_path("logs/HEAD").read_text().splitlines()
+    except (OSError, SparkError):
+        return None
+    for line in reversed(lines):
+        sha = line.split(" ", 2)[1] if line.count(" ") >= 2 else ""
+        if sha and sha != ZERO_SHA and wt.run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0:
+            return Sha(sha)
+    return None
+
+
 def ensure_worktree(
     git: Git, base_commit: str, branch: str, path: Path, registered: dict[Path, Worktree], created: Created, heads: dict[str, Sha] | None = None, *, checkout: bool = True
 ) -> None:
     ref = branch_ref(branch)
     if (ref not in heads) if heads is not None else (git.rev_parse(ref) is None):
-        git.update_ref(ref, base_commit, ZERO_SHA, message=f"spark-git start: create {branch}")
+        git.update_ref(ref, base_commit, ZERO_SHA, message=CREATE_MESSAGE + branch)
         created.branches.append((ref, base_commit))
     wt = registered.get(path.resolve())
     if wt is not None and wt.locked and "initializing" in wt.extra.get("locked", ""):
@@ -49,9 +101,19 @@ def ensure_worktree(
     path.parent.mkdir(parents=True, exist_ok=True)
     if checkout:
         git.worktree_add(path, branch)
+        init_submodules(path)  # best effort: a submodule git cannot fetch leaves the worktree usable
     else:  # checkout_new checks it out and unlocks it
         git.worktree_add(path, branch, checkout=False, lock_reason="initializing")
     created.worktrees.append(path)
+
+
+def init_submodules(path: Path) -> str | None:
+    """`git submodule update --init --recursive` in a new worktree that has `.gitmodules`; git's
+    stderr when it fails (the worktree stays usable; the failure is reported, not fatal)."""
+    if not (path / ".gitmodules").is_file():
+        return None
+    r = Git(path).run("submodule", "update", "--init", "--recursive", "--quiet", check=False)
+    return None if r.returncode == 0 else (r.stderr.strip() or f"git submodule update exited {r.returncode}")
 
 
 def checkout_new(store: Store, paths: list[Path], progress: Progress) -> None:
@@ -70,6 +132,9 @@ def checkout_new(store: Store, paths: list[Path], progress: Progress) -> None:
         wt.run("reset", "--hard", "--quiet", "--no-recurse-submodules")
         if hook is not None:
             wt.run("hook", "run", "post-checkout", "--", ZERO_SHA, wt.out("rev-parse", "HEAD"), "1")
+        problem = init_submodules(path)
+        if problem is not None:
+            store.event(store.layout.locate(path)[0] or "main", "submodules_not_initialised", None, worktree=str(path), problem=problem)
         progress(f"checked out {path}")
 
     with ThreadPoolExecutor(max_workers=min(len(paths), max(2, os.cpu_count() or 2))) as pool:

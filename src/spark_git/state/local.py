@@ -5,6 +5,7 @@ flocks under `<git-common-dir>/spark/`."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -28,6 +29,8 @@ from spark_git.state.models import (
 )
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry, QueueLog
 from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, archive_ref_for
+
+HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
 
 
 class LocalStore:
@@ -107,6 +110,21 @@ class LocalStore:
 
     def write_snapshot(self, task: str, snap: AuditSnapshot) -> None:
         write_atomic(self.layout.audit_snapshot(task), snap)
+
+    def retire_records(self, task: str, stamp: str) -> str | None:
+        d = self.layout.task_dir(task)
+        entries = sorted(p for p in d.iterdir() if p.name != HISTORY) if d.is_dir() else []
+        if not entries:
+            return None
+        dest, n = d / HISTORY / stamp, 1
+        while dest.exists():
+            n += 1
+            dest = d / HISTORY / f"{stamp}-{n}"
+        dest.mkdir(parents=True)
+        # The snapshot last: a kill half-way leaves it in place, and the next start moves the rest.
+        for p in sorted(entries, key=lambda p: p.name == "audit-snapshot.json"):
+            os.rename(p, dest / p.name)
+        return str(dest)
 
     # -- notes -----------------------------------------------------------------------------
 

@@ -117,6 +117,8 @@ class TaskFile(_File):
     reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
     complexity: Complexity | None = None  # set by classify (seed 002 assessment)
     queued: QueueMark | None = None
+    # Branches spark-git created for this task (none existed before): the only ones it may delete.
+    created_branches: list[str] = Field(default_factory=list)
 
 
 class MainLock(_File):

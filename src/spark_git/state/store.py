@@ -81,6 +81,9 @@ class Store(Protocol):
     def read_audit(self, task: str) -> AuditTrail | None: ...
     def read_snapshot(self, task: str) -> AuditSnapshot | None: ...
     def write_snapshot(self, task: str, snap: AuditSnapshot) -> None: ...
+    def retire_records(self, task: str, stamp: str) -> str | None:
+        """Moves an ended task's records (audit trail, snapshot, logs, reports) to
+        `<task>/history/<stamp>/` so a new task of that name starts with none; returns where."""
 
     # -- git notes (attribution, evidence, approvals) ---------------------------------------
     def keep_notes_on_rewrite(self) -> None:

@@ -32,8 +32,23 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
             from spark_git.core.errors import BadInput
 
             raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
+    ctx, seen = observe(layout, only, session=session)
+    checked = len(seen)
+    if fix:
+        apply(ctx, seen)
+    found = [f for f, _, _ in ctx.findings]
+    return DoctorData(
+        tasks_checked=checked, findings=found,
+        broken=sum(1 for f in found if f.broken and not f.fixed), fixed=sum(1 for f in found if f.fixed),
+    )
+
+
+def observe(layout: Layout, only: str | None, *, session: str | None) -> tuple[Ctx, dict[str, bytes | None]]:
+    """Every finding, and the bytes of each task.json as they were when doctor looked (apply() fixes
+    a task only while its task.json still holds them)."""
     ctx = Ctx.scan(layout, session)
     names = [only] if only else layout.task_names()
+    seen = {name: _task_bytes(layout, name) for name in names}  # before reading: a change after is caught
     tfs = {name: load_task(layout, name) for name in names}
     ctx.index_merges(_recorded_merges(ctx, tfs.values()))
     for name in names:
@@ -44,13 +59,14 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     if only is None:
         queue.check_queue(ctx)
     halfway.check_task_worktrees(ctx, tfs)
-    if fix:
-        _fix(ctx)
-    found = [f for f, _, _ in ctx.findings]
-    return DoctorData(
-        tasks_checked=len(names), findings=found,
-        broken=sum(1 for f in found if f.broken and not f.fixed), fixed=sum(1 for f in found if f.fixed),
-    )
+    return ctx, seen
+
+
+def _task_bytes(layout: Layout, task: str) -> bytes | None:
+    try:
+        return layout.task_json(task).read_bytes()
+    except OSError:
+        return None
 
 
 def _recorded_merges(ctx: Ctx, tfs: Iterable[TaskFile | CorruptState | None]) -> list[tuple[str, str, str]]:
@@ -64,14 +80,24 @@ def _recorded_merges(ctx: Ctx, tfs: Iterable[TaskFile | CorruptState | None]) ->
     return out
 
 
-def _fix(ctx: Ctx) -> None:
-    for f, fn, task in ctx.findings:
+FIRST = ("git-lock-stale",)  # a stale index.lock makes every later git fix in that worktree fail
+
+
+def apply(ctx: Ctx, seen: dict[str, bytes | None]) -> None:
+    """Runs each fix; a task's fixes under its mutex, and only if its task.json is still what doctor
+    saw (a `cleanup` or a merge in between makes the observation stale: reported, not acted on)."""
+    for f, fn, task in sorted(ctx.findings, key=lambda x: x[0].kind not in FIRST):
         if fn is None:
             continue
         try:
             if task is not None:
                 with mutex(ctx.layout, task_mutex_name(task)):
+                    now = _task_bytes(ctx.layout, task)
+                    if task in seen and now != seen[task]:
+                        f.error = f"task {task} changed since doctor looked (its task.json was rewritten or removed): not fixed; run doctor again"
+                        continue
                     fn()
+                    seen[task] = _task_bytes(ctx.layout, task)  # this fix's own write is not a change by someone else
             else:
                 fn()
             f.fixed = True

@@ -12,8 +12,10 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree, branch_ref
+from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.worktrees import created_by_spark, layout_problem, lost_head
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
@@ -49,12 +51,30 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
                         repair=f"spark-git start {task} --session {tf.session_id}  (the owner resumes it)"))
         return
     check_state_log(ctx, tf)
+    problem = layout_problem(layout, tf)
+    if problem is not None:  # nothing is repaired at a path or branch the layout does not derive
+        ctx.add(Finding(where=task, kind="task-json-paths", problem=f"{layout.task_json(task)}: {problem}",
+                        repair=f"restore task.json's paths and branches to the layout's, or spark-git lock break {task} --why TEXT (rebuilds it)"))
+        return
     expected = [("task", Path(tf.worktree), tf.task_branch)] + [(a, Path(e.worktree), e.branch) for a, e in tf.agents.items()]
     resolved = [p.resolve() for _, p, _ in expected]
     for (label, path, branch), real in zip(expected, resolved, strict=True):
         check_worktree(ctx, tf, label, path, branch, real)
+        check_submodules(ctx, task, label, path)
     check_merges(ctx, tf)
     check_strays(ctx, tf, set(resolved))
+
+
+def check_submodules(ctx: Ctx, task: str, label: str, path: Path) -> None:
+    """Initialised submodules moved past the commit the superproject records: their new commits exist
+    only in the submodule's repository (in the worktree's admin dir). A note: cleanup/abandon archive
+    them before removing the worktree."""
+    if not (path / ".gitmodules").is_file():
+        return
+    for rel, head in keep.submodules(path, moved_only=True):
+        ctx.add(Finding(where=f"{task}/{label}", kind="submodule-commits-only-here", broken=False,
+                        problem=f"submodule {rel} in {path} is at {head[:12]}, not the commit the task branch records: its new commits live only in that submodule's repository",
+                        repair=f"push it where it belongs (cd {path / rel} && git push); cleanup/abandon archive it before removing the worktree"))
 
 
 def check_files(ctx: Ctx, task: str) -> None:
@@ -124,6 +144,9 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
     if wt is None or wt.prunable or not path.is_dir():
         _check_missing_worktree(ctx, task, label, path, branch, wt)
         return
+    if ctx.heads.get(branch_ref(branch)) is None and wt.branch == branch:
+        _check_deleted_branch(ctx, task, label, path, branch)
+        return
     op = fixes.operation(path)
     if op is not None:
         from spark_git.ops.merging.rewrite import MARKER
@@ -153,6 +176,19 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
         return
     ctx.add(Finding(where=where, kind="wrong-branch", problem=problem, repair=f"--fix: archive HEAD, then git switch {branch} in {path}"),
             lambda: fixes.switch(ctx, task, label, path, branch), task)
+
+
+def _check_deleted_branch(ctx: Ctx, task: str, label: str, path: Path, branch: str) -> None:
+    """The worktree is there but its branch was deleted under it (`git update-ref -d`, `branch -D` elsewhere)."""
+    head = lost_head(path)
+    where = f"{task}/{label}"
+    if head is None:
+        ctx.add(Finding(where=where, kind="branch-deleted", problem=f"branch {branch} of worktree {path} was deleted and its worktree's reflog holds no commit",
+                        repair=f"spark-git archive list {task}  (then spark-git archive restore REF --branch {branch})"))
+        return
+    ctx.add(Finding(where=where, kind="branch-deleted", problem=f"branch {branch} of worktree {path} was deleted; the worktree was last at {head[:12]}",
+                    repair=f"--fix: re-create {branch} at {head[:12]} (from the worktree's reflog)"),
+            partial(fixes.recreate_branch, ctx, task, branch, head), task)
 
 
 def _check_missing_worktree(ctx: Ctx, task: str, label: str, path: Path, branch: str, wt: Worktree | None) -> None:
@@ -202,10 +238,20 @@ def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
                 partial(fixes.remove_stray, ctx, tf, p, wt), task)
         if wt.branch:
             named.add(wt.branch)  # handled with its worktree
+    for b in stray_branches(ctx, task, named):
+        sha = ctx.heads[f"refs/heads/{b}"]
+        ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
+                        repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
+                partial(fixes.drop_branch, ctx, tf, b, sha), task)
+
+
+def stray_branches(ctx: Ctx, task: str, named: set[str]) -> list[str]:
+    """Agent branches of `task` that task.json does not name: only those the templates give to this
+    task alone and whose reflog shows spark-git created them (a look-alike is someone else's)."""
     prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
+    out = []
     for b in ctx.branches_with_prefix(prefix) if prefix else []:
-        if b not in named:
-            sha = ctx.heads[f"refs/heads/{b}"]
-            ctx.add(Finding(where=task, kind="stray-agent-branch", problem=f"agent branch {b} has no worktree and is not in task.json (an interrupted `agent add`?)",
-                            repair=f"--fix: archive {b} if it holds commits the task branch lacks, then delete it"),
-                    partial(fixes.drop_branch, ctx, tf, b, sha), task)
+        owners = ctx.layout.agent_branch_owners(b)
+        if b not in named and len(owners) == 1 and owners[0][0] == task and created_by_spark(ctx.git, b):
+            out.append(b)
+    return out

@@ -27,6 +27,47 @@ class LockBreakData(BaseModel):
     rebuilt: bool = False  # task.json was missing or corrupt and was rebuilt from git + audit trail
     corrupt_kept_as: str | None = None
     noted_on: str | None = None  # commit the git note was added to (None: audit trail only)
+    broken_by: str | None = None  # the session that broke it
+    broken_at: str | None = None
+    by_user: str | None = None  # the OS user and pid of the process that broke it
+    by_pid: int | None = None
+    owner_alive: bool | None = None  # a process of the owner was working on it then (None: cannot tell)
+    owner_pid: int | None = None
+
+
+def _who() -> dict[str, object]:
+    import getpass
+
+    try:
+        user: str | None = getpass.getuser()
+    except (OSError, KeyError):
+        user = None
+    return {"broken_at": now(), "by_user": user, "by_pid": os.getpid()}
+
+
+def _task_owner_alive(layout: Layout, task: str) -> tuple[bool, int | None]:
+    """Whether a process holds the task's mutex right now (an operation of the owner in flight): the
+    session itself is no process; its commands are."""
+    from spark_git.core.errors import Blocked
+
+    try:
+        with mutex(layout, task_mutex_name(task), timeout=0.05):
+            return False, None
+    except Blocked as e:
+        holder = (e.details or {}).get("holder") or {}
+        return True, holder.get("pid") if isinstance(holder, dict) else None
+
+
+def _pid_alive(pid: int | None) -> bool | None:
+    if pid is None:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> LockBreakData:
@@ -45,6 +86,8 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
 
     git = layout.git()
     aside: Path | None = None
+    alive, owner_pid = _task_owner_alive(layout, task)
+    who = {**_who(), "owner_alive": alive, "owner_pid": owner_pid}
     with mutex(layout, task_mutex_name(task)):
         path = layout.task_json(task)
         try:
@@ -66,29 +109,31 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
             prev, idle, rebuilt = None, None, True
         head = git.branch_head(tf.task_branch)
     audit.event(layout, task, "lock_broken", session, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
-                corrupt_kept_as=str(aside) if aside else None)
+                corrupt_kept_as=str(aside) if aside else None, **who)
     noted = None
     if head is not None:
         from spark_git.state import notes
 
-        notes.append(layout, head, {"kind": "lock_break", "task": task, "previous_owner": prev, "new_owner": session, "why": why})
+        notes.append(layout, head, {"kind": "lock_break", "task": task, "previous_owner": prev, "new_owner": session, "why": why, **who})
         noted = head
     return LockBreakData(task=task, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
-                         corrupt_kept_as=str(aside) if aside else None, noted_on=noted)
+                         corrupt_kept_as=str(aside) if aside else None, noted_on=noted, broken_by=session, **who)
 
 
 def _break_main_lock(layout: Layout, why: str, session: str | None) -> LockBreakData:
     from spark_git.ops import mainlock
 
     before = mainlock.read(layout) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
+    who = {**_who(), "owner_pid": before.pid if before else None, "owner_alive": _pid_alive(before.pid) if before else None}
     if layout.main_lock().exists() and before is None:  # corrupt: keep it beside
         aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}")
         os.replace(layout.main_lock(), aside)
-        audit.event(layout, "main", "main_lock_broken", session, why=why, corrupt_kept_as=str(aside))
-        return LockBreakData(task="main", previous_owner=None, new_owner=None, idle=None, why=why, corrupt_kept_as=str(aside))
+        audit.event(layout, "main", "main_lock_broken", session, why=why, corrupt_kept_as=str(aside), **who)
+        return LockBreakData(task="main", previous_owner=None, new_owner=None, idle=None, why=why, corrupt_kept_as=str(aside), broken_by=session, **who)
     mainlock.unlock(layout, session, force=True, why=why)
+    audit.event(layout, "main", "main_lock_broken", session, why=why, previous_owner=before.session_id if before else None, **who)
     return LockBreakData(task="main", previous_owner=before.session_id if before else None, new_owner=None,
-                         idle=idle_for(before.last_active_at) if before else None, why=why)
+                         idle=idle_for(before.last_active_at) if before else None, why=why, broken_by=session, **who)
 
 
 def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:

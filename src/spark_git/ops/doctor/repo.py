@@ -7,13 +7,15 @@ import os
 from functools import partial
 from pathlib import Path
 
-from spark_git.core.errors import CorruptState
+from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import Worktree
 from spark_git.core.layout import Layout, within
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.queue.land import LANDING_REASON
+from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
-from spark_git.state.locks import WORKTREES, idle_for, mutex
+from spark_git.state.locks import MAIN, WORKTREES, idle_for, mutex
 from spark_git.state.models import MainLock
 
 
@@ -23,12 +25,47 @@ def check_main_lock(ctx: Ctx) -> None:
     except CorruptState as e:
         ctx.add(Finding(where="main lock", kind="main-lock-corrupt", problem=e.message, repair="spark-git lock break main --why TEXT"))
         return
-    if lock is None or lock.session_id == ctx.session:
+    if lock is None:
+        return
+    if _dead_complete(ctx, lock):
+        ctx.add(Finding(where="main lock", kind="main-lock-dead-owner",
+                        problem=f"held by session {lock.session_id} for {lock.reason!r}, but that process (pid {lock.pid}) is gone: every other `complete` is refused",
+                        repair="--fix: release it (the killed complete landed nothing, or everything: `spark-git status` shows which)"),
+                partial(_release_dead, ctx, lock))
+        return
+    if lock.session_id == ctx.session:
         return
     minutes = idle_minutes(lock.last_active_at)
     if minutes is not None and minutes >= ctx.layout.config.stale_minutes:
         ctx.add(Finding(where="main lock", kind="lock-idle", broken=False, problem=f"held by session {lock.session_id}, {idle_for(lock.last_active_at)}",
                         repair="spark-git lock break main --why TEXT  (only if that session is really gone)"))
+
+
+COMPLETE_REASONS = ("spark-git complete ", LANDING_REASON)  # mainlock.hold's reasons while `complete` lands
+
+
+def _dead_complete(ctx: Ctx, lock: MainLock) -> bool:
+    """A `complete` holds the main mutex for as long as its lock exists (mainlock.hold): a lock of a
+    complete whose mutex is free is a killed run's. A lock taken by hand (`lock main`) is never stale."""
+    if not (lock.reason or "").startswith(COMPLETE_REASONS):
+        return False
+    try:
+        with mutex(ctx.layout, MAIN, timeout=0.2):
+            return True
+    except Blocked:
+        return False  # a complete is running
+
+
+def _release_dead(ctx: Ctx, seen: MainLock) -> None:
+    with mutex(ctx.layout, MAIN, timeout=5):  # re-checked under the mutex: a new complete may have taken it
+        cur = read_optional(ctx.layout.main_lock(), MainLock)
+        if cur is None:
+            return
+        if (cur.session_id, cur.created_at, cur.pid) != (seen.session_id, seen.created_at, seen.pid):
+            raise OSError("the main lock changed since doctor looked; left alone")
+        open_store(ctx.layout).release_main_lock()
+        open_store(ctx.layout).event("main", "main_lock_released", ctx.session, why="doctor --fix: its complete was killed",
+                                     holder=seen.session_id, reason=seen.reason, pid=seen.pid)
 
 
 def check_prunable(ctx: Ctx, only: list[str] | None) -> None:

@@ -5,11 +5,14 @@ merges reuses the same steps."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
-from spark_git.core.git import Git, StatusEntry, branch_ref
+from spark_git.core.git import Git, LocalBranch, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates.base import MergeSubject
 from spark_git.gates.registry import merge_checks
@@ -45,28 +48,38 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)
     twt = existing_worktree(tf.worktree, "the task worktree", task)
     recovered = recover(layout, task, agent, awt)
-    a_dirty, t_dirty = _check_worktrees(tf, entry, awt, twt)
-    heads = layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch))  # one git call for both
+    # Four independent reads, one git process each, run at once; judged below in the order the
+    # checks are listed, so the refusal is the same as if they had run one after another.
+    rebasing = _Read(awt.rebase_in_progress)
+    a_state, t_state = _Read(awt.branch_and_status), _Read(twt.branch_and_status)
+    refs = _Read(lambda: layout.git().refs(branch_ref(tf.task_branch), branch_ref(entry.branch), branch_ref(tf.base_branch)))
+    a_dirty, t_dirty = _check_worktrees(tf, entry, awt, twt, rebasing, a_state, t_state)
+    heads = refs.get()
     task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
+    _check_base_not_merged(layout, tf, agent, awt, task_head, a_head, heads.get(branch_ref(tf.base_branch)), messages)
     plan = Plan(layout, store, tf, agent, entry, session, awt, twt, task_head, a_head, messages, recovered)
     plan.original = {sha: sha for sha in messages}
     _run_gates(plan, a_dirty, t_dirty)
     return plan
 
 
-def _check_worktrees(tf: TaskFile, entry: AgentEntry, awt: Git, twt: Git) -> tuple[list[StatusEntry], list[StatusEntry]]:
+_Status = tuple[LocalBranch | None, list[StatusEntry]]
+
+
+def _check_worktrees(
+    tf: TaskFile, entry: AgentEntry, awt: Git, twt: Git, rebasing: _Read[bool], a_state: _Read[_Status], t_state: _Read[_Status]
+) -> tuple[list[StatusEntry], list[StatusEntry]]:
     task = tf.task_name
-    if awt.rebase_in_progress():
+    if rebasing.get():
         raise Blocked(
             f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
             hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
             next=[f"cd {awt.cwd} && git status"], task=task,
         )
-    a_branch, a_dirty = awt.branch_and_status()
-    t_branch, t_dirty = twt.branch_and_status()
+    (a_branch, a_dirty), (t_branch, t_dirty) = a_state.get(), t_state.get()
     if a_branch != entry.branch:
         raise Blocked(f"{awt.cwd} is on {a_branch or 'a detached HEAD'}, expected branch {entry.branch}", task=task)
     if t_branch != tf.task_branch:
@@ -80,3 +93,49 @@ def _run_gates(plan: Plan, a_dirty: list[StatusEntry], t_dirty: list[StatusEntry
                            plan.layout.config.attribution.mode)
     for gate, worktree in merge_checks(subject):
         gate.check(worktree, plan.task)
+
+
+T = TypeVar("T")
+
+
+class _Read(Generic[T]):
+    """`fn()` started in a thread now (it waits on its own git process); `get()` gives its result
+    or raises what it raised."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._result: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as e:  # handed to the caller by get()
+            self._error = e
+
+    def get(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]
+
+
+def _check_base_not_merged(layout: Layout, tf: TaskFile, agent: str, awt: Git, task_head: str, a_head: str, base_head: str | None,
+                           messages: dict[str, str]) -> None:
+    """Refuses an agent branch that holds commits of the base branch the task branch lacks (`git merge
+    main` in the agent's worktree): merging would stamp and land them as the agent's own."""
+    if not messages or base_head is None or base_head == tf.base_commit:
+        return  # the base has not moved since the task branched: none of its commits can be new here
+    theirs = set(messages) - set(layout.git().out("rev-list", a_head, f"^{task_head}", f"^{base_head}").split())
+    if theirs:
+        task = tf.task_name
+        raise Blocked(
+            f"agent {agent}'s branch {tf.agents[agent].branch} holds {len(theirs)} commit(s) already on {tf.base_branch} "
+            f"(a `git merge {tf.base_branch}` in its worktree?): merging would land them as {agent}'s; nothing was merged",
+            hint=f"the task takes {tf.base_branch}'s commits through `spark-git update {task}`, not through an agent: "
+                 f"in {awt.cwd} undo the merge (e.g. `git reset --hard` to {agent}'s last own commit), then merge again",
+            next=[f"git -C {awt.cwd} log --oneline --first-parent {task_head}..{a_head}"],
+            details={"base_commits": sorted(theirs)}, task=task,
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from spark_git.core import faults
-from spark_git.core.errors import Failed
+from spark_git.core.errors import CorruptState, Failed
 from spark_git.core.layout import Layout
 from spark_git.gates import attribution
 from spark_git.gates import command as gates
@@ -75,7 +75,13 @@ def record(plan: Plan, ev: gates.GateEvidence) -> list[LandedCommit]:
 
 
 def update_agent_status(store: Store, task: str, agent: str, sha: str) -> None:
-    st = store.read_status(task, agent) or AgentStatus(agent=agent, task=task)
+    """The agent's status.json mirrors last_merge_sha. An unreadable one is left as it is (doctor moves it
+    aside): the merge has landed, and task.json, the record that counts, must still be written."""
+    try:
+        st = store.read_status(task, agent) or AgentStatus(agent=agent, task=task)
+    except CorruptState as e:
+        store.event(task, "status_not_updated", None, agent=agent, last_merge_sha=sha, problem=e.message)
+        return
     st.last_merge_sha = sha
     st.updated_at = now()
     store.write_status(st)
@@ -90,7 +96,12 @@ def record_unrecorded_landing(plan: Plan) -> list[str]:
         return []
     objs = store.notes(a_head)
     if any(o.get("kind") == "landed" for o in objs):
-        return []
+        if not any(o.get("kind") == "landed" and o.get("agent") == agent and o.get("task") == tf.task_name for o in objs):
+            return []
+        # Noted as this agent's landing, but task.json was never written (the merge failed after its notes).
+        entry.last_merge_sha = a_head
+        update_agent_status(store, tf.task_name, agent, a_head)
+        return [f"recorded last_merge_sha {a_head[:12]} of {agent}: its landing was noted but task.json was not updated"]
     since = entry.last_merge_sha if entry.last_merge_sha and git.is_ancestor(entry.last_merge_sha, a_head) else tf.base_commit
     mine = [(sha, subj) for sha, subj, body in git.log_fields(f"{since}..{a_head}", ["%H", "%s", "%B"], "--first-parent")
             if attribution.trailer_agent(body) == agent]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from spark_git import protocol
@@ -33,7 +34,19 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
         dirty = Git(main_wt).status()
         if dirty:
             unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit, stash or remove them in {main_wt}"))
+        unmet += ignored_in_the_way(main_wt, base_head, head)
     return unmet + protocol.complete_conditions(layout, tf, head)
+
+
+def ignored_in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
+    """Ignored files in the main worktree at paths the task adds: the fast-forward would overwrite them
+    silently (git refuses only for untracked files that are not ignored)."""
+    added = Git(main_wt).run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base_head, head).stdout.split("\0")
+    there = [f for f in added if f and os.path.lexists(main_wt / f)]
+    if not there:
+        return []
+    return [protocol.Unmet(f"the task adds {len(there)} file(s) that exist, ignored, in {main_wt} and would be overwritten: {', '.join(there[:10])}",
+                           f"move them aside in {main_wt} (they are not in git)")]
 
 
 def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:

@@ -1,0 +1,220 @@
+"""Issue 12, "Data loss": ending a task never drops a nested repository or an ignored file, and never
+acts on a path task.json names that the layout does not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fixtures.repo import commit, git, make_repo, snapshot, spark, write
+
+CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+
+
+@pytest.fixture
+def lrepo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\nvendor/\n"}, config=CONFIG)
+
+
+def run(repo: Path, *args: str, session: str = "s1"):
+    return spark(repo, *args, env={**os.environ, "SPARK_SESSION_ID": session})
+
+
+def ok(r):
+    assert r.returncode == 0, r
+    return r
+
+
+def nested_repo(where: Path) -> str:
+    """A git repository of its own at `where` with one commit and an uncommitted file; returns its head."""
+    where.mkdir(parents=True)
+    git(where, "init", "-q", "-b", "main")
+    sha = commit(where, {"lib.c": "int x;\n"}, "nested work")
+    write(where / "wip.c", "uncommitted in the nested repo\n")
+    return sha
+
+
+def assert_kept(repo: Path, task: str, listing: dict, head: str, rel: str) -> None:
+    (entry,) = [k for k in listing["kept"] if k["path"].endswith(rel)]
+    kept = Path(entry["path"])
+    assert entry["task"] == task and kept.is_dir()
+    assert git(kept, "rev-parse", "HEAD") == head
+    assert (kept / "wip.c").read_text() == "uncommitted in the nested repo\n"
+
+
+@pytest.mark.parametrize("how", [("abandon", "t1", "--why", "stop"), ("cleanup", "t1", "--force", "--abandon")])
+def test_nested_repository_in_an_agent_worktree_survives_abandon(lrepo: Path, how: tuple[str, ...]) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    root = lrepo.parent / "repo.tasks" / "t1"
+    head = nested_repo(root / "agents/a1/code/third_party/lib")
+    r = ok(run(lrepo, *how, "--json"))
+    assert not (root / "agents/a1/code").exists()
+    listing = ok(run(lrepo, "archive", "list", "t1", "--json")).json["data"]
+    assert_kept(lrepo, "t1", listing, head, "third_party/lib")
+    assert any("third_party/lib" in p for p in r.json["data"]["kept_paths"])
+
+
+def test_ignored_nested_repository_survives_plain_cleanup(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    root = lrepo.parent / "repo.tasks" / "t1"
+    head = nested_repo(root / "code/vendor/dep")
+    commit(root / "agents/a1/code", {"a.txt": "a\n"}, "[a1] work")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    ok(run(lrepo, "approve", "t1", "--changes"))
+    ok(run(lrepo, "complete", "t1"))
+    ok(run(lrepo, "cleanup", "t1"))
+    assert not (root / "code").exists()
+    assert_kept(lrepo, "t1", ok(run(lrepo, "archive", "list", "--json")).json["data"], head, "vendor/dep")
+
+
+def test_ignored_files_are_archived_within_the_size_cap(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\n*.bin\n"},
+                     config=CONFIG + "[archive]\nignored_max_bytes = 1000\n")
+    ok(run(repo, "start", "t1", "--agents", "a1"))
+    code = repo.parent / "repo.tasks/t1/agents/a1/code"
+    write(code / "local.env", "SECRET=1\n")
+    write(code / "conf/dev.env", "X=2\n")
+    (code / "big.bin").write_bytes(b"x" * 5000)
+    r = ok(run(repo, "abandon", "t1", "--why", "stop", "--json"))
+    (ign,) = [a for a in r.json["data"]["archived"] if "/ignored-a1/" in a["ref"]]
+    assert sorted(ign["files"]) == ["conf/dev.env", "local.env"] and ign["skipped"] == ["big.bin"]
+    assert git(repo, "show", f"{ign['sha']}:local.env") == "SECRET=1"
+    assert git(repo, "show", f"{ign['sha']}:conf/dev.env") == "X=2"
+    refs = [e["ref"] for e in ok(run(repo, "archive", "list", "t1", "--json")).json["data"]["entries"]]
+    assert ign["ref"] in refs
+    assert json.loads((repo.parent / "repo.tasks/t1/audit-snapshot.json").read_text())["final_state"] == "ABANDONED"
+
+
+# -- 3: paths in task.json are checked against the layout ----------------------------------------
+
+
+def _edit_task(repo: Path, task: str, edit) -> None:
+    p = repo.parent / "repo.tasks" / task / "task.json"
+    d = json.loads(p.read_text())
+    edit(d)
+    p.write_text(json.dumps(d))
+
+
+@pytest.mark.parametrize("target", ["other-task", "user-worktree"])
+def test_abandon_refuses_a_worktree_path_the_layout_does_not_derive(lrepo: Path, tmp_path: Path, target: str) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    ok(run(lrepo, "start", "t2", "--agents", "a1"))
+    mine = tmp_path / "mine"
+    git(lrepo, "worktree", "add", "-q", "-b", "mine", str(mine))
+    write(mine / "wip.txt", "the user's own work\n")
+    victim = lrepo.parent / "repo.tasks/t2/agents/a1/code" if target == "other-task" else mine
+    _edit_task(lrepo, "t1", lambda d: d["agents"]["a1"].update(worktree=str(victim)))
+    before = snapshot(lrepo)
+    r = run(lrepo, "abandon", "t1", "--why", "stop", "--json")
+    assert r.returncode == 3 and str(victim) in r.json["summary"], r
+    assert snapshot(lrepo) == before and (mine / "wip.txt").exists()
+
+
+def test_abandon_refuses_a_branch_the_layout_does_not_derive(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "release")
+    _edit_task(lrepo, "t1", lambda d: d["agents"]["a1"].update(branch="release"))
+    before = snapshot(lrepo)
+    r = run(lrepo, "abandon", "t1", "--why", "stop", "--json")
+    assert r.returncode == 3 and "release" in r.json["summary"], r
+    assert snapshot(lrepo) == before
+    assert "task-json-paths" in [f["kind"] for f in run(lrepo, "doctor", "--json").json["data"]["findings"]]
+
+
+# -- 5, 7: only branches spark-git created are deleted --------------------------------------------
+
+
+def test_abandon_keeps_a_users_branch_an_agent_worktree_was_switched_to(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "release")
+    release = git(lrepo, "rev-parse", "release")
+    git(lrepo.parent / "repo.tasks/t1/agents/a1/code", "switch", "-q", "release")
+    r = ok(run(lrepo, "abandon", "t1", "--why", "stop", "--json"))
+    assert "release" not in r.json["data"]["deleted_branches"]
+    assert git(lrepo, "rev-parse", "release") == release
+
+
+def test_a_look_alike_agent_branch_of_the_user_survives_doctor_fix_and_cleanup(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    git(lrepo, "branch", "task-t1-agent-notes")  # the user's, not spark-git's
+    sha = git(lrepo, "rev-parse", "task-t1-agent-notes")
+    d = ok(run(lrepo, "doctor", "--fix", "--json")).json["data"]
+    assert "stray-agent-branch" not in [f["kind"] for f in d["findings"]]
+    ok(run(lrepo, "abandon", "t1", "--why", "stop"))
+    assert git(lrepo, "rev-parse", "task-t1-agent-notes") == sha
+
+
+@pytest.mark.parametrize(("templates", "before", "refused"), [
+    ("", [], ("task-t1-agent-zzz",)),  # agent zzz of a task t1 would own its branch
+    ('agent_branch_template = "{task}-{agent}"\n', [], ("fix-ui",)),
+    ('agent_branch_template = "{task}-{agent}"\n', [("fix", "--agents", "ui")], ("fix-ui",)),
+    ('agent_branch_template = "{task}-{agent}"\n', [], ("fix", "--agents", "ui,ui-x")),
+])
+def test_start_refuses_names_the_branch_templates_let_collide(tmp_path: Path, templates: str, before: list[tuple[str, ...]], refused: tuple[str, ...]) -> None:
+    repo = make_repo(tmp_path / "repo", config=templates + CONFIG)
+    for args in before:
+        run(repo, "start", *args)  # may itself be refused: what matters is the next start
+    state = snapshot(repo)
+    r = run(repo, "start", *refused, "--json")
+    assert r.returncode == 2, r
+    assert snapshot(repo) == state
+
+
+# -- 2: complete never overwrites an ignored file in the main worktree ----------------------------
+
+
+def test_complete_refuses_to_overwrite_an_ignored_file_in_the_main_worktree(lrepo: Path) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    code = lrepo.parent / "repo.tasks/t1/agents/a1/code"
+    write(code / "local.env", "EXAMPLE=1\n")
+    git(code, "add", "-f", "local.env")
+    git(code, "commit", "-q", "-m", "[a1] add an example local.env")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    ok(run(lrepo, "approve", "t1", "--changes"))
+    write(lrepo / "local.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "local.env" in r.stdout, r
+    assert (lrepo / "local.env").read_text() == "SECRET=hunter2\n"
+    after = snapshot(lrepo)
+    after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
+    assert after == before
+
+
+# -- 13: submodules are initialised in new worktrees and their commits survive the end ------------
+
+
+def _with_submodule(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    env = {**os.environ, "SPARK_SESSION_ID": "s1", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    lib = make_repo(tmp_path / "lib", {"lib.c": "int lib;\n"})
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    git(repo, "submodule", "add", "-q", str(lib), "lib", env=env)
+    git(repo, "commit", "-q", "-m", "add lib", env=env)
+    return repo, env
+
+
+def test_submodules_are_initialised_and_their_commits_survive_abandon(tmp_path: Path) -> None:
+    repo, env = _with_submodule(tmp_path)
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    sub = repo.parent / "repo.tasks/t1/agents/a1/code/lib"
+    assert (sub / "lib.c").is_file()  # initialised at creation
+    work = commit(sub, {"lib.c": "int lib = 2;\n"}, "work inside the submodule")
+    (sub / "draft.c").write_text("uncommitted in the submodule\n")
+    r = ok(spark(repo, "abandon", "t1", "--why", "stop", "--json", env=env))
+    assert not (repo.parent / "repo.tasks/t1/agents/a1/code").exists()
+    (kept,) = [a for a in r.json["data"]["archived"] if "/submodule-a1-lib/" in a["ref"]]
+    assert git(repo, "cat-file", "-t", work) == "commit"
+    assert work in git(repo, "rev-list", kept["sha"]).split()
+    assert git(repo, "show", f"{kept['sha']}:draft.c") == "uncommitted in the submodule"
+
+
+def test_doctor_notes_submodule_commits_that_exist_only_in_the_worktree(tmp_path: Path) -> None:
+    repo, env = _with_submodule(tmp_path)
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    sub = repo.parent / "repo.tasks/t1/agents/a1/code/lib"
+    work = commit(sub, {"lib.c": "int lib = 2;\n"}, "work inside the submodule")
+    d = spark(repo, "doctor", "--json", env=env).json["data"]
+    (f,) = [f for f in d["findings"] if f["kind"] == "submodule-commits-only-here"]
+    assert f["where"] == "t1/a1" and work[:12] in f["problem"] and f["broken"] is False

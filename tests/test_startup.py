@@ -1,0 +1,38 @@
+"""Start-up shortcuts give what the long way gives: the default config built without validation,
+and the CLI path's stand-in for pydantic's plugin loader."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from spark_git.core.config import Config, defaults
+
+
+def test_the_default_config_is_what_validation_gives() -> None:
+    built, validated = defaults(), Config()
+    assert built == validated
+    assert built.model_dump() == validated.model_dump()
+    assert built.risk.high is not defaults().risk.high  # fresh lists each time, like default_factory
+
+
+def test_the_cli_path_scans_no_pydantic_plugins_and_leaves_the_environment_alone() -> None:
+    code = (
+        "import os, sys\n"
+        "before = dict(os.environ)\n"
+        "from spark_git.__main__ import _without_pydantic_plugins\n"
+        "_without_pydantic_plugins()\n"
+        "from spark_git.core.config import Config\n"
+        "Config.model_validate({'protocol': 'light'})\n"
+        "assert 'importlib.metadata' not in sys.modules, 'plugin scan ran'\n"
+        "assert dict(os.environ) == before, 'the environment changed'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_config_section_is_validated_for_the_defaults() -> None:
+    built = defaults()
+    for name in type(built).model_fields:
+        value = getattr(built, name)
+        assert value == getattr(Config(), name)
+        assert type(value) is type(getattr(Config(), name)), name  # sections are models, not dicts
