@@ -171,3 +171,17 @@ def test_an_update_killed_after_its_rebase_is_finished_by_the_next(tmp_path: Pat
 def _spark_env(p: P, extra: dict[str, str], *args: str) -> Run:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_SESSION_ID"} | {"SPARK_SESSION_ID": "s1"} | extra
     return spark(p.repo, *args, env=env)
+
+
+def test_doctor_sees_merges_an_update_rebased_as_kept_not_lost(tmp_path: Path) -> None:
+    """Found by scripts/chaos: after `update`, every agent's last_merge_sha is a pre-update commit, and
+    doctor reported the task branch as "rewritten" although spark-git rewrote it and archived the old head."""
+    p1, p2 = two_tasks(tmp_path, {"src/one.py": "one = 1\n"}, {"src/two.py": "two = 2\n"})
+    p1.ok("complete", p1.task)
+    p2.ok("update", p2.task)
+    kinds = [f["kind"] for f in p2.ok("doctor", p2.task)["data"]["findings"]]
+    assert "last-merge-not-in-task-branch" not in kinds, kinds
+    # a hand rewrite (no archive of the old head) is still reported
+    git(p2.repo, "update-ref", "refs/heads/t2", "main")
+    r = p2.spark("--json", "doctor", p2.task)
+    assert "last-merge-not-in-task-branch" in [f["kind"] for f in r.json["data"]["findings"]], r.json

@@ -74,13 +74,14 @@ def abandon(
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="Task name.")],
     why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
+    force: Annotated[bool, typer.Option("--force", help="Also remove worktrees locked with `git worktree lock` (logged).")] = False,
     session: SessionOpt = None,
 ) -> None:
     """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
     from spark_git.ops import cleanup as mod
 
     def action(layout: Layout) -> Result:
-        d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd)
+        d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd, force=force)
         return _end_result(d, "abandoned")
 
     execute(ctx, action)

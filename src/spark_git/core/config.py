@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spark_git.core.errors import BadInput
 
@@ -14,8 +14,9 @@ Command = list[str] | str | None  # argv list, or a shell string
 
 
 class _Strict(BaseModel):
+    # strict: TOML has real types; `timeout_s = true` or `"10"` is a mistake, not 1 s or 10 s.
     # defer_build: built on first use (a repo without a config file never validates one).
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class GatesConfig(_Strict):
@@ -66,6 +67,12 @@ class PortsConfig(_Strict):
     start: int = Field(41000, ge=1024, le=65535)
     end: int = Field(41999, ge=1024, le=65535)
 
+    @model_validator(mode="after")
+    def _ordered(self) -> PortsConfig:
+        if self.start > self.end:
+            raise ValueError(f"ports.start ({self.start}) is greater than ports.end ({self.end})")
+        return self
+
 
 class EvidenceConfig(_Strict):
     coverage_min: float | None = Field(None, ge=0, le=1, description="An agent's evidence with coverage below this (0.0-1.0) is not COMPLETE.")
@@ -115,14 +122,44 @@ class Config(_Strict):
             raise ValueError("must contain {task} and {agent}")
         return _check_template(v, "{task} and {agent}")
 
+    @model_validator(mode="after")
+    def _templates_apart(self) -> Config:
+        # git cannot hold both "t" and "t/a" (a directory/file clash in refs/heads): the second
+        # branch of every start would fail after the first was created.
+        t = self.task_branch_template.format(task="t")
+        a = self.agent_branch_template.format(task="t", agent="a")
+        if a.startswith(t + "/") or t.startswith(a + "/"):
+            raise ValueError(f"task_branch_template gives {t!r} and agent_branch_template {a!r}: git cannot hold a branch and another one below it")
+        return self
+
 
 def _check_template(v: str, allowed: str) -> str:
     # Any other placeholder ("{nope}", "{0}", a stray brace) would fail later in str.format.
     try:
-        v.format(task="t", agent="a")
+        sample = v.format(task="t", agent="a")
     except (KeyError, IndexError, ValueError, AttributeError) as e:
         raise ValueError(f"may only use the placeholders {allowed} ({type(e).__name__}: {e})") from None
+    problem = branch_name_problem(sample)
+    if problem:
+        raise ValueError(f"gives {sample!r}, which is not a valid branch name: {problem}")
     return v
+
+
+_REF_BAD_CHARS = set(" ~^:?*[\\\x7f")
+
+
+def branch_name_problem(name: str) -> str | None:
+    """Why `name` is not a plain branch name (the rules of `git check-ref-format --branch`, without
+    running git at config load), or None. A full ref ("refs/tags/x") would create that ref, not a branch."""
+    if name.startswith("refs/") or name == "HEAD":
+        return "it is a full ref name; give the branch name only"
+    if name.startswith(("-", "/")) or name.endswith(("/", ".")) or "//" in name:
+        return "it starts with '-' or '/', ends with '/' or '.', or contains '//'"
+    if ".." in name or "@{" in name or name == "@" or any(c in _REF_BAD_CHARS or ord(c) < 32 for c in name):
+        return "it contains '..', '@{', a space, a control character or one of ~^:?*[\\"
+    if any(part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
+    return None
 
 
 def format_validation_error(source: str, err: ValidationError, prefix: str = "") -> str:
@@ -168,3 +205,24 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
         return Config.model_validate(data), source
     except ValidationError as e:
         raise BadInput(format_validation_error(source or "", e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+
+
+def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:
+    """Refuses a tasks_root spark-git cannot safely own (exit 2 naming the key). `root` and the repo
+    paths are resolved. Task worktrees inside a repository would show up there as untracked files
+    (and, inside ours, make the main worktree dirty so that no `complete` could ever land)."""
+    where = "tasks_root" if configured else "the default tasks_root"
+    hint = "set tasks_root to a directory outside every repository (the default is '<repo-dir>.tasks')"
+    if root == common_dir or common_dir in root.parents:
+        raise BadInput(f"tasks_root {root} is inside the git directory {common_dir}", hint="choose a tasks_root outside .git (the default is '<repo-dir>.tasks')")
+    if root == main_worktree or main_worktree in root.parents:
+        raise BadInput(f"{where} {root} is inside the repository {main_worktree}", hint=hint, details={"key": "tasks_root"})
+    if root in main_worktree.parents:
+        raise BadInput(f"{where} {root} contains the repository {main_worktree}", hint=hint, details={"key": "tasks_root"})
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{where} {root} exists and is not a directory", hint=hint, details={"key": "tasks_root"})
+    if not configured:
+        return  # the default sits beside the repo; a repo nested in another one keeps working as before
+    for d in (root, *root.parents):
+        if (d / ".git").exists():
+            raise BadInput(f"tasks_root {root} is inside another git repository ({d})", hint=hint, details={"key": "tasks_root"})

@@ -9,6 +9,7 @@ FAIL = 1
 USAGE = 2
 BLOCKED = 3
 INTERNAL = 70
+INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, what shells and CI expect
 
 
 class SparkError(Exception):

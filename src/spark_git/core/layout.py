@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NewType
 
 from spark_git.core import paths
-from spark_git.core.config import Config, load_config
+from spark_git.core.config import Config, check_tasks_root, load_config
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git, LocalBranch, RepoInfo
 from spark_git.core.paths import NAME_RE, RESERVED_TASK_NAMES
@@ -62,9 +62,7 @@ class Layout:
         info = Git(start).discover()
         config, source = load_config(info.main_worktree)
         root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)
-        common = info.common_dir
-        if root == common or common in root.parents:
-            raise BadInput(f"tasks_root {root} is inside the git directory {common}", hint="choose a tasks_root outside .git (the default is '<repo-dir>.tasks')")
+        check_tasks_root(root, info.main_worktree, info.common_dir, configured=bool(config.tasks_root))
         return cls(info, config, source, root)
 
     # -- git -------------------------------------------------------------------------------

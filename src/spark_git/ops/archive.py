@@ -146,6 +146,8 @@ def restore(layout: Layout, ref: str, branch: str | None = None) -> RestoreData:
         raise BadInput(f"no archive ref {ref}", hint="`spark-git archive list` shows them", next=["spark-git archive list"])
     rest = ref[len(ARCHIVE_PREFIX):].split("/")
     name = branch or ("/".join(rest[1:-1]) if len(rest) >= 3 else rest[-1])
+    if name.startswith("refs/"):  # update-ref would create that ref (a tag, say), not a branch
+        raise BadInput(f"bad branch name {name!r}: it is a full ref name; give the branch name only", hint="pass --branch NAME (e.g. v9, not refs/tags/v9)")
     if not git.is_valid_branch_name(name) or name.startswith("-"):
         raise BadInput(f"bad branch name {name!r} (git check-ref-format --branch)", hint="pass --branch NAME")
     if git.branch_head(name) is not None:

@@ -50,6 +50,7 @@ class _Tree:
     path: Path
     wt: Worktree | None  # None: not registered in git
     dirty: list[str] = field(default_factory=list)
+    partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
     found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
     submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
 
@@ -57,16 +58,17 @@ class _Tree:
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
             why: str | None = None, caller: Path | None = None) -> EndData:
     return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
-                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller)
+                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force)
 
 
-def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None) -> EndData:
+def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None, force: bool = False) -> EndData:
     if not why.strip():
         raise BadInput("--why needs a reason; it is recorded in the audit trail")
-    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller)
+    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force)
 
 
-def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None) -> EndData:
+def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None,
+         force_locked: bool = False) -> EndData:
     task = task_name(task)
     store = open_store(layout)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
@@ -80,6 +82,11 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         _check_may_end(store, tf, final, session)
         git = layout.git()
         trees = _trees(store, tf, git)
+        if tf.state == final:  # a resumed run: files a killed `worktree remove` deleted are not work
+            for t in trees:
+                kept = [e for e in t.dirty if not e.startswith(" D ")]
+                t.partly_removed, t.dirty = len(kept) < len(t.dirty), kept
+        locked = _locked(trees, force_locked, task)
         dirty = _dirty(trees, force, task)
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
@@ -88,6 +95,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         archived += _archive(store, tf, dirty, trees, branches, contained, session)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
+        for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
+            store.event(task, "locked_worktree_removed", session, path=str(t.path), reason=_lock_reason(t))
         prior = store.read_snapshot(task)
         if prior is None or prior.final_state != final:  # a resumed run keeps the first, complete count
             store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
@@ -117,6 +126,24 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) 
         unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session))
         if unmet:
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
+
+
+def _lock_reason(t: _Tree) -> str:
+    return t.wt.extra.get("locked", "") if t.wt is not None else ""
+
+
+def _locked(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+    """Worktrees locked with `git worktree lock` by someone (not git's or spark-git's own "initializing"
+    lock of a worktree being created): refused unless --force, then logged."""
+    locked = [t for t in trees if t.wt is not None and t.wt.locked and _lock_reason(t) != "initializing"]
+    if locked and not force:
+        raise Blocked(
+            f"task {task!r} has {len(locked)} worktree(s) locked with `git worktree lock`; nothing was removed",
+            hint="unlock them (`git worktree unlock PATH`) or pass --force to remove them anyway (logged)",
+            next=[f"git worktree unlock {t.path}" for t in locked],
+            details={"locked": [f"{t.path}: {_lock_reason(t) or '(no reason given)'}" for t in locked]}, task=task,
+        )
+    return locked
 
 
 def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
@@ -248,7 +275,7 @@ def _remove(git: Git, t: _Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
-            if t.dirty or t.wt.locked or t.submodules:  # dirty work and submodules are already on archive refs
+            if t.dirty or t.wt.locked or t.partly_removed or t.submodules:  # dirty work and submodules are already on archive refs
                 args += ["--force", "--force"] if t.wt.locked else ["--force"]
             git.run(*args, str(t.path))
         data.removed_worktrees.append(str(t.path))

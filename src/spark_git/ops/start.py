@@ -202,6 +202,9 @@ def _check_collisions(layout: Layout, task: str, agents: list[str]) -> None:
         clash += [f"{ab!r} (agent {agent!r}) is also the branch of agent {a!r} of task {t!r}" for t, a in layout.agent_branch_owners(ab) if (t, a) != (task, agent)]
         clash += [f"{ab!r} (agent {agent!r}) is the task branch of task {t!r}, which exists" for t in layout.task_branch_owners(ab)
                   if t != task and layout.task_dir(t).exists()]
+    names = [tb] + [layout.agent_branch(task, a) for a in agents]
+    clash += [f"{a!r} and {b!r} cannot both exist (git cannot hold a branch and a branch under it)"
+              for i, a in enumerate(names) for b in names[i + 1:] if a.startswith(b + "/") or b.startswith(a + "/")]
     if clash:
         raise BadInput(
             f"cannot start task {task!r}: the branch templates let two things share a branch: " + "; ".join(clash),

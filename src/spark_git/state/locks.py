@@ -134,8 +134,12 @@ def try_mutex(layout: Layout, name: str) -> Iterator[bool]:
 
 def _write_owner(owner: Path) -> None:
     # Informational only (who holds it, for messages and doctor); the flock is the truth.
+    # Temp + rename (one temp name is enough: we hold the mutex): a kill mid-write must not leave an
+    # empty file (found by scripts/chaos). No fsync: it is a hint, not state.
+    tmp = owner.with_name(owner.name + ".tmp")
     try:
-        owner.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(["spark-git", *sys.argv[1:7]]), "since": now()}))
+        tmp.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(["spark-git", *sys.argv[1:7]]), "since": now()}))
+        os.replace(tmp, owner)
     except OSError:
         pass
 

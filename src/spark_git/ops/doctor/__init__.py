@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from spark_git.core.errors import CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.doctor import checks, queue, repo
+from spark_git.ops.doctor import checks, halfway, queue, repo
 from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.state.locks import mutex, task_mutex_name
@@ -58,6 +58,7 @@ def observe(layout: Layout, only: str | None, *, session: str | None) -> tuple[C
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
         queue.check_queue(ctx)
+    halfway.check_task_worktrees(ctx, tfs)
     return ctx, seen
 
 

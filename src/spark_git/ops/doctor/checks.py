@@ -218,10 +218,19 @@ def check_merges(ctx: Ctx, tf: TaskFile) -> None:
         sha = e.last_merge_sha
         if not sha or th is None:
             continue
-        if not ctx.merged_into(sha, th):
+        if not ctx.merged_into(sha, th) and not _in_updated_head(ctx, tf, sha, th):
             ctx.add(Finding(where=f"{tf.task_name}/{a}", kind="last-merge-not-in-task-branch",
                             problem=f"last_merge_sha {sha[:12]} of agent {a} is not an ancestor of task branch {tf.task_branch} (the task branch was rewritten)",
                             repair=f"git log --oneline {tf.task_branch}..{sha}  (see what was lost), keep it: git update-ref refs/spark/archive/{tf.task_name}/lost-merge-{a}/{sha[:12]} {sha}; then spark-git merge {tf.task_name} --agent {a}"))
+
+
+def _in_updated_head(ctx: Ctx, tf: TaskFile, sha: str, head: str) -> bool:
+    """`update` rewrote the task branch itself (its audit trail says from which head to which): a merge
+    contained in an old head whose rebased copy the branch still holds is not lost. A hand rewrite has
+    no such record."""
+    trail = audit.load(ctx.layout, tf.task_name)
+    moves = [(e.get("old_head"), e.get("new_head")) for e in (trail.events if trail else []) if e.get("kind") == "updated"]
+    return any(old and new and ctx.git.is_ancestor(sha, old) and ctx.git.is_ancestor(new, head) for old, new in moves)
 
 
 def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:

@@ -97,6 +97,11 @@ def check_git_locks(ctx: Ctx, only: list[str] | None) -> None:
         return
     running = _git_processes(ctx.layout)
     for p in found:
+        if running is None:  # no /proc: a live git may hold it; report, never delete
+            ctx.add(Finding(where=_lock_owner(ctx, common, p.relative_to(common)) or "git", kind="git-lock-unknown",
+                            problem=f"{p.relative_to(common)} exists and this system cannot tell whether a git process holds it (no /proc)",
+                            repair=f"make sure no git command runs in this repo, then: rm {p}"))
+            continue
         rel = p.relative_to(common)
         where = _lock_owner(ctx, common, rel) or "git"
         if only is not None and where != "git" and where.split("/")[0] not in only:
@@ -122,17 +127,23 @@ def _lock_owner(ctx: Ctx, common: Path, rel: Path) -> str | None:
 
 
 def _unlink_stale(ctx: Ctx, p: Path) -> None:
-    if _git_processes(ctx.layout):
+    if _git_processes(ctx.layout) != []:
         raise OSError(f"a git process started in this repo; {p} was left alone")
     p.unlink(missing_ok=True)
 
 
-def _git_processes(layout: Layout) -> list[int]:
-    """Pids of git processes whose cwd is in the repo, its git dir or the tasks root (Linux /proc)."""
+PROC = Path("/proc")
+
+
+def _git_processes(layout: Layout) -> list[int] | None:
+    """Pids of git processes whose cwd is in the repo, its git dir or the tasks root (Linux /proc);
+    None when there is no /proc to tell."""
+    if not PROC.is_dir():
+        return None
     roots = [layout.main_worktree, layout.repo.common_dir, layout.tasks_root]
     pids = []
     me = os.getpid()
-    for d in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+    for d in PROC.iterdir():
         if not d.name.isdigit() or int(d.name) == me:
             continue
         try:

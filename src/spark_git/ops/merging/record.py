@@ -3,13 +3,18 @@ record (attribution notes, audit trail, the agent's last merge)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from spark_git.core import faults
 from spark_git.core.errors import CorruptState, Failed
+from spark_git.core.layout import Layout
 from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.merging.plan import Plan
+from spark_git.state.files import write_atomic
 from spark_git.state.models import AgentStatus, TaskFile, now
 from spark_git.state.store import Store
 
@@ -21,13 +26,25 @@ class LandedCommit(BaseModel):
     files: list[str]
 
 
+FF_MARKER = ".spark-merge-ff"  # in the task dir: "merge is fast-forwarding the task worktree"
+
+
+def ff_marker(layout: Layout, task: str) -> Path:
+    return layout.task_dir(task) / FF_MARKER
+
+
 def land(plan: Plan) -> None:
     """Fast-forwards the task branch in the task worktree (git checks HEAD's old value)."""
     git, task, branch = plan.git, plan.task, plan.tf.task_branch
     faults.point("merge-before-ff")
     if git.branch_head(branch) != plan.task_head:  # cannot happen under the task mutex; never land over it
         raise Failed(f"task branch {branch} moved during the merge; nothing was merged", task=task)
+    # While the fast-forward updates the files, a marker says so: a kill there leaves the task
+    # worktree changed with its branch unmoved, which doctor then repairs (ops/doctor/halfway.py).
+    marker = ff_marker(plan.store.layout, task)
+    write_atomic(marker, {"pid": os.getpid(), "to": plan.a_head, "at": now()})
     plan.twt.merge_ff_only(plan.a_head)
+    marker.unlink(missing_ok=True)
     if git.branch_head(branch) != plan.a_head:  # the task worktree is on that branch (checked in prepare)
         raise Failed(f"fast-forward of {branch} did not land {plan.a_head[:12]}", task=task)
     faults.point("merge-after-ff")
