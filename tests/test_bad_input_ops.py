@@ -86,3 +86,25 @@ def test_ctrl_c_under_json_prints_one_envelope(tmp_path: Path) -> None:
     assert env_["status"] == "FAIL" and "interrupted" in env_["summary"] and env_["next"] == ["spark-git doctor"], out
     assert t.head() == task_head  # nothing landed; the agent's commit is still reachable
     assert git(t.repo, "for-each-ref", f"--contains={work}", "--format=%(refname)") != ""
+
+
+@pytest.mark.parametrize("json_mode", [True, False])
+def test_ctrl_c_before_the_command_runs_still_exits_130(tmp_path: Path, json_mode: bool) -> None:
+    """Found by scripts/chaos: Ctrl-C while the command's module was loading hit click's own handler
+    ("Aborted!", exit 1, no envelope). The process interrupts itself at exactly that point."""
+    script = ("import os, signal, sys\n"
+              "import spark_git.cli.root as root\n"
+              "real = root.load\n"
+              "def load(name):\n"
+              "    os.kill(os.getpid(), signal.SIGINT)\n"
+              "    return real(name)\n"
+              "root.load = load\n"
+              "from spark_git.__main__ import main\n"
+              f"sys.exit(main({['--json', 'status'] if json_mode else ['status']!r}))\n")
+    r = subprocess.run([PY, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 130, r
+    if json_mode:
+        env_ = json.loads(r.stdout)
+        assert env_["status"] == "FAIL" and env_["next"] == ["spark-git doctor"] and "interrupted" in env_["data"]["error"], r.stdout
+    else:
+        assert r.stdout == "" and "interrupted (Ctrl-C)" in r.stderr and "Aborted" not in r.stderr, r

@@ -4,13 +4,47 @@ command's module loaded."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
 import types
+
+from spark_git.core.errors import INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    before = _ctrl_c_raises_interrupted()
+    try:
+        return _main(args)
+    except (Interrupted, KeyboardInterrupt):  # one envelope under --json, wherever Ctrl-C struck
+        _say_interrupted("--json" in args[: args.index("--") if "--" in args else len(args)])
+        return INTERRUPTED
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGINT, before)  # type: ignore[arg-type]  # what signal.signal gave back
+
+
+def _ctrl_c_raises_interrupted() -> object:
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted()
+
+    try:
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (an embedding caller): Ctrl-C stays theirs
+        return None
+
+
+def _say_interrupted(json_mode: bool) -> None:
+    if json_mode:
+        env = {"status": "FAIL", "summary": INTERRUPTED_MESSAGE, "task": None, "data": {"error": INTERRUPTED_MESSAGE}, "next": ["spark-git doctor"]}
+        print(json.dumps(env), flush=True)
+    else:
+        sys.stderr.write(f"error: {INTERRUPTED_MESSAGE}\n")
+
+
+def _main(args: list[str]) -> int:
     if args in (["--version"], ["-V"]):
         from spark_git import __version__
 

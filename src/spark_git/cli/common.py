@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 from pydantic import BaseModel
 
-from spark_git.core.errors import INTERNAL, INTERRUPTED, SparkError
+from spark_git.core.errors import INTERNAL, SparkError
 from spark_git.core.layout import Layout
 
 if TYPE_CHECKING:
@@ -117,10 +117,6 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
         raise typer.Exit(e.exit_code) from None
     except typer.Exit:
         raise
-    except KeyboardInterrupt:  # Ctrl-C: still one envelope under --json; `doctor` repairs what was cut short
-        _render_error(st, SparkError("interrupted (Ctrl-C); run `spark-git doctor` to see whether anything was left half-done",
-                                     next=["spark-git doctor"]))
-        raise typer.Exit(INTERRUPTED) from None
     except Exception as e:  # a bug: say so, keep the traceback, exit 70
         tb = traceback.format_exc()
         if st.json:

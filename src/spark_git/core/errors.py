@@ -10,6 +10,12 @@ USAGE = 2
 BLOCKED = 3
 INTERNAL = 70
 INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, what shells and CI expect
+INTERRUPTED_MESSAGE = "interrupted (Ctrl-C); run `spark-git doctor` to see whether anything was left half-done"
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, raised by the entry point's SIGINT handler. Not a KeyboardInterrupt: click turns that into
+    "Aborted!" and exit 1 when it strikes outside a command (parsing, loading the command's module)."""
 
 
 class SparkError(Exception):
