@@ -123,6 +123,20 @@ def test_abandon_refuses_a_branch_the_layout_does_not_derive(lrepo: Path) -> Non
     assert "task-json-paths" in [f["kind"] for f in run(lrepo, "doctor", "--json").json["data"]["findings"]]
 
 
+@pytest.mark.parametrize("argv", [("merge", "t1", "--agent", "a1"), ("sync", "t1", "--agent", "a1"), ("update", "t1"),
+                                  ("complete", "t1"), ("agent", "add", "t1", "a2", "--why", "more")])
+def test_every_command_refuses_a_worktree_path_the_layout_does_not_derive(lrepo: Path, argv: tuple[str, ...]) -> None:
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    ok(run(lrepo, "start", "t2", "--agents", "a1"))
+    commit(lrepo.parent / "repo.tasks/t1/agents/a1/code", {"a.txt": "a\n"}, "[a1] a")
+    victim = lrepo.parent / "repo.tasks/t2/agents/a1/code"
+    _edit_task(lrepo, "t1", lambda d: d["agents"]["a1"].update(worktree=str(victim)))
+    before = snapshot(lrepo)
+    r = run(lrepo, "--json", *argv)
+    assert r.returncode == 3 and str(victim) in r.json["summary"], r
+    assert snapshot(lrepo) == before
+
+
 # -- 5, 7: only branches spark-git created are deleted --------------------------------------------
 
 

@@ -20,10 +20,11 @@ from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.ops.worktrees import check_recorded, created_by_spark, lost_head
+from spark_git.ops.worktrees import created_by_spark, lost_head
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
+from spark_git.state.recorded import check_recorded
 from spark_git.state.store import Store
 
 ENDED = ("CLEANUP", "ABANDONED")

@@ -11,6 +11,7 @@ from spark_git.core.layout import Layout
 from spark_git.state.backends import as_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile, now
+from spark_git.state.recorded import check_recorded
 from spark_git.state.store import Store
 
 
@@ -24,6 +25,7 @@ def load_task(store: Store | Layout, task: str, *, check: bool = True) -> TaskFi
         raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task)
     if check:
         protocol.check_consistent(store.layout, tf)
+        check_recorded(store.layout, tf)  # every command acts only on the worktrees and branches the layout derives
     return tf
 
 

@@ -8,13 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.core.errors import Blocked, CorruptState, SparkError
+from spark_git.core.errors import Blocked, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
-from spark_git.core.layout import Layout
-from spark_git.core.paths import real
 from spark_git.ops.provision import ProvisionReport, failure_summary, provision
 from spark_git.state.locks import WORKTREES
-from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 Progress = Callable[[str], None]
@@ -32,29 +29,6 @@ class Created:
 
 
 CREATE_MESSAGE = "spark-git start: create "  # the reflog message of every branch spark-git creates
-
-
-def layout_problem(layout: Layout, tf: TaskFile) -> str | None:
-    """What in task.json the layout does not derive: a worktree or branch spark-git would then act on
-    (remove, delete) although it is not this task's. None when everything matches."""
-    task = tf.task_name
-    wanted = [("task", tf.worktree, layout.task_worktree(task), tf.task_branch, layout.task_branch(task))]
-    wanted += [(f"agent {a}", e.worktree, layout.agent_worktree(task, a), e.branch, layout.agent_branch(task, a)) for a, e in tf.agents.items()]
-    for label, path, expected, branch, exp_branch in wanted:
-        if real(path) != real(expected):
-            return f"the {label} worktree is recorded as {path}, but this task's is {expected}"
-        if branch != exp_branch and branch not in tf.created_branches:
-            return f"the {label} branch is recorded as {branch!r}, but this task's is {exp_branch!r}"
-    if tf.base_branch in [w[3] for w in wanted]:
-        return f"the base branch {tf.base_branch!r} is recorded as one of this task's branches"
-    return None
-
-
-def check_recorded(layout: Layout, tf: TaskFile) -> None:
-    """Refuses (exit 3, path named) a task.json naming paths or branches that are not the task's."""
-    problem = layout_problem(layout, tf)
-    if problem is not None:
-        raise CorruptState(str(layout.task_json(tf.task_name)), problem + "; spark-git acts only on what the layout derives", task=tf.task_name)
 
 
 def created_by_spark(git: Git, branch: str) -> bool:

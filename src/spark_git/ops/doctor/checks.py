@@ -15,11 +15,12 @@ from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
-from spark_git.ops.worktrees import created_by_spark, layout_problem, lost_head
+from spark_git.ops.worktrees import created_by_spark, lost_head
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, TaskFile, now
+from spark_git.state.recorded import layout_problem
 
 ENDED = ("CLEANUP", "ABANDONED")
 
