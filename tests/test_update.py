@@ -185,3 +185,15 @@ def test_doctor_sees_merges_an_update_rebased_as_kept_not_lost(tmp_path: Path) -
     git(p2.repo, "update-ref", "refs/heads/t2", "main")
     r = p2.spark("--json", "doctor", p2.task)
     assert "last-merge-not-in-task-branch" in [f["kind"] for f in r.json["data"]["findings"]], r.json
+
+
+def test_status_and_audit_judge_a_review_by_its_patch_after_an_update(tmp_path: Path) -> None:
+    """The reviewer approved the pre-update head; `update` kept the patch, so the approval holds (as the
+    guards say) and neither `status` nor `audit` calls it stale."""
+    p1, p2 = two_tasks(tmp_path, {"src/one.py": "one = 1\n"}, {"src/two.py": "two = 2\n"})
+    p1.ok("complete", p1.task)
+    p2.ok("update", p2.task)
+    agents = {a["name"]: a for t in p2.ok("status", p2.task)["data"]["tasks"] for a in t["agents"]}
+    assert not [f for f in agents[REV]["flags"] if "stale" in f], agents[REV]
+    smells = p2.ok("audit", p2.task)["data"]["smells"]
+    assert not [s for s in smells if REV in s], smells

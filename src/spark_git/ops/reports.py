@@ -180,7 +180,8 @@ def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[
         smells += _commit_smells(git, tf.base_commit, head)
         for a, e in tf.agents.items():
             st = _usable_status(store, tf.task_name, a)
-            if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and st.last_review_sha != head:
+            if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and \
+                    not protocol.approval_holds(git, tf.base_branch, st.last_review_sha, st.last_review_patch_id, head):
                 smells.append(f"reviewer {a}'s APPROVED is for {st.last_review_sha[:12]}, older than the task head {head[:12]} it would approve")
     return head, smells
 
