@@ -25,12 +25,16 @@ def gate_cmd(script: str) -> list[str]:
 
 # Fails when the candidate holds a file named bad.txt; counts its runs in $COUNT_FILE if set.
 CULPRIT_GATE = gate_cmd("import os, sys; sys.exit(1 if os.path.exists('bad.txt') else 0)")
+# The same verdict from a real pytest run, whose failing test names the culprit's evidence must carry.
+PYTEST_CULPRIT = {"test_gate.py": "import os\n\n\ndef test_no_bad_file():\n    assert not os.path.exists('bad.txt')\n"}
+PYTEST_GATE = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_gate.py"]
 
 
 class Queue:
-    def __init__(self, tmp: Path, n: int, final: list[str] | None = None, extra: str = "", culprit: int | None = None) -> None:
+    def __init__(self, tmp: Path, n: int, final: list[str] | None = None, extra: str = "", culprit: int | None = None,
+                 files: dict[str, str] | None = None) -> None:
         cfg = config(final=final or CULPRIT_GATE, non_interactive=True, extra=extra)
-        self.repo = make_repo(tmp / "repo", {"README.md": "# demo\n"}, config=cfg)
+        self.repo = make_repo(tmp / "repo", {"README.md": "# demo\n", **(files or {})}, config=cfg)
         self.root = tmp / "repo.tasks"
         self.tasks = [f"t{i}" for i in range(n)]
         for i, t in enumerate(self.tasks):

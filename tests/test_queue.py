@@ -10,7 +10,7 @@ from fixtures.repo import commit, git
 
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
-from tests.queuekit import Queue, gate_cmd, read_line, start_racers
+from tests.queuekit import PYTEST_CULPRIT, PYTEST_GATE, Queue, gate_cmd, read_line, start_racers
 
 
 def test_eight_completes_at_once_one_drains_all_land_in_one_gate_run(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_eight_completes_at_once_one_drains_all_land_in_one_gate_run(tmp_path: P
 
 
 def test_a_culprit_among_eight_is_bisected_out_seven_land(tmp_path: Path) -> None:
-    q = Queue(tmp_path, 8, culprit=5)
+    q = Queue(tmp_path, 8, culprit=5, final=PYTEST_GATE, files=PYTEST_CULPRIT)
     for t in q.tasks:
         r = q.spark(t, "--json", "complete", t, "--no-wait")
         assert r.returncode == 0 and r.json["data"]["result"] == "queued", r
@@ -55,6 +55,7 @@ def test_a_culprit_among_eight_is_bisected_out_seven_land(tmp_path: Path) -> Non
     assert tj["state"] == "IMPLEMENTATION" and tj.get("queued") is None
     back = tj["transition_log"][-1]
     assert back["to"] == "IMPLEMENTATION" and Path(back["evidence"]["gate_log"]).is_file()
+    assert back["evidence"]["failed_tests"] == ["test_gate.py::test_no_bad_file"] == outcomes["t5"]["failed_tests"], back
     assert "bad.txt" not in q.landed_files() and {f"t{i}.txt" for i in range(8) if i != 5} <= q.landed_files()
     q.assert_linear()
     assert q.queue_refs() == [] and q.scratch() == []

@@ -54,6 +54,7 @@ class QueueOutcome(BaseModel):
     gate: dict[str, Any] | None = None  # the final gate's evidence of the landed candidate
     main_worktree_updated: bool = False
     files: list[str] = Field(default_factory=list)  # conflicting files
+    failed_tests: list[str] = Field(default_factory=list)  # the failing gate's test names (pytest), for the culprit
     sent_back: bool = False  # the culprit of a bisection, moved back to IMPLEMENTATION
     drained_by: int | None = None  # pid of the draining process
     at: str = Field(default_factory=now)

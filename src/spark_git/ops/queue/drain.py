@@ -151,7 +151,7 @@ def _fail(layout: Layout, store: Store, e: QueueEntry, ev: gates.GateEvidence, t
     evidence.record(store, e.task, ev, session, note=not back, batch=tasks)
     reason = ev.error or f"exit code {ev.exit_code}"
     why = f"the final gate failed on the batch {', '.join(tasks)} ({reason}); bisection names {e.task}" if back else f"gate 'final' failed ({reason})"
-    evict(layout, store, e, "failed", why, gate_log=ev.log_path, batch=tasks, back_to_implementation=back)
+    evict(layout, store, e, "failed", why, gate_log=ev.log_path, batch=tasks, back_to_implementation=back, failed_tests=ev.failed_tests)
 
 
 def _save_candidate(store: Store, cand: QueueCandidate | None) -> None:

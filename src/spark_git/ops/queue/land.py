@@ -106,11 +106,13 @@ def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str
 
 
 def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["failed", "blocked"], reason: str, *, files: list[str] | None = None,
-          gate_log: str | None = None, batch: list[str] | None = None, back_to_implementation: bool = False) -> QueueOutcome:
+          gate_log: str | None = None, batch: list[str] | None = None, back_to_implementation: bool = False,
+          failed_tests: list[str] | None = None) -> QueueOutcome:
     """Takes the entry out of the queue with a failed/blocked outcome; the task keeps its state unless a
     bisection found it to be the culprit (then it goes back to IMPLEMENTATION with the gate log)."""
     o = QueueOutcome(task=entry.task, ref=entry.ref, head=entry.sha, result=result, reason=reason,
-                     files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid(), sent_back=back_to_implementation)
+                     files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid(), sent_back=back_to_implementation,
+                     failed_tests=failed_tests or [])
     if store.read_task(entry.task) is not None:
         with updating(store, entry.task, None, owner=False) as tf:
             session = tf.queued.session_id if tf.queued else None
@@ -118,7 +120,8 @@ def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["fail
                 # The table has no COMPLETE-pending → IMPLEMENTATION row for every state yet: the queue's
                 # verdict is recorded directly, with the log as evidence.
                 record_transition(layout, tf, "IMPLEMENTATION", session, f"spark-git queue: {reason}",
-                                  {"task_head": entry.sha, "gate_log": gate_log, "batch": o.batch, "evicted_by": "final gate (bisected)"})
+                                  {"task_head": entry.sha, "gate_log": gate_log, "failed_tests": o.failed_tests, "batch": o.batch,
+                                   "evicted_by": "final gate (bisected)"})
             if tf.queued is not None and tf.queued.ref == entry.ref:
                 tf.queued = None
             store.event(entry.task, "dequeued", session, ref=entry.ref, result=result, reason=reason, files=o.files, gate_log=gate_log)
