@@ -73,7 +73,7 @@ def break_tasks(repo: Path, env: dict[str, str]) -> None:
     g(wt, "commit", "-q", "-m", "side work")
     g(wt, "switch", "-q", "t31")
     g(wt, "merge", "--no-ff", "--no-commit", "side-t31")
-    side = g(repo, "commit-tree", "-m", "not on the task branch", g(repo, "rev-parse", "main^{tree}"))
+    side = g(repo, "rev-parse", "side-t31")  # work that is not on t35's branch, not even as an equivalent patch
     d = tj("t35")
     d["agents"]["a1"]["last_merge_sha"] = side
     put("t35", d)

@@ -162,6 +162,9 @@ def test_an_update_killed_after_its_rebase_is_finished_by_the_next(tmp_path: Pat
     assert r.returncode == -9, r
     new = p2.head()
     assert new != old and git(p2.repo, "rev-parse", f"task-t2-agent-{UPA}") != new
+    # the rewrite is not recorded yet, but the merged work is on the branch (rebased): doctor says so
+    kinds = [f["kind"] for f in p2.ok("doctor", p2.task)["data"]["findings"]]
+    assert "last-merge-not-in-task-branch" not in kinds, kinds
     d = p2.ok("update", p2.task)["data"]
     assert not d["rebased"] and d["approval"] == "kept" and all(a["moved"] for a in d["agents"]), d
     p2.ok("complete", p2.task)

@@ -10,8 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from spark_git import protocol
-from spark_git.core.errors import CorruptState
+from spark_git.core.errors import CorruptState, GitError
 from spark_git.core.git import Git, Worktree, branch_ref
+from spark_git.core.gitmerge import missing_patches
 from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
@@ -226,12 +227,12 @@ def check_merges(ctx: Ctx, tf: TaskFile) -> None:
 
 
 def _in_updated_head(ctx: Ctx, tf: TaskFile, sha: str, head: str) -> bool:
-    """`update` rewrote the task branch itself (its audit trail says from which head to which): a merge
-    contained in an old head whose rebased copy the branch still holds is not lost. A hand rewrite has
-    no such record."""
-    trail = audit.load(ctx.layout, tf.task_name)
-    moves = [(e.get("old_head"), e.get("new_head")) for e in (trail.events if trail else []) if e.get("kind") == "updated"]
-    return any(old and new and ctx.git.is_ancestor(sha, old) and ctx.git.is_ancestor(new, head) for old, new in moves)
+    """The task branch was rewritten (by `update`, perhaps killed before it recorded anything), but
+    every commit of the merged work has an equivalent patch on it: nothing was lost."""
+    try:
+        return not missing_patches(ctx.git, head, sha, tf.base_commit)
+    except GitError:  # e.g. the base commit is gone: report it as the rewrite it may be
+        return False
 
 
 def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
