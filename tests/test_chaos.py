@@ -14,11 +14,9 @@ from fixtures.repo import git
 from tests.mergekit import Task, config
 
 ROOT = Path(__file__).resolve().parents[1]
-# Targets that hold today, and those that wait for issue 12's defects 9 (a killed rebase: `rebase --abort`
-# fails on a stray file of the onto-commit) and 10 (a killed `complete` leaves the main lock), which are
-# fixed in parallel: the second test is xfail until they land, then the mark goes.
+# Nothing lost or corrupt, and one `doctor --fix` repairs every state a kill left (issue 12, defects 9, 10).
 HOLD = ("lost", "corrupt_json", "git_locks_after_doctor", "fsck_failed")
-PENDING = ("not_repaired", "stale_main_locks", "rerun_failed")
+REPAIRED = ("not_repaired", "stale_main_locks", "rerun_failed")
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +39,9 @@ def test_chaos_small_run_loses_nothing_and_corrupts_nothing(chaos: tuple[dict, s
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 12 defects 9 and 10, fixed in parallel (see HOLD/PENDING above)", strict=False)
 def test_chaos_small_run_one_doctor_fix_repairs_everything(chaos: tuple[dict, str]) -> None:
     summary, out = chaos
-    assert {k: summary[k] for k in PENDING} == dict.fromkeys(PENDING, 0), out
+    assert {k: summary[k] for k in REPAIRED} == dict.fromkeys(REPAIRED, 0), out
     assert summary["failures"] == [], out
 
 
