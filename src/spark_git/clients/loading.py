@@ -10,7 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
-from spark_git.clients.claude import SCOPES, is_ours
+from spark_git.clients.claude import CLAUDE
+from spark_git.clients.jsonhooks import has
 
 
 def _has_ours(settings: Path) -> bool:
@@ -18,15 +19,12 @@ def _has_ours(settings: Path) -> bool:
         data = json.loads(settings.read_text())
     except (OSError, ValueError):
         return False
-    hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
-    return isinstance(groups, list) and any(
-        isinstance(g, dict) and any(isinstance(h, dict) and is_ours(h.get("command")) for h in g.get("hooks") or []) for g in groups
-    )
+    return has(data.get("hooks") if isinstance(data, dict) else None, "PreToolUse")
 
 
 def _loads(worktree: Path) -> bool:
-    return any(_has_ours(worktree / ".claude" / name) for name in SCOPES.values())
+    files = CLAUDE.settings_files()
+    return any(_has_ours(worktree / files[scope]) for scope in ("project", "local"))
 
 
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
