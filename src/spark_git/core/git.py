@@ -166,19 +166,6 @@ class Git:
         opts = ([] if checkout else ["--no-checkout"]) + (["--lock", "--reason", lock_reason] if lock_reason else [])
         self.run("worktree", "add", "--quiet", *opts, str(path), branch)
 
-    def worktree_add_branch(self, path: Path, branch: str, start: str = "HEAD") -> None:
-        """A new worktree at `path` on a new branch `branch` from `start`."""
-        self.run("worktree", "add", "--quiet", "-b", branch, str(path), start)
-
-    def worktree_remove(self, path: Path) -> None:
-        """Removes the worktree even when dirty (callers archive its work first)."""
-        self.run("worktree", "remove", "--force", "--force", str(path))
-
-    def tracked(self, paths: list[str]) -> set[str]:
-        """Those of `paths` (relative to cwd) that are in the index."""
-        out = self.run("ls-files", "-z", "--", *paths).stdout if paths else ""
-        return {p for p in out.split("\0") if p}
-
     def worktree_unlock(self, path: Path) -> None:
         self.run("worktree", "unlock", str(path))
 

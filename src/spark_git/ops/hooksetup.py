@@ -112,7 +112,7 @@ def _one(wt: Path, c: Client) -> tuple[bool, str | None, str | None]:
         if not wt.is_dir():
             break
         git = Git(wt)
-        if str(rel) in git.tracked([str(rel)]):
+        if git.run("ls-files", "--", str(rel)).stdout.strip():
             return True, f"{rel} ({scope} scope, committed)", None
         if str(rel) in git.ignored([str(rel)]):
             return True, f"{rel} ({scope} scope, ignored, copied into the worktree)", None

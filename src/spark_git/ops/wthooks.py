@@ -98,7 +98,7 @@ def _plain(layout: Layout, name: str) -> WorktreeHookData:
     if path.is_dir():
         return WorktreeHookData(path=str(path), branch=branch, action="reused", note=f"not in a spark-git task: reusing the plain worktree {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    layout.git().worktree_add_branch(path, branch)
+    layout.git().run("worktree", "add", "--quiet", "-b", branch, str(path), "HEAD")
     return WorktreeHookData(path=str(path), branch=branch, action="plain",
                             note=f"not in a spark-git task: plain worktree {path} on new branch {branch} (spark-git does not track it)")
 
@@ -117,7 +117,7 @@ def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHo
     label = agent or path.name
     store = open_store(layout)
     kept = _archive(store, task or "worktrees", label, path, session)
-    layout.git().worktree_remove(path)
+    layout.git().run("worktree", "remove", "--force", "--force", str(path))  # its work was archived above
     if task:
         store.event(task, "agent_worktree_removed", session, agent=agent, worktree=str(path), archived=[a.ref for a in kept])
     return WorktreeHookData(path=str(path), task=task, agent=agent, action="removed", archived=kept,
