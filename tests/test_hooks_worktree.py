@@ -78,17 +78,18 @@ def test_outside_any_task_a_plain_worktree_under_the_tasks_root(tmp_path: Path) 
     assert len(refs) == 1 and git(repo, "show", f"{refs[0]}:notes.txt") == "draft"
 
 
-def test_removal_archives_uncommitted_work_first(world) -> None:
+def test_removal_archives_uncommitted_work_and_cleanup_removes_the_agents_worktree(world) -> None:
     path = Path(create(world, world["code"], "wip").stdout.strip())
     (path / "src" / "app.py").write_text("print('changed')\n")
     (path / "new.txt").write_text("untracked\n")
     r = remove(world, path)
-    assert r.returncode == 0 and "archived uncommitted work" in r.stderr, r
-    assert not path.exists()
+    assert r.returncode == 0 and "archived uncommitted work" in r.stderr and "spark-git cleanup t1" in r.stderr, r
     ref = next(x for x in git(world["repo"], "for-each-ref", "--format=%(refname)", "refs/spark/archive/t1/").split() if "wip" in x)
     assert git(world["repo"], "show", f"{ref}:new.txt") == "untracked"
     assert git(world["repo"], "show", f"{ref}:src/app.py") == "print('changed')"
-    assert git(world["repo"], "rev-parse", "--verify", "task-t1-agent-wip").strip()  # the branch stays
+    assert path.is_dir()  # an agent's worktree stays until the task ends: its commits still land with merge
+    ev = json.loads((world["t"] / "audit-trail.json").read_text())
+    assert "worktree_remove_deferred" in json.dumps(ev)
 
 
 def test_removing_what_spark_git_did_not_make_is_refused(world) -> None:

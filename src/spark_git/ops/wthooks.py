@@ -30,7 +30,7 @@ class WorktreeHookData(BaseModel):
     task: str | None = None  # None: a plain worktree, outside any task
     agent: str | None = None
     branch: str | None = None
-    action: str  # created, reused, plain, removed, absent
+    action: str  # created, reused, plain (create); removed, kept (an agent's, until cleanup), absent (remove)
     archived: list[archive.Archived] = []
     note: str | None = None
 
@@ -83,7 +83,9 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
     if entry is not None and Path(entry.worktree).is_dir():
         d = WorktreeHookData(path=entry.worktree, task=task, agent=agent, branch=entry.branch, action="reused")
     else:
-        a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=session,
+        # Recorded as added by the lock's session when it is one of this event's (SPARK_SESSION_ID), else the event's.
+        by = tf.session_id if owner and tf is not None and tf.session_id in sessions else session
+        a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
                       guard=agent_add_guard(layout), owner=owner)
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created")
     if session:
@@ -104,8 +106,10 @@ def _plain(layout: Layout, name: str) -> WorktreeHookData:
 
 
 def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHookData:
-    """Archives the worktree's uncommitted work and its branch head, then removes it; the branch stays
-    (an agent's worktree comes back with `spark-git doctor --fix`)."""
+    """Archive before delete. A plain worktree (made outside any task): its uncommitted work archived,
+    then removed, its branch kept. A spark-git agent worktree: its uncommitted work archived, the
+    worktree kept until the task ends (`cleanup` archives and removes it; until then its commits
+    land with `merge`, which needs the worktree)."""
     path = paths.real(worktree)
     if not path.is_dir():
         return WorktreeHookData(path=str(worktree), action="absent", note=f"{worktree} does not exist; nothing to remove")
@@ -114,14 +118,15 @@ def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHo
     if task is None and not path.is_relative_to(paths.real(layout.tasks_root / PLAIN_DIR)):
         raise BadInput(f"{worktree} is neither a spark-git agent worktree nor a worktree made by `hook worktree-create`; "
                        "spark-git will not remove it", hint=f"git worktree remove {worktree}")
-    label = agent or path.name
     store = open_store(layout)
-    kept = _archive(store, task or "worktrees", label, path, session)
+    kept = _archive(store, task or "worktrees", agent or path.name, path, session)
+    if task and agent:
+        store.event(task, "worktree_remove_deferred", session, agent=agent, worktree=str(path), archived=[a.ref for a in kept])
+        return WorktreeHookData(path=str(path), task=task, agent=agent, action="kept", archived=kept, note=(
+            f"agent {agent}'s worktree stays until task {task} ends (`spark-git cleanup {task}` archives and removes it); "
+            f"its commits land with `spark-git merge {task} --agent {agent}`"))
     layout.git().run("worktree", "remove", "--force", "--force", str(path))  # its work was archived above
-    if task:
-        store.event(task, "agent_worktree_removed", session, agent=agent, worktree=str(path), archived=[a.ref for a in kept])
-    return WorktreeHookData(path=str(path), task=task, agent=agent, action="removed", archived=kept,
-                            note=f"branch kept; `spark-git doctor --fix` re-creates agent {agent}'s worktree" if agent else None)
+    return WorktreeHookData(path=str(path), action="removed", archived=kept)
 
 
 def _archive(store: Store, task: str, label: str, path: Path, session: str | None) -> list[archive.Archived]:
