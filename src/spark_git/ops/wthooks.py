@@ -122,7 +122,7 @@ def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHo
     kept = _archive(store, task or "worktrees", agent or path.name, path, session)
     if task and agent:
         store.event(task, "worktree_remove_deferred", session, agent=agent, worktree=str(path), archived=[a.ref for a in kept])
-        return WorktreeHookData(path=str(path), task=task, agent=agent, action="kept", archived=kept, note=(
+        return WorktreeHookData(path=str(path), task=task, agent=agent, branch=layout.agent_branch(task, agent), action="kept", archived=kept, note=(
             f"agent {agent}'s worktree stays until task {task} ends (`spark-git cleanup {task}` archives and removes it); "
             f"its commits land with `spark-git merge {task} --agent {agent}`"))
     layout.git().run("worktree", "remove", "--force", "--force", str(path))  # its work was archived above
