@@ -99,3 +99,20 @@ def test_an_unreadable_patch_blocks_in_a_live_repo_and_not_elsewhere(world, tmp_
     ev["cwd"] = str(plain)
     assert run(world, ev).returncode == 1  # not a spark-git repo: a non-blocking hook error
     assert run(world, patched(plain, "*** Add File: x.py\n+x")).stdout == ""
+
+
+def test_patch_headers_are_every_path_once() -> None:
+    from spark_git.clients import patch, registry
+    from spark_git.clients.calls import EDIT, SHELL, BadEvent
+
+    text = ("noise\n*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n+*** Delete File: not-a-header\n"
+            "  *** Add File: indented.py\n*** Delete File: a.py\n*** End Patch")
+    assert patch.touched(text) == ("a.py", "b.py", "indented.py")
+    with pytest.raises(BadEvent):
+        patch.touched("*** Begin Patch\n*** Add File:   \n*** End Patch")
+    c = registry.get("codex")
+    argv = c.parse_event('{"cwd": "/x", "tool_name": "apply_patch", "tool_input": {"command": ["apply_patch", "*** Begin Patch\\n*** Add File: q\\n"]}}')
+    assert (argv.kind, argv.paths) == (EDIT, ("q",))
+    write = c.parse_event('{"cwd": "/x", "tool_name": "Write", "tool_input": {"file_path": "w.py"}}')
+    assert (write.kind, write.paths) == (EDIT, ("w.py",))
+    assert c.parse_event('{"cwd": "/x", "tool_name": "Bash", "tool_input": {"command": "ls"}}').kind == SHELL

@@ -62,6 +62,9 @@ class Codex:
         sid = event.get("session_id") if isinstance(event.get("session_id"), str) else None
         cwd = event.get("cwd") or os.getcwd()
         command = _text(tin.get("command"))
+        target = tin.get("file_path")
+        if tool in ("Write", "Edit") and isinstance(target, str) and target:  # Claude-style, should a version send it
+            return ToolCall(EDIT, tool, cwd, paths=(target,), session_id=sid)
         if tool in PATCH_TOOLS:
             if command is None:
                 raise BadEvent(f"{tool} without a patch in tool_input.command")

@@ -1,7 +1,7 @@
 """The files a Codex `apply_patch` envelope touches. The format (`*** Begin Patch`, then per file
 `*** Add File: P`, `*** Update File: P` optionally followed by `*** Move to: Q`, `*** Delete File: P`,
-`*** End Patch`) names every path on a header line of its own; hunk lines start with ` `, `+`, `-` or
-`@@`, so a header can not hide in them. Standard library only (runs before every tool call)."""
+`*** End Patch`) names every path on a header line of its own; hunk lines start with `+`, `-` or
+`@@` (or a space: a context line that looks like a header is judged too, which can only block more). Standard library only (runs before every tool call)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def touched(text: str) -> tuple[str, ...]:
     if not is_patch(text):
         raise BadEvent("apply_patch input has no '*** Begin Patch'")
     out: list[str] = []
-    for line in text[text.index(BEGIN):].splitlines():
+    for raw in text[text.index(BEGIN):].splitlines():
+        line = raw.lstrip()  # indented headers count too: a lenient parser may accept them (fail closed)
         header = next((h for h in HEADERS if line.startswith(h)), None)
         if header is None:
             continue
