@@ -87,7 +87,9 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
         by = tf.session_id if owner and tf is not None and tf.session_id in sessions else session
         a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
                       guard=agent_add_guard(layout), owner=owner)
-        d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created")
+        failed = next((r.failed for r in a.provisioning if r.failed), None)
+        note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
+        d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
     if session:
         identity.claim(layout.repo.common_dir, task, agent, session)
     return d
