@@ -79,3 +79,11 @@ def test_a_refusal_for_one_client_writes_no_file(repo: Path, cli) -> None:
     r = cli("hooks", "install", "--client", "codex", "--client", "gemini")
     assert r.returncode == 2 and "not valid JSON" in r.stderr, r
     assert not (repo / ".codex").exists()
+
+
+def test_an_unknown_client_is_refused_by_every_hook_entry(repo: Path, sealed: dict[str, str]) -> None:
+    for sub in ("pre-tool-use", "session-start", "worktree-create", "worktree-remove"):
+        r = spark(repo, "hook", sub, "--client", "vim", env=sealed, input="{}", process=True)
+        assert r.returncode == 2 and "vim" in r.stderr, (sub, r)
+    ok = spark(repo, "hook", "pre-tool-use", "--client=codex", env=sealed, input='{"tool_name": "Read"}', process=True)
+    assert (ok.returncode, ok.stdout) == (0, ""), ok

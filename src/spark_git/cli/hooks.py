@@ -128,7 +128,6 @@ def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> No
 
     st = state(ctx)
     event = _stdin_event()
-    _client(client)
     raw = event.get("worktree_path")
     cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
     target = Path(raw) if isinstance(raw, str) and raw else None
@@ -138,6 +137,7 @@ def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> No
     def action(layout: Layout) -> Result:
         from spark_git.core.errors import BadInput
 
+        _client(client)
         if target is None:
             raise BadInput("worktree-remove: the event has no worktree_path")
         d = wthooks.remove(layout, target, session=sid)
