@@ -61,6 +61,12 @@ def test_an_agent_sessions_subagent_gets_a_worktree_of_the_same_task(world) -> N
     want = world["t"] / "agents" / "agent-0f3c9a2b" / "code"
     assert r.returncode == 0 and r.stdout == f"{want}\n", r
     assert "agent-0f3c9a2b" in task_json(world)["agents"]
+    # The subagent keeps its parent's session: in its own worktree it is agent-0f3c9a2b, not a1.
+    launched = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["a1"])}
+    ok = hook(event(want, "Write", session="agent-a1-session", file_path="src/sub.py"), launched)
+    assert ok.returncode == 0 and "agent agent-0f3c9a2b" in ok.stdout, ok
+    back = hook(event(world["a1"], "Write", session="agent-a1-session", file_path="src/own.py"), launched)
+    assert back.returncode == 0 and "agent a1 " in back.stdout, back
 
 
 def test_outside_any_task_a_plain_worktree_under_the_tasks_root(tmp_path: Path) -> None:

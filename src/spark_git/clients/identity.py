@@ -42,12 +42,12 @@ def caller(repo: Repo, session: str | None, cwd: str) -> Place:
     `hook worktree-create` made for it (EnterWorktree, a worktree-isolated subagent: same session,
     new cwd); any other place means the coordinator."""
     launched = repo.locate(real(launch_dir(repo, session, cwd)))
-    if launched.kind == "agent" or not session:
+    if not session:
         return launched
     here = repo.locate(real(Path(cwd)))
-    if here.kind == "agent" and here.task and here.agent and claimed_by(repo.common, here.task, here.agent) == session:
-        return here
-    return launched
+    if here.kind != "agent" or not here.task or not here.agent or (here.task, here.agent) == (launched.task, launched.agent):
+        return launched
+    return here if claimed_by(repo.common, here.task, here.agent) == session else launched
 
 
 def claim_path(common: Path, task: str, agent: str) -> Path:
