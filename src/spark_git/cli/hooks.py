@@ -123,7 +123,8 @@ def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> No
 
 @hook_app.command("worktree-remove")
 def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> None:
-    """WorktreeRemove ({worktree_path} on stdin): archive its uncommitted work, then remove it."""
+    """WorktreeRemove ({worktree_path} on stdin): archive its uncommitted work, then remove it (an agent
+    worktree of a task stays until `cleanup`)."""
     from spark_git.ops import wthooks
 
     st = state(ctx)
