@@ -52,3 +52,27 @@ def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None 
         e["SPARK_SESSION_ID"] = session
     e.update(env or {})
     return spark(cwd, *args, env=e, input=input)
+
+
+EVENTS = Path(__file__).parent / "data" / "client-events"
+
+
+def client_event(name: str, **subs: str) -> dict:
+    """tests/data/client-events/<name>.json with each `{KEY}` in its strings replaced by subs[KEY]."""
+
+    def fill(v: object) -> object:
+        if isinstance(v, str):
+            for k, s in subs.items():
+                v = v.replace("{" + k + "}", s)
+            return v
+        if isinstance(v, dict):
+            return {k: fill(x) for k, x in v.items()}
+        return v
+
+    return fill(json.loads((EVENTS / f"{name}.json").read_text()))  # type: ignore[return-value]
+
+
+def replay(ev: dict, client: str, sub: str = "pre-tool-use", env: dict | None = None) -> Run:
+    """`spark-git hook <sub> --client <client>` as that client runs it: a process in the event's cwd."""
+    cwd = Path(str(ev.get("cwd")))
+    return spark(cwd if cwd.is_dir() else None, "hook", sub, "--client", client, env=env, input=json.dumps(ev), timeout=60, process=True)

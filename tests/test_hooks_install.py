@@ -19,6 +19,12 @@ ORIGINAL = {
 }
 
 
+CLAUDE_OURS = [
+    ("PreToolUse", "spark-git hook pre-tool-use"), ("SessionStart", "spark-git hook session-start"),
+    ("WorktreeCreate", "spark-git hook worktree-create"), ("WorktreeRemove", "spark-git hook worktree-remove"),
+]
+
+
 def _ours(data: dict) -> list[tuple[str, str]]:
     return [
         (event, h["command"])
@@ -40,7 +46,7 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once_then_uninstall_resto
     assert r2.returncode == 0 and r2.json["data"]["changed"] is False, r2
     assert settings.read_bytes() == once  # idempotent: the second run writes nothing
     data = json.loads(once)  # valid JSON
-    assert _ours(data) == [("PreToolUse", "spark-git hook pre-tool-use"), ("SessionStart", "spark-git hook session-start")]
+    assert _ours(data) == CLAUDE_OURS
     ours = data["hooks"]["PreToolUse"][-1]
     assert ours == {"matcher": "Write|Edit|MultiEdit|NotebookEdit|Bash|PowerShell", "hooks": [{"type": "command", "command": "spark-git hook pre-tool-use", "onFailure": "block"}]}
     # everything that was there is still there, unchanged and in order
@@ -59,10 +65,10 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once_then_uninstall_resto
 def test_local_scope_and_a_file_that_did_not_exist(repo: Path, cli) -> None:
     local = repo / ".claude" / "settings.local.json"
     assert cli("hooks", "install", "--scope", "local").returncode == 0
-    assert _ours(json.loads(local.read_text())) == [("PreToolUse", "spark-git hook pre-tool-use"), ("SessionStart", "spark-git hook session-start")]
+    assert _ours(json.loads(local.read_text())) == CLAUDE_OURS
     assert not (repo / ".claude" / "settings.json").exists()
     r = cli("hooks", "uninstall", "--scope", "local", "--json")
-    assert r.returncode == 0 and r.json["data"]["removed_file"] is True
+    assert r.returncode == 0 and r.json["data"]["files"][0]["removed_file"] is True
     assert not local.exists()  # it held nothing else: back to no file
 
 

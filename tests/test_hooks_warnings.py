@@ -28,3 +28,13 @@ def test_hooks_installed_but_not_committed_and_spark_git_not_on_path(tmp_path: P
     st2 = spark(repo, "status", "--json", env=bare_path, process=True)
     assert st2.returncode == 0, st2
     assert any("not on PATH" in w for w in st2.json["data"]["warnings"]), st2
+
+
+def test_codex_hooks_not_committed_are_warned_about_by_name(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed
+    r = spark(repo, "start", "t1", "--agents", "a1", "--json", env=env)
+    assert r.returncode == 0, r
+    w = [x for x in r.json["data"]["warnings"] if "will not load" in x]
+    assert len(w) == 1 and "codex hooks" in w[0] and ".codex/hooks.json" in w[0] and "--client codex --scope user" in w[0], w

@@ -138,7 +138,14 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     d = c.run("hook session-start", "hook", "session-start", input=json.dumps(ev))
     assert [t["task"] for t in d["data"]["tasks"]] == ["t1"]
     c.run("hooks install", "hooks", "install")
+    c.run("hooks install", "hooks", "install", "--scope", "user")  # (the sealed HOME)
+    c.run("hooks check", "hooks", "check")
+    c.run("hooks uninstall", "hooks", "uninstall", "--scope", "user")
     c.run("hooks uninstall", "hooks", "uninstall")
+    wt = {"session_id": "nobody", "cwd": str(repo), "hook_event_name": "WorktreeCreate", "name": "scratch"}
+    made = c.run("hook worktree-create", "hook", "worktree-create", input=json.dumps(wt))["data"]["path"]
+    wt = {"session_id": "nobody", "cwd": str(repo), "hook_event_name": "WorktreeRemove", "worktree_path": made}
+    c.run("hook worktree-remove", "hook", "worktree-remove", input=json.dumps(wt))
     c.run("lock main", "lock", "main", session="s-main")
     c.check("main-lock.json", json.loads((root / "main" / "task.json").read_text()))
     c.run("unlock main", "unlock", "main", session="s-main")

@@ -30,7 +30,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "queue": ("queue",),
     "protocol": ("advance", "classify", "report", "audit", "brief"),
     "cleanup": ("cleanup", "abandon", "doctor", "archive"),
-    "agents": ("env", "schema", "hook", "hooks"),
+    "agents": ("env", "schema"),
+    "hooks": ("hook", "hooks"),
 }
 
 

@@ -1,5 +1,5 @@
-"""The interface every agent-client adapter implements (Claude Code now; Codex CLI and Gemini CLI
-are each one more module behind it plus one line in clients/registry.py).
+"""The interface every agent-client adapter implements (Claude Code, Codex CLI, Gemini CLI: each one
+module behind it plus one line in clients/registry.py).
 
 The hook fast path never imports this module (typing costs it milliseconds); it exists for type
 checkers and for the conformance test of each registered client."""
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spark_git.clients.calls import BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.jsonhooks import Wanted
 
 if TYPE_CHECKING:
     from spark_git.clients.checkpoint import SessionStartData
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Client(Protocol):
-    name: str  # the registry key
+    name: str  # the registry key (`--client NAME`); its config directory in a repo is `.NAME`
 
     def parse_event(self, raw: str) -> ToolCall:
         """The client's pre-tool-use event (its hook's stdin) as a neutral ToolCall; BadEvent when
@@ -30,6 +31,14 @@ class Client(Protocol):
         ...
 
     def render_bad_event(self, e: BadEvent) -> Reply:
+        ...
+
+    def settings_files(self) -> dict[str, Path]:
+        """scope (project, local, user) -> its settings file: relative to the repo root, or absolute."""
+        ...
+
+    def wanted(self) -> list[Wanted]:
+        """spark-git's hook entries for this client."""
         ...
 
     def install(self, root: Path, scope: str = "project") -> HooksData:

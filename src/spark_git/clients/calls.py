@@ -13,10 +13,11 @@ OTHER = "other"  # anything else: not checked
 
 class ToolCall:
     # Plain classes, not dataclasses: importing dataclasses and building them costs ~20 ms per call.
-    __slots__ = ("command", "cwd", "kind", "paths", "session_id", "tool")
+    __slots__ = ("command", "cwd", "kind", "paths", "session_id", "tool", "workdir")
 
     def __init__(
-        self, kind: str, tool: str, cwd: str, paths: tuple[str, ...] = (), command: str | None = None, session_id: str | None = None
+        self, kind: str, tool: str, cwd: str, paths: tuple[str, ...] = (), command: str | None = None, session_id: str | None = None,
+        workdir: str | None = None,
     ) -> None:
         self.kind = kind
         self.tool = tool  # the client's name for the tool, shown in reasons
@@ -24,6 +25,9 @@ class ToolCall:
         self.paths = paths  # write/edit targets as the client gave them (relative to cwd or absolute)
         self.command = command  # shell: the command line; None when the client gave none
         self.session_id = session_id  # the client's session, besides SPARK_SESSION_ID
+        # shell: the directory the command starts in when not cwd (Gemini's dir_path, relative to cwd);
+        # cwd stays the event's, which identity falls back to
+        self.workdir = workdir
 
 
 class Decision:

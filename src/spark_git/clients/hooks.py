@@ -11,9 +11,25 @@ from spark_git.clients import policy, registry
 from spark_git.clients.calls import BadEvent
 
 
-def main(argv: list[str], client: str = registry.DEFAULT) -> int:
-    """Answers `pre-tool-use` (its event on stdin); -1 for anything else, which the typer app handles."""
-    if argv[:1] != ["pre-tool-use"] or any(a in ("-h", "--help") for a in argv):
+def client_of(args: list[str]) -> str | None:
+    """The client named by `--client NAME` / `--client=NAME` (the default without one); None when the
+    arguments are anything else (the typer app then answers, with its usage error)."""
+    if not args:
+        return registry.DEFAULT
+    if len(args) == 2 and args[0] == "--client":
+        name = args[1]
+    elif len(args) == 1 and args[0].startswith("--client="):
+        name = args[0].partition("=")[2]
+    else:
+        return None
+    return name if name in registry.CLIENTS else None
+
+
+def main(argv: list[str]) -> int:
+    """Answers `pre-tool-use [--client NAME]` (its event on stdin); -1 for anything else, which the
+    typer app handles."""
+    client = client_of(argv[1:]) if argv[:1] == ["pre-tool-use"] else None
+    if client is None:
         return -1
     adapter = registry.get(client)
     cwd = os.getcwd()

@@ -38,9 +38,40 @@ def launch_dir(repo: Repo, session: str | None, cwd: str) -> Path:
 
 
 def caller(repo: Repo, session: str | None, cwd: str) -> Place:
-    """An agent place when the session was launched in an agent worktree; any other place means the
-    coordinator."""
-    return repo.locate(real(launch_dir(repo, session, cwd)))
+    """An agent place when the session was launched in an agent worktree, or stands in one that
+    `hook worktree-create` made for it (EnterWorktree, a worktree-isolated subagent: same session,
+    new cwd); any other place means the coordinator."""
+    launched = repo.locate(real(launch_dir(repo, session, cwd)))
+    if not session:
+        return launched
+    here = repo.locate(real(Path(cwd)))
+    if here.kind != "agent" or not here.task or not here.agent or (here.task, here.agent) == (launched.task, launched.agent):
+        return launched
+    return here if claimed_by(repo.common, here.task, here.agent) == session else launched
+
+
+def claim_path(common: Path, task: str, agent: str) -> Path:
+    return common / "spark" / "claims" / task / (agent + ".json")
+
+
+def claimed_by(common: Path, task: str, agent: str) -> str | None:
+    """The session `hook worktree-create` made this agent worktree for, if any."""
+    try:
+        data = json.loads(claim_path(common, task, agent).read_text())
+    except (OSError, ValueError):
+        return None
+    s = data.get("session") if isinstance(data, dict) else None
+    return s if isinstance(s, str) else None
+
+
+def claim(common: Path, task: str, agent: str, session: str) -> None:
+    """Records that agent `agent`'s worktree was made for `session` (written complete or not at all;
+    under .git, which agents may not write)."""
+    path = claim_path(common, task, agent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"session": session, "task": task, "agent": agent}) + "\n")
+    os.replace(tmp, path)
 
 
 def remember(common: Path, session: str, launch: Path) -> bool:

@@ -1,48 +1,67 @@
-"""Will the agents' client sessions load spark-git's hooks? Warnings for `start` and `status`: hooks
-installed in the main worktree's project settings but not committed (new worktrees are checked out
-from the branch, so they do not get the file), or configured while `spark-git` is not on the PATH
-the client runs hooks with (the hook then fails; with onFailure=block every tool call is refused)."""
+"""Will the agents' client sessions (Claude Code, Codex, Gemini) load spark-git's hooks? Warnings for
+`start` and `status`, per client: hooks installed in the main worktree's project settings but not
+committed (new worktrees are checked out from the branch, so they do not get the file), or configured
+while `spark-git` is not on the PATH the client runs hooks with (the hook then fails; with
+onFailure=block every tool call is refused). `hooks check` (ops/hooksetup.py) is the full report."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
-from spark_git.clients.claude import SCOPES, is_ours
+from spark_git.clients import registry
+from spark_git.clients.jsonhooks import has
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from spark_git.clients.base import Client
+
+CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
 
-def _has_ours(settings: Path) -> bool:
+def _has_ours(settings: Path, event: str = "PreToolUse") -> bool:
     try:
         data = json.loads(settings.read_text())
     except (OSError, ValueError):
         return False
-    hooks = data.get("hooks") if isinstance(data, dict) else None
-    groups = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
-    return isinstance(groups, list) and any(
-        isinstance(g, dict) and any(isinstance(h, dict) and is_ours(h.get("command")) for h in g.get("hooks") or []) for g in groups
-    )
+    return has(data.get("hooks") if isinstance(data, dict) else None, event)
 
 
-def _loads(worktree: Path) -> bool:
-    return any(_has_ours(worktree / ".claude" / name) for name in SCOPES.values())
+def _repo_files(c: Client) -> list[Path]:
+    return [p for p in c.settings_files().values() if not p.is_absolute()]
+
+
+def _loads(worktree: Path, c: Client) -> bool:
+    event = c.wanted()[0].event
+    return any(_has_ours(worktree / rel, event) for rel in _repo_files(c))
+
+
+def _user(c: Client) -> bool:
+    user = c.settings_files().get("user")
+    return user is not None and _has_ours(user, c.wanted()[0].event)
 
 
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
     """One line per problem; [] when the hooks are not configured anywhere (nothing was asked for)."""
-    user = Path(os.path.expanduser("~")) / ".claude" / "settings.json"
-    if not (_loads(main) or _has_ours(user) or any(_loads(w) for w in worktrees if w.is_dir())):
+    clients = [registry.get(n) for n in registry.CLIENTS]
+    live = [w for w in worktrees if w.is_dir()]
+    configured = [c for c in clients if _loads(main, c) or _user(c) or any(_loads(w, c) for w in live)]
+    if not configured:
         return []
     out: list[str] = []
     if shutil.which("spark-git") is None:
+        names = " / ".join(CLIENT_NAMES.get(c.name, c.name) for c in configured)
         out.append("spark-git hooks are configured but `spark-git` is not on PATH: every hook call will fail "
-                   "(and block); install spark-git where Claude Code can run it")
-    if _has_ours(user):
-        return out
-    missing = [str(w) for w in worktrees if w.is_dir() and not _loads(w)]
-    if missing:
-        out.append(f"{len(missing)} worktree(s) will not load spark-git's hooks ({', '.join(missing[:3])}"
-                   f"{', …' if len(missing) > 3 else ''}): .claude/settings.json with the hooks is not committed on the base branch; "
-                   "commit it (then `spark-git update`) or run `spark-git hooks install --scope local` before creating worktrees")
+                   f"(and block); install spark-git where {names} can run it")
+    for c in configured:
+        missing = [] if _user(c) else [str(w) for w in live if not _loads(w, c)]
+        if not missing:
+            continue
+        project = c.settings_files()["project"]
+        scope = "--scope local" if "local" in c.settings_files() else "--scope user"
+        flag = "" if c.name == registry.DEFAULT else f" --client {c.name}"
+        out.append(f"{len(missing)} worktree(s) will not load spark-git's {'' if c.name == registry.DEFAULT else c.name + ' '}hooks "
+                   f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): {project} with the hooks is not committed on the base branch; "
+                   f"commit it (then `spark-git update`) or run `spark-git hooks install{flag} {scope}` before creating worktrees")
     return out

@@ -33,7 +33,8 @@ def decide(call: ToolCall) -> Decision:
             return config_block(repo)
         if call.command is None:
             return Decision(True, "spark-git: allowed: no command")
-        return shell.decide_shell(who(repo, call), Path(call.cwd), call.command)
+        start = Path(call.cwd) / os.path.expanduser(call.workdir) if call.workdir else Path(call.cwd)
+        return shell.decide_shell(who(repo, call), start, call.command)
     return Decision(True, f"spark-git: allowed: {call.tool} is not checked")
 
 

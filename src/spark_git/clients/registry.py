@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 CLIENTS: dict[str, str] = {
     "claude": "spark_git.clients.claude:CLAUDE",
+    "codex": "spark_git.clients.codex:CODEX",
+    "gemini": "spark_git.clients.gemini:GEMINI",
 }
 DEFAULT = "claude"  # the client `spark-git hook pre-tool-use` speaks for
 

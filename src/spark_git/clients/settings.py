@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from spark_git.clients import jsonhooks
 from spark_git.core.errors import BadInput
 from spark_git.state.files import write_text_atomic
 
@@ -22,13 +23,55 @@ class HooksData(BaseModel):
     changed: bool
     entries: list[str]  # event: command, as installed (or removed)
     removed_file: bool = False
+    client: str = "claude"
 
 
-def scope_file(scopes: dict[str, str], scope: str, usage: str) -> str:
-    """The settings file name of `scope`; BadInput naming the choices (`usage`) otherwise."""
-    if scope not in scopes:
-        raise BadInput(f"bad --scope {scope!r}: {usage}")
-    return scopes[scope]
+class HooksSetData(BaseModel):
+    """`hooks install|uninstall`: one settings file per client asked for."""
+
+    changed: bool  # some file changed
+    files: list[HooksData]
+
+
+def scope_path(root: Path, client: str, files: dict[str, Path], scope: str) -> Path:
+    """The settings file of `scope` (`files`: scope -> path relative to the repo root, or absolute for
+    the user's own); BadInput naming the scopes the client has otherwise."""
+    if scope not in files:
+        raise BadInput(f"bad --scope {scope!r} for {client}: use " + " or ".join(f"{s} ({_shown(p)})" for s, p in files.items()))
+    return files[scope] if files[scope].is_absolute() else root / files[scope]
+
+
+def _shown(p: Path) -> str:
+    home = Path(os.path.expanduser("~"))
+    return "~/" + str(p.relative_to(home)) if p.is_relative_to(home) else str(p)
+
+
+def install_file(path: Path, scope: str, client: str, wanted: list[jsonhooks.Wanted]) -> HooksData:
+    """spark-git's entries merged into the hooks object of `path` (nothing else dropped); idempotent."""
+    data = load(path)
+    changed = jsonhooks.merge(data.setdefault("hooks", {}), wanted)
+    if changed:
+        save(path, data)
+    return HooksData(path=str(path), scope=scope, changed=changed, entries=[f"{w.event}: {w.command}" for w in wanted], client=client)
+
+
+def uninstall_file(path: Path, scope: str, client: str) -> HooksData:
+    """Only spark-git's entries removed (and the containers they emptied; the file too if it held
+    nothing else)."""
+    if not path.exists():
+        return HooksData(path=str(path), scope=scope, changed=False, entries=[], client=client)
+    data = load(path)
+    hooks = data.get("hooks")
+    removed = jsonhooks.remove(hooks) if isinstance(hooks, dict) else []
+    if not removed:
+        return HooksData(path=str(path), scope=scope, changed=False, entries=[], client=client)
+    if isinstance(hooks, dict) and not hooks:
+        del data["hooks"]
+    if not data:
+        path.unlink()  # the file held nothing but spark-git's entries
+        return HooksData(path=str(path), scope=scope, changed=True, entries=removed, removed_file=True, client=client)
+    save(path, data)
+    return HooksData(path=str(path), scope=scope, changed=True, entries=removed, client=client)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -39,7 +39,10 @@ def add_agent(
     guard: Callable[[TaskFile], None] | None = None,
     progress: Progress = quiet,
     no_setup: bool = False,
+    owner: bool = True,
 ) -> AgentAddData:
+    """`owner=False`: the caller need not own the task lock (an agent of the task asking for a worktree
+    through its client's worktree hook; the hook established who it is)."""
     task = task_name(task)
     agent = agent_name(agent)
     if not why.strip():
@@ -49,7 +52,7 @@ def add_agent(
     store = open_store(layout)
     branch = layout.agent_branch(task, agent)
     path = layout.agent_worktree(task, agent)
-    with updating(store, task, session) as tf:
+    with updating(store, task, session, owner=owner) as tf:
         if agent in tf.agents:
             raise BadInput(f"agent {agent!r} is already part of task {task!r}", details={"worktree": tf.agents[agent].worktree}, task=task)
         if guard is not None:

@@ -22,6 +22,8 @@ from spark_git.ops import envs
 
 INCLUDE_FILE = ".worktreeinclude"
 CLAUDE_LOCAL = ".claude/settings.local.json"
+# Agent clients' hook settings: copied into new worktrees when ignored (committed ones come with the checkout).
+CLIENT_SETTINGS = (CLAUDE_LOCAL, ".codex/hooks.json", ".gemini/settings.json")
 
 
 class SetupRun(BaseModel):
@@ -67,8 +69,8 @@ def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
     inc = src_root / INCLUDE_FILE
     pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
     git = layout.git()
-    # Claude Code's local settings (with `hooks install --scope local`) go wherever agents work.
-    patterns = [*layout.config.worktree.include, CLAUDE_LOCAL]  # a middle slash anchors it at the root
+    # The clients' local or ignored hook settings (`hooks install --scope local`) go wherever agents work.
+    patterns = [*layout.config.worktree.include, *CLIENT_SETTINGS]  # a middle slash anchors it at the root
     candidates = git.untracked_matching(patterns, pattern_file)
     if not candidates:
         return

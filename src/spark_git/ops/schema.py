@@ -46,8 +46,11 @@ COMMANDS: dict[str, str] = {
     "env": "spark_git.ops.envs:EnvData",
     "schema": "spark_git.ops.schema:SchemaData",
     "hook session-start": "spark_git.clients.checkpoint:SessionStartData",
-    "hooks install": "spark_git.clients.settings:HooksData",
-    "hooks uninstall": "spark_git.clients.settings:HooksData",
+    "hook worktree-create": "spark_git.ops.wthooks:WorktreeHookData",
+    "hook worktree-remove": "spark_git.ops.wthooks:WorktreeHookData",
+    "hooks install": "spark_git.clients.settings:HooksSetData",
+    "hooks uninstall": "spark_git.clients.settings:HooksSetData",
+    "hooks check": "spark_git.ops.hooksetup:HooksCheckData",
 }
 
 # Files spark-git writes (and the config it reads) → model.

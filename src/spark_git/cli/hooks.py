@@ -1,0 +1,206 @@
+"""`hook …` (what agent clients run: pre-tool-use, session-start, worktree-create, worktree-remove) and
+`hooks install|uninstall|check` (spark-git's entries in each client's settings)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from spark_git.cli.common import Result, execute, state
+from spark_git.cli.root import app
+from spark_git.core.layout import Layout
+
+hook_app = typer.Typer(help="Agent-client hook commands (read the hook's JSON event on stdin).", no_args_is_help=True)
+hooks_app = typer.Typer(help="Install, remove or check spark-git's hooks in Claude Code, Codex CLI and Gemini CLI.", no_args_is_help=True)
+app.add_typer(hook_app, name="hook")
+app.add_typer(hooks_app, name="hooks")
+
+ClientOpt = Annotated[str, typer.Option("--client", help="The client running the hook: claude, codex or gemini.")]
+ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help="claude, codex or gemini (repeatable; default: those whose .claude/.codex/.gemini exists here, else claude).", show_default=False)]
+ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/settings.json, .codex/hooks.json, .gemini/settings.json), local (.claude/settings.local.json) or user (~/.<client>/…).")]
+
+
+def _stdin_event() -> dict[str, Any]:
+    if sys.stdin is None or sys.stdin.isatty():
+        return {}
+    raw = sys.stdin.read()
+    try:
+        ev = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return ev if isinstance(ev, dict) else {}
+
+
+def _sessions(event: dict[str, Any]) -> set[str]:
+    return {s for s in (event.get("session_id"), os.environ.get("SPARK_SESSION_ID")) if isinstance(s, str) and s}
+
+
+def _client(name: str) -> str:
+    from spark_git.clients import registry
+    from spark_git.core.errors import BadInput
+
+    if name not in registry.CLIENTS:
+        raise BadInput(f"unknown --client {name!r}: use {', '.join(registry.CLIENTS)}")
+    return name
+
+
+@hook_app.command("pre-tool-use")
+def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
+    """Allow (exit 0) or block (exit 2, reason on stderr) a file write or shell command of the client.
+    (Normally answered by the fast path in __main__ without loading this app.)"""
+    from spark_git.clients.hooks import main
+
+    rc = main(["pre-tool-use", "--client", client])
+    if rc < 0:
+        sys.stderr.write(f"spark-git hook pre-tool-use: unknown --client {client!r}\n")
+        rc = 2
+    raise typer.Exit(rc)
+
+
+@hook_app.command("session-start")
+def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+    """Checkpoint recovery: the tasks this session owns, their state, what they wait for, next commands."""
+    from spark_git.clients import checkpoint, registry
+    from spark_git.core.errors import BadInput
+
+    st = state(ctx)
+    event = _stdin_event()
+    sessions = _sessions(event)
+    cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
+    checkpoint.remember_launch(event.get("session_id"), cwd)  # the hook judges the session by where it started
+
+    def action(_: Layout | None) -> Result:
+        adapter = registry.get(_client(client))
+        try:
+            layout = Layout.discover(cwd)
+        except BadInput:
+            layout = None  # not a git repo: nothing to say
+        if layout is None or not layout.tasks_root.is_dir():
+            d = checkpoint.SessionStartData(sessions=sorted(sessions), tasks=[])
+        else:
+            d = checkpoint.collect(layout, sessions)
+        if not st.json:
+            text = adapter.session_start(d)
+            if text:
+                print(text)
+            raise typer.Exit(0)
+        return Result(f"{len(d.tasks)} task(s) owned by session {', '.join(d.sessions) or '(none given)'}", d)
+
+    execute(ctx, action, needs_repo=False)
+
+
+@hook_app.command("worktree-create")
+def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+    """WorktreeCreate ({name} on stdin): a spark-git agent worktree of the session's task (a plain git
+    worktree under the tasks root outside any task); prints its path."""
+    from spark_git.ops import wthooks
+
+    st = state(ctx)
+    event = _stdin_event()
+    cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
+    st.cwd = cwd
+    raw = event.get("name")
+    name = raw if isinstance(raw, str) else ""
+    sid = event.get("session_id") if isinstance(event.get("session_id"), str) else os.environ.get("SPARK_SESSION_ID")
+
+    def action(layout: Layout) -> Result:
+        d = wthooks.create(layout, name, session=sid, sessions=_sessions(event), cwd=cwd, client=_client(client))
+        if not st.json:
+            if d.note:
+                sys.stderr.write(f"spark-git: {d.note}\n")
+            print(d.path)  # the client reads the worktree's path from stdout, and nothing else
+            raise typer.Exit(0)
+        what = f"agent {d.agent} of task {d.task}" if d.task else "plain worktree"
+        return Result(f"{what} at {d.path} ({d.action})", d, task=d.task)
+
+    execute(ctx, action)
+
+
+@hook_app.command("worktree-remove")
+def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+    """WorktreeRemove ({worktree_path} on stdin): archive its uncommitted work, then remove it (an agent
+    worktree of a task stays until `cleanup`)."""
+    from spark_git.ops import wthooks
+
+    st = state(ctx)
+    event = _stdin_event()
+    raw = event.get("worktree_path")
+    cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else st.cwd
+    target = Path(raw) if isinstance(raw, str) and raw else None
+    st.cwd = target if target is not None and target.is_dir() else cwd
+    sid = event.get("session_id") if isinstance(event.get("session_id"), str) else os.environ.get("SPARK_SESSION_ID")
+
+    def action(layout: Layout) -> Result:
+        from spark_git.core.errors import BadInput
+
+        _client(client)
+        if target is None:
+            raise BadInput("worktree-remove: the event has no worktree_path")
+        d = wthooks.remove(layout, target, session=sid)
+        if not st.json:
+            for a in d.archived:
+                sys.stderr.write(f"spark-git: archived {a.what} as {a.ref}\n")
+            if d.note:
+                sys.stderr.write(f"spark-git: {d.note}\n")
+            raise typer.Exit(0)
+        return Result(f"{d.path}: {d.action}", d, task=d.task)
+
+    execute(ctx, action)
+
+
+def _next(verb: str, d: Any, scope: str) -> list[str]:
+    flags = "".join(f" --client {f.client}" for f in d.files) + (f" --scope {scope}" if scope != "project" else "")
+    return [f"spark-git hooks {verb}{flags}"]
+
+
+@hooks_app.command("install")
+def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
+    """Add spark-git's hooks to each client's settings (merged, idempotent; the user's hooks kept)."""
+    from spark_git.ops import hooksetup
+
+    def action(layout: Layout) -> Result:
+        d = hooksetup.install(layout, client or [], scope)
+        shown = ", ".join(f.path for f in d.files)
+        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}", d, next=_next("uninstall", d, scope))
+
+    execute(ctx, action)
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
+    """Remove only spark-git's entries from each client's settings."""
+    from spark_git.ops import hooksetup
+
+    def action(layout: Layout) -> Result:
+        d = hooksetup.uninstall(layout, client or [], scope)
+        shown = ", ".join(f.path for f in d.files)
+        return Result(f"spark-git hooks removed from {shown}" if d.changed else f"no spark-git hooks in {shown}", d)
+
+    execute(ctx, action)
+
+
+@hooks_app.command("check")
+def hooks_check(ctx: typer.Context) -> None:
+    """Per agent worktree and client: will the hooks load there (settings committed, or ignored and
+    copied, or the user's), and is `spark-git` on the hook's PATH."""
+    from spark_git.ops import hooksetup
+
+    def action(layout: Layout) -> Result:
+        d = hooksetup.check(layout)
+        bad = [c for c in d.checks if not c.loads]
+
+        def human(out: Any) -> None:
+            for c in d.checks:
+                out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else ""))
+                if c.problem:
+                    out.print(f"    {c.problem}")
+
+        summary = f"{len(d.checks) - len(bad)}/{len(d.checks)} agent worktree hook(s) will load ({', '.join(d.clients)})"
+        return Result(summary, d, status="OK" if d.ok else "FAIL", exit_code=0 if d.ok else 1, human=human)
+
+    execute(ctx, action)

@@ -1,0 +1,111 @@
+"""The Codex CLI adapter. Codex reads Claude-shaped hooks from `.codex/hooks.json` (trusted projects)
+or `~/.codex/hooks.json`; its PreToolUse event carries `cwd`, `session_id`, `tool_name`,
+`tool_input`. Shell commands come as `Bash` (`tool_input.command`); file edits as `apply_patch` with
+the patch text in `tool_input.command`: every file it adds, updates, deletes or moves (from and to)
+is judged like a Claude Write/Edit, relative to the event's cwd. Exit 2 with stderr blocks.
+
+Imported before every tool call: standard library only at module level."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from spark_git.clients import patch
+from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.jsonhooks import Wanted
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spark_git.clients.checkpoint import SessionStartData
+    from spark_git.clients.settings import HooksData
+
+CONFIG_DIR = ".codex"
+PRE_TOOL_USE = "spark-git hook pre-tool-use --client codex"
+SESSION_START = "spark-git hook session-start --client codex"
+# Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
+# version matches on the tool's own name.
+MATCHER = "Bash|Write|Edit|apply_patch"
+PATCH_TOOLS = ("apply_patch", "Write", "Edit")
+
+
+def read_event(raw: str) -> dict[str, Any]:
+    try:
+        event = json.loads(raw) if raw.strip() else {}
+    except ValueError as e:
+        raise BadEvent(f"stdin is not JSON ({e})") from e
+    if not isinstance(event, dict):
+        raise BadEvent("stdin is not a JSON object")
+    return event
+
+
+def _text(value: object) -> str | None:
+    """tool_input.command as text: a string, or an argv list (["apply_patch", "<patch>"])."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return None
+
+
+class Codex:
+    name = "codex"
+
+    def parse_event(self, raw: str) -> ToolCall:
+        event = read_event(raw)
+        tool = event.get("tool_name") if isinstance(event.get("tool_name"), str) else ""
+        raw_in = event.get("tool_input")
+        tin: dict[str, Any] = raw_in if isinstance(raw_in, dict) else {}
+        sid = event.get("session_id") if isinstance(event.get("session_id"), str) else None
+        cwd = event.get("cwd") or os.getcwd()
+        command = _text(tin.get("command"))
+        target = tin.get("file_path")
+        if tool in ("Write", "Edit") and isinstance(target, str) and target:  # Claude-style, should a version send it
+            return ToolCall(EDIT, tool, cwd, paths=(target,), session_id=sid)
+        if tool in PATCH_TOOLS:
+            if command is None:
+                raise BadEvent(f"{tool} without a patch in tool_input.command")
+            return ToolCall(EDIT, tool, cwd, paths=patch.touched(command), session_id=sid)
+        if tool == "Bash":
+            fed = patch.from_shell(command) if command is not None else None
+            if fed is not None:  # `apply_patch <<EOF`: judged by the files it patches
+                return ToolCall(EDIT, "apply_patch", cwd, paths=patch.touched(fed), session_id=sid)
+            return ToolCall(SHELL, tool, cwd, command=command, session_id=sid)
+        return ToolCall(OTHER, str(tool), cwd, session_id=sid)
+
+    def render(self, d: Decision) -> Reply:
+        if not d.allow:
+            return Reply(2, stderr=d.reason + "\n")
+        return Reply(0)  # Codex reads a PreToolUse hook's stdout as JSON: an allow says nothing
+
+    def render_bad_event(self, e: BadEvent) -> Reply:
+        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
+
+    def settings_files(self) -> dict[str, Path]:
+        return {"project": Path(CONFIG_DIR, "hooks.json"), "user": Path(os.path.expanduser("~"), CONFIG_DIR, "hooks.json")}
+
+    def wanted(self) -> list[Wanted]:
+        return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]
+
+    def install(self, root: Path, scope: str = "project") -> HooksData:
+        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
+
+        path = settings.scope_path(root, self.name, self.settings_files(), scope)
+        return settings.install_file(path, scope, self.name, self.wanted())
+
+    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
+        from spark_git.clients import settings
+
+        path = settings.scope_path(root, self.name, self.settings_files(), scope)
+        return settings.uninstall_file(path, scope, self.name)
+
+    def session_start(self, d: SessionStartData) -> str:
+        from spark_git.clients.claude import CLAUDE
+
+        return CLAUDE.session_start(d)  # plain text on stdout becomes context, as in Claude Code
+
+
+CODEX = Codex()

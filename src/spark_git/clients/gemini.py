@@ -1,0 +1,94 @@
+"""The Gemini CLI adapter. Gemini reads hooks from `.gemini/settings.json` (or `~/.gemini/…`),
+Claude-shaped, events `BeforeTool` and `SessionStart`; the event carries `session_id`, `cwd`,
+`hook_event_name`, `timestamp`, `tool_name`, `tool_input`. `write_file` and `replace`
+(`file_path`) are judged like Claude's Write/Edit, `run_shell_command` (`command`, `dir_path`) like
+Bash, starting in `dir_path` when given. Exit 0 allows, 2 denies with stderr as the reason, 1 is a
+warning; SessionStart context must be JSON `hookSpecificOutput.additionalContext`.
+
+Imported before every tool call: standard library only at module level."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.codex import read_event
+from spark_git.clients.jsonhooks import Wanted
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spark_git.clients.checkpoint import SessionStartData
+    from spark_git.clients.settings import HooksData
+
+CONFIG_DIR = ".gemini"
+PRE_TOOL_USE = "spark-git hook pre-tool-use --client gemini"
+SESSION_START = "spark-git hook session-start --client gemini"
+KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}
+MATCHER = "|".join(KINDS)
+
+
+def _str(d: dict[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    return v if isinstance(v, str) and v else None
+
+
+class Gemini:
+    name = "gemini"
+
+    def parse_event(self, raw: str) -> ToolCall:
+        event = read_event(raw)
+        tool = _str(event, "tool_name") or ""
+        raw_in = event.get("tool_input")
+        tin: dict[str, Any] = raw_in if isinstance(raw_in, dict) else {}
+        kind = KINDS.get(tool, OTHER)
+        cwd = _str(event, "cwd") or os.getcwd()
+        target = _str(tin, "file_path") if kind in (WRITE, EDIT) else None
+        return ToolCall(
+            kind, tool, cwd,
+            paths=(target,) if target else (),
+            command=tin.get("command") if kind == SHELL and isinstance(tin.get("command"), str) else None,
+            session_id=_str(event, "session_id"),
+            workdir=_str(tin, "dir_path") if kind == SHELL else None,
+        )
+
+    def render(self, d: Decision) -> Reply:
+        if not d.allow:
+            return Reply(2, stderr=d.reason + "\n")
+        return Reply(0)  # Gemini parses stdout as JSON: an allow says nothing
+
+    def render_bad_event(self, e: BadEvent) -> Reply:
+        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")  # 1: a warning, the call proceeds
+
+    def settings_files(self) -> dict[str, Path]:
+        return {"project": Path(CONFIG_DIR, "settings.json"), "user": Path(os.path.expanduser("~"), CONFIG_DIR, "settings.json")}
+
+    def wanted(self) -> list[Wanted]:
+        return [Wanted("BeforeTool", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]
+
+    def install(self, root: Path, scope: str = "project") -> HooksData:
+        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
+
+        path = settings.scope_path(root, self.name, self.settings_files(), scope)
+        return settings.install_file(path, scope, self.name, self.wanted())
+
+    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
+        from spark_git.clients import settings
+
+        path = settings.scope_path(root, self.name, self.settings_files(), scope)
+        return settings.uninstall_file(path, scope, self.name)
+
+    def session_start(self, d: SessionStartData) -> str:
+        """JSON on stdout: plain text would reach only the user, not the model."""
+        from spark_git.clients.claude import CLAUDE
+
+        text = CLAUDE.session_start(d)
+        if not text:
+            return ""
+        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+
+
+GEMINI = Gemini()

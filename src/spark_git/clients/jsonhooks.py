@@ -1,0 +1,121 @@
+"""spark-git's entries in a Claude-shaped hooks object (`{"hooks": {Event: [{"matcher", "hooks":
+[{"type": "command", "command"}]}]}}`), which Claude Code, Codex CLI and Gemini CLI all read:
+merged in without touching anything else, upgraded in place, removed leaving the rest as it was.
+Standard library only (the hook's settings warnings read it); the file I/O is clients/settings.py."""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Found = tuple[dict[str, Any], dict[str, Any]]
+
+
+class Wanted:
+    """One spark-git hook entry: the event it answers, its matcher (None: every call) and command."""
+
+    __slots__ = ("command", "event", "extra", "matcher")
+
+    def __init__(self, event: str, command: str, matcher: str | None = None, extra: dict[str, Any] | None = None) -> None:
+        self.event = event
+        self.command = command
+        self.matcher = matcher
+        self.extra = extra or {}  # client-specific keys of the entry (Claude Code: onFailure)
+
+    def entry(self) -> dict[str, Any]:
+        return {"type": "command", "command": self.command, **self.extra}
+
+    def group(self) -> dict[str, Any]:
+        g: dict[str, Any] = {"matcher": self.matcher} if self.matcher is not None else {}
+        g["hooks"] = [self.entry()]
+        return g
+
+
+def is_ours(command: object, wanted: tuple[str, ...] | None = None) -> bool:
+    """`spark-git hook …` as installed (one of `wanted`, or any when None), or with spark-git named by
+    an absolute path."""
+    if not isinstance(command, str):
+        return False
+    exe, _, rest = command.strip().partition(" ")
+    if os.path.basename(exe) != "spark-git":
+        return False
+    norm = f"spark-git {' '.join(rest.split())}"
+    return norm.startswith("spark-git hook ") if wanted is None else norm in wanted
+
+
+def merge(hooks: dict[str, Any], wanted: list[Wanted]) -> bool:
+    """spark-git's entries added to `hooks` in place (once); True when anything changed."""
+    changed = False
+    for w in wanted:
+        groups = hooks.setdefault(w.event, [])
+        found = find(groups, w.command)
+        if found is None:
+            groups.append(w.group())
+            changed = True
+        else:
+            changed = _upgrade(groups, found, w) or changed
+    return changed
+
+
+def find(groups: list[Any], command: str) -> Found | None:
+    """(group, hook entry) of spark-git's `command` in an event's groups."""
+    for g in groups:
+        for h in (g.get("hooks") or []) if isinstance(g, dict) else []:
+            if isinstance(h, dict) and is_ours(h.get("command"), (command,)):
+                return g, h
+    return None
+
+
+def has(hooks: object, event: str) -> bool:
+    """Some spark-git entry answers `event` in this hooks object."""
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    return isinstance(groups, list) and any(
+        isinstance(g, dict) and any(isinstance(h, dict) and is_ours(h.get("command")) for h in g.get("hooks") or []) for g in groups
+    )
+
+
+def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
+    """An older or hand-made spark-git entry brought up to date: the full matcher (a narrower one
+    lets the other tools through) and the client's extra keys. The user's command path is kept; a
+    group shared with other hooks keeps its matcher, ours moves to a group of its own."""
+    group, hook = found
+    changed = False
+    if w.matcher is not None and group.get("matcher") != w.matcher:
+        if len(group["hooks"]) == 1:
+            group["matcher"] = w.matcher
+        else:
+            group["hooks"].remove(hook)
+            groups.append({"matcher": w.matcher, "hooks": [hook]})
+        changed = True
+    for k, v in w.extra.items():
+        if hook.get(k) != v:
+            hook[k] = v
+            changed = True
+    return changed
+
+
+def remove(hooks: dict[str, Any]) -> list[str]:
+    """Drops spark-git's hook entries from `hooks` in place (and the groups and events they emptied);
+    returns them as "event: command"."""
+    removed: list[str] = []
+    for event in list(hooks):
+        kept_groups = []
+        for g in hooks[event]:
+            if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
+                kept_groups.append(g)
+                continue
+            ours = [h for h in g["hooks"] if isinstance(h, dict) and is_ours(h.get("command"))]
+            kept = [h for h in g["hooks"] if h not in ours]
+            removed += [f"{event}: {h['command']}" for h in ours]
+            if kept:
+                kept_groups.append(g if not ours else {**g, "hooks": kept})
+            elif not g["hooks"]:
+                kept_groups.append(g)  # an empty group that was not ours
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    return removed

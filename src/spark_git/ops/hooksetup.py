@@ -1,0 +1,140 @@
+"""`hooks install|uninstall|check` over every agent client (clients/registry.py): which clients by
+default, every settings file read before any is written (a refusal changes nothing), and whether
+each agent worktree will load the hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from spark_git.clients import jsonhooks, registry, settings
+from spark_git.clients.base import Client
+from spark_git.core.errors import BadInput
+from spark_git.core.git import Git
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+
+
+def root_of(layout: Layout) -> Path:
+    return layout.repo.toplevel or layout.main_worktree
+
+
+def chosen(root: Path, names: list[str], scope: str) -> list[Client]:
+    """The clients asked for; by default those whose config directory (.claude, .codex, .gemini)
+    exists in the repo and that have `scope`, else Claude Code."""
+    bad = [n for n in names if n not in registry.CLIENTS]
+    if bad:
+        raise BadInput(f"unknown --client {', '.join(bad)}: use {', '.join(registry.CLIENTS)}")
+    if names:
+        return [registry.get(n) for n in dict.fromkeys(names)]
+    found = [registry.get(n) for n in registry.CLIENTS if (root / f".{n}").is_dir()]
+    found = [c for c in found if scope in c.settings_files()]
+    return found or [registry.get(registry.DEFAULT)]
+
+
+def _paths(root: Path, clients: list[Client], scope: str) -> None:
+    """Every file resolved and read first: a bad scope or an unreadable file refuses before any write."""
+    for c in clients:
+        settings.load(settings.scope_path(root, c.name, c.settings_files(), scope))
+
+
+def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
+    root = root_of(layout)
+    clients = chosen(root, names, scope)
+    _paths(root, clients, scope)
+    files = [c.install(root, scope) for c in clients]
+    return settings.HooksSetData(changed=any(f.changed for f in files), files=files)
+
+
+def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
+    root = root_of(layout)
+    clients = chosen(root, names, scope)
+    _paths(root, clients, scope)
+    files = [c.uninstall(root, scope) for c in clients]
+    return settings.HooksSetData(changed=any(f.changed for f in files), files=files)
+
+
+# -- check -----------------------------------------------------------------------------------------
+
+
+class HookCheck(BaseModel):
+    task: str
+    agent: str
+    worktree: str
+    client: str
+    loads: bool
+    source: str | None = None  # the settings file that brings the hooks, and how it got there
+    problem: str | None = None
+
+
+class HooksCheckData(BaseModel):
+    spark_git: str | None  # `spark-git` as the hook's PATH resolves it; None: not found
+    clients: list[str]
+    checks: list[HookCheck]
+    ok: bool
+
+
+def _ours(path: Path, event: str) -> bool:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return jsonhooks.has(data.get("hooks") if isinstance(data, dict) else None, event)
+
+
+def _event(c: Client) -> str:
+    return c.wanted()[0].event  # the pre-tool-use event comes first
+
+
+def configured(root: Path) -> list[Client]:
+    """Clients with spark-git's hooks in some settings file of the main worktree or the user's."""
+    out = []
+    for n in registry.CLIENTS:
+        c = registry.get(n)
+        files = c.settings_files()
+        if any(_ours(p if p.is_absolute() else root / p, _event(c)) for p in files.values()):
+            out.append(c)
+    return out
+
+
+def _one(wt: Path, c: Client) -> tuple[bool, str | None, str | None]:
+    files = c.settings_files()
+    user = files.get("user")
+    if user is not None and _ours(user, _event(c)):
+        return True, f"{user} (user scope)", None
+    for scope, rel in files.items():
+        if rel.is_absolute() or not _ours(wt / rel, _event(c)):
+            continue
+        if not wt.is_dir():
+            break
+        git = Git(wt)
+        if git.run("ls-files", "--", str(rel)).stdout.strip():
+            return True, f"{rel} ({scope} scope, committed)", None
+        if str(rel) in git.ignored([str(rel)]):
+            return True, f"{rel} ({scope} scope, ignored, copied into the worktree)", None
+        return True, f"{rel} ({scope} scope, not committed)", (
+            f"{rel} is present here but neither committed nor ignored: worktrees created later will not get it")
+    return False, None, (
+        f"no spark-git hooks for {c.name} in {wt}: commit {files['project']} on the base branch (then `spark-git update`), "
+        f"or `spark-git hooks install --client {c.name} --scope user`")
+
+
+def check(layout: Layout) -> HooksCheckData:
+    root = root_of(layout)
+    clients = configured(root) or [registry.get(registry.DEFAULT)]
+    exe = shutil.which("spark-git", path=os.environ.get("PATH"))
+    store = open_store(layout)
+    checks: list[HookCheck] = []
+    for t in store.task_names():
+        tf = store.read_task(t)
+        for a, e in sorted(tf.agents.items()) if tf else []:
+            for c in clients:
+                loads, source, problem = _one(Path(e.worktree), c)
+                if exe is None:
+                    loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
+                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem))
+    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks))

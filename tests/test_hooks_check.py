@@ -1,0 +1,41 @@
+"""`spark-git hooks check`: per agent worktree and client, will the hooks load there."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fixtures.repo import commit, make_repo, sealed_env, spark
+
+
+def _by(r) -> dict[tuple[str, str, str], dict]:
+    return {(c["task"], c["agent"], c["client"]): c for c in r.json["data"]["checks"]}
+
+
+def test_committed_ignored_missing_and_path(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {".gitignore": ".gemini/\n"})
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    (repo / ".gemini").mkdir()
+    assert spark(repo, "hooks", "install", "--client", "claude", "--client", "gemini", env=env).returncode == 0
+    commit(repo, {}, "claude hooks")  # .claude/settings.json committed; .gemini/ is ignored
+    assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed
+    assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0  # gemini's ignored settings are copied
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.json["data"]["clients"] == ["claude", "codex", "gemini"], r
+    got = _by(r)
+    assert got[("t1", "a1", "claude")]["loads"] and "committed" in got[("t1", "a1", "claude")]["source"]
+    assert got[("t1", "a1", "gemini")]["loads"] and "ignored" in got[("t1", "a1", "gemini")]["source"], got
+    codex = got[("t1", "a1", "codex")]
+    assert not codex["loads"] and "commit .codex/hooks.json" in codex["problem"], codex
+    assert r.returncode == 1 and r.json["status"] == "FAIL"
+    human = spark(repo, "hooks", "check", env=env)
+    assert "t1/a1 codex: NOT loaded" in human.stdout, human
+
+    assert spark(repo, "hooks", "install", "--client", "codex", "--scope", "user", env=env, process=True).returncode == 0
+    ok = spark(repo, "hooks", "check", "--json", env=env, process=True)
+    assert ok.returncode == 0 and "user scope" in _by(ok)[("t1", "a1", "codex")]["source"], ok
+
+    bare = {**env, "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "spark-git").exists())}
+    no_exe = spark(repo, "hooks", "check", "--json", env=bare, process=True)
+    assert no_exe.returncode == 1 and no_exe.json["data"]["spark_git"] is None, no_exe
+    assert all("not on PATH" in c["problem"] for c in no_exe.json["data"]["checks"])
