@@ -148,3 +148,31 @@ def test_status_without_any_gate_run_has_no_gate(tmp_path: Path) -> None:
     t = Task(tmp_path, ["a1"], config())
     assert _status_gate(t) is None
     assert git(t.repo, "rev-parse", "--verify", "-q", "refs/notes/spark-verdicts", check=False) == ""
+
+
+def test_final_gate_with_its_own_stricter_threshold_blocks_complete(tmp_path: Path) -> None:
+    gate = f"{PYTEST} && {PY} -m coverage xml -q -o coverage.xml"
+    t = _project(tmp_path, gate, 'junit = "build/junit.xml"\ncoverage = "coverage.xml"\n'
+                                 '[gates.require]\ncoverage = 0.5\n[gates.reports.final.require]\ncoverage = 0.9\n')
+    t.commit("a1", {"calc.py": CALC + "\n\ndef mul(a, b):\n    return a * b\n"}, "[a1] mul")
+    m = t.spark("merge", "t1", "--agent", "a1")
+    assert m.returncode == 0, m
+    assert "(1 tests, cov 67%)" in m.stdout  # the human gate line
+    assert t.spark("approve", "t1", "--changes").returncode == 0
+    main_before = git(t.repo, "rev-parse", "main")
+    c = t.spark("--json", "complete", "t1")
+    assert c.returncode == 1, c
+    assert "gates.require.coverage = 0.9: coverage is 0.6667 (coverage.xml)" in c.json["summary"] + json.dumps(c.json["data"])
+    assert git(t.repo, "rev-parse", "main") == main_before  # nothing landed
+    g = _status_gate(t)
+    assert g["gate"] == "final" and g["result"] == "failed" and g["reports"]["unmet"] == ["gates.require.coverage = 0.9: coverage is 0.6667 (coverage.xml)"]
+
+
+def test_without_junit_the_pytest_summary_gives_the_counts(tmp_path: Path) -> None:
+    gate = f"{PY} -m pytest -q -p no:randomly -p no:cacheprovider -k nothing-matches; exit 0"
+    t = _project(tmp_path, gate, "[gates.require]\ntests_min = 1\n")
+    t.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    r = t.merge("a1")
+    assert r.returncode == 1, r
+    assert r.json["data"]["unmet"] == ["gates.require.tests_min = 1: 0 tests ran"]
+    assert _status_gate(t)["reports"]["tests"]["source"] == "pytest"

@@ -36,7 +36,7 @@ _COUNT_RE = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|de
 def pytest_counts(output: str) -> dict[str, int] | None:
     """Counts from pytest's last summary line (`== 3 passed, 1 failed in 0.1s ==`)."""
     for line in reversed(output.splitlines()):
-        if re.search(r"\b(passed|failed|error|errors|no tests ran)\b", line) and (" in " in line or line.startswith("=")):
+        if re.search(r"\b(passed|failed|error|errors|deselected|no tests ran)\b", line) and (" in " in line or line.startswith("=")):
             counts: dict[str, int] = {}
             for n, key in _COUNT_RE.findall(line):
                 key = {"error": "errors", "warning": "warnings"}.get(key, key)
