@@ -15,6 +15,8 @@ from spark_git.core.config import GatesConfig, ReportSpec, RequireConfig
 from spark_git.gates import reports
 from spark_git.gates.verdicts import fingerprint
 from tests.mergekit import PY, Task, config
+from tests.protokit import P
+from tests.test_update import REV, UPA, UPT
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"  # 4 statements
 TEST_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"  # covers 3 of them
@@ -176,3 +178,41 @@ def test_without_junit_the_pytest_summary_gives_the_counts(tmp_path: Path) -> No
     assert r.returncode == 1, r
     assert r.json["data"]["unmet"] == ["gates.require.tests_min = 1: 0 tests ran"]
     assert _status_gate(t)["reports"]["tests"]["source"] == "pytest"
+
+
+# A gate that always exits 0 and writes JUnit XML: one failing test case while fail.flag (ignored) exists.
+JUNIT_GATE = [PY, "-c", (
+    "import os; os.makedirs('build', exist_ok=True); bad = os.path.exists('fail.flag'); "
+    "open('build/junit.xml', 'w').write('<testsuite><testcase classname=\"t\" name=\"ok\"/>' "
+    "+ ('<testcase classname=\"t\" name=\"bad\"><failure/></testcase>' if bad else '') + '</testsuite>')")]
+
+
+def test_validation_to_review_is_refused_by_a_threshold_then_accepted(tmp_path: Path) -> None:
+    cfg = (f"[gates]\nbuild = {json.dumps(JUNIT_GATE)}\njunit = \"build/junit.xml\"\n"
+           "[gates.require]\ntests_failed = 0\n[approval]\nallow_non_interactive = true\n")
+    files = {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\nbuild/\n"}
+    p = P(tmp_path, config=cfg, files=files)
+    p.ok("classify", p.task, "--risk", "HIGH", "--why", "test")
+    p.go(), p.go()
+    for a in (REV, UPA, UPT):
+        p.requirements(a)
+        p.report(a)
+    p.go()
+    p.plans([REV, UPA, UPT])
+    p.ok("approve", p.task, "--plan")
+    p.go()
+    p.commit(UPA, {"src/one.py": "one = 1\n"}, "the change")
+    p.ok("merge", p.task, "--agent", UPA)
+    for a in (UPA, UPT):
+        p.report(a, "COMPLETE", "--work-remaining", "none")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")
+    assert p.go()["to"] == "VALIDATION"
+    (p.wt() / "fail.flag").write_text("")
+    before = p.snapshot()
+    r = p.advance("REVIEW")
+    assert r.returncode == 3 and "gates.require.tests_failed = 0: 1 failed and 0 errors" in r.stdout, r
+    assert p.snapshot() == before and p.state() == "VALIDATION"  # the refusal changed neither task.json nor the audit trail
+    (p.wt() / "fail.flag").unlink()
+    assert p.go("REVIEW")["to"] == "REVIEW"
+    gate = json.loads(p.spark("--json", "status", p.task).stdout)["data"]["tasks"][0]["gate"]
+    assert gate["result"] == "passed" and gate["reports"]["tests"]["total"] == 1
