@@ -19,6 +19,7 @@ from spark_git.gates import reports as gate_reports
 from spark_git.gates.base import Gate, MergeSubject
 from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
+from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
 
 # GateEvidence and check_clean live beside this module; callers still reach them here.
@@ -110,13 +111,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
     tests = pytest_counts(output) if output else None
     if res.exit_code == 127:  # by the shell, or we could not start it: either way, not there
         error = f"command not found in {worktree} (exit 127)" + (f": {error}" if error else "")
-    passed = res.exit_code == 0 and not res.timed_out
-    parsed = gate_reports.collect(worktree, reports, before, tests) if reports else None
-    if parsed and parsed.unmet:
-        with open(path, "a") as log:
-            log.write("".join(f"spark-git: {u}\n" for u in parsed.unmet))
-        if passed:
-            passed, error = False, "; ".join(parsed.unmet)
+    parsed, passed, error = _judge(path, worktree, reports, before, tests, res.exit_code == 0 and not res.timed_out, error)
     names = failed_tests(output) if res.exit_code else []
     return GateEvidence(
         gate=gate, command=command, ran=True, passed=passed, exit_code=res.exit_code,
@@ -124,6 +119,21 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
         log_path=str(path), time=started, tests=tests, error=error,
         failed_tests=names or (parsed.tests.failed_tests if parsed and parsed.tests else []), reports=parsed,
     )
+
+
+def _judge(log: Path, worktree: Path, spec: ReportSpec | None, before: dict[str, gate_reports.Stamp], tests: dict[str, int] | None,
+           passed: bool, error: str | None) -> tuple[GateReports | None, bool, str | None]:
+    """The reports a run wrote, read after it: a threshold missed fails a gate whose command passed
+    (its error then names each), and every miss is appended to the gate's log."""
+    if spec is None:
+        return None, passed, error
+    parsed = gate_reports.collect(worktree, spec, before, tests)
+    if parsed.unmet:
+        with open(log, "a") as f:
+            f.write("".join(f"spark-git: {u}\n" for u in parsed.unmet))
+        if passed:
+            return parsed, False, "; ".join(parsed.unmet)
+    return parsed, passed, error
 
 
 @dataclass(frozen=True)
