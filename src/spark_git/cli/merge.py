@@ -31,8 +31,11 @@ def _gate_line(out: Out, gate: GateEvidence | None) -> None:
     elif not gate.ran:
         out.print(f"  gate {gate.gate}: none configured (nothing ran)")
     else:
+        from spark_git.gates.reports import token  # with the evidence model already loaded: no start-up cost
+
         tests = f"  tests {gate.tests}" if gate.tests else ""
-        out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}  log {gate.log_path}")
+        parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
+        out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")
 
 
 def _merge_lines(out: Out, d: MergeData) -> None:

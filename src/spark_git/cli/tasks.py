@@ -115,6 +115,7 @@ def status(
                 out.print(
                     f"[bold]{t.task}[/bold]  {t.state}  owner {t.session_id} ({t.idle})  "
                     f"{t.task_branch} @ {(t.head or '?')[:12]} +{t.commits_beyond_base}  worktree {dirty}"
+                    + (f"  gate {t.gate.token}" if t.gate else "")
                 )
                 if t.provisioning == "in_progress":
                     out.print(f"  [yellow]start running or interrupted: worktrees may be missing; the owner runs `spark-git start {t.task}` again to finish[/yellow]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,10 +20,69 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
+def _relative(v: str | None) -> str | None:
+    # A report is read from the worktree the gate ran in; a path outside it would read another run's file.
+    if v and (Path(v).is_absolute() or ".." in Path(v).parts):
+        raise ValueError("must be a path relative to the worktree, without '..'")
+    return v or None  # "" turns off a report inherited from [gates]
+
+
+class RequireConfig(_Strict):
+    coverage: float | None = Field(None, ge=0, le=1, description="Least total coverage (0.0-1.0) the gate's coverage report may show.")
+    tests_failed: int | None = Field(None, ge=0, description="Most failed + erroring tests the gate's JUnit XML may show.")
+    tests_min: int | None = Field(None, ge=0, description="Least number of tests the gate's JUnit XML must show.")
+
+
+class GateReportsConfig(_Strict):
+    """One gate's own report paths and thresholds; a key left out is taken from [gates]."""
+
+    junit: str | None = Field(None, description="JUnit XML (path or glob) this gate's command writes.")
+    coverage: str | None = Field(None, description="coverage.py XML (Cobertura) or JSON report this gate's command writes.")
+    require: RequireConfig | None = None
+
+    @field_validator("junit", "coverage")
+    @classmethod
+    def _paths(cls, v: str | None) -> str | None:
+        return _relative(v)
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """What one gate reads after its command (paths relative to its worktree) and the thresholds it enforces."""
+
+    junit: str | None
+    coverage: str | None
+    require: RequireConfig
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"junit": self.junit, "coverage": self.coverage, "require": self.require.model_dump()}
+
+
 class GatesConfig(_Strict):
     build: Command = Field(None, description="Command run in the agent worktree before an agent merge.")
     final: Command = Field(None, description="Command run on the task head before landing on the base branch.")
     timeout_s: float = Field(1800.0, gt=0, description="Seconds before a gate is killed (with its process group).")
+    junit: str | None = Field(None, description="JUnit XML (path or glob, relative to the worktree) the gate commands write, e.g. 'build/junit.xml'.")
+    coverage: str | None = Field(None, description="coverage.py XML (Cobertura) or JSON report the gate commands write, e.g. 'coverage.xml'.")
+    require: RequireConfig = Field(default_factory=RequireConfig, description="Thresholds on the reports: a gate that misses one fails.")
+    reports: dict[Literal["build", "final"], GateReportsConfig] = Field(
+        default_factory=dict, description="Per-gate report paths and thresholds ([gates.reports.final]), over [gates]'s.")
+
+    @field_validator("junit", "coverage")
+    @classmethod
+    def _paths(cls, v: str | None) -> str | None:
+        return _relative(v)
+
+    def reports_for(self, gate: str) -> ReportSpec | None:
+        """The resolved reports of gate `gate` ("build" / "final"); None when it reads none and requires nothing."""
+        own = next((r for g, r in self.reports.items() if g == gate), None)
+        got = own.model_fields_set if own else set()
+        junit = own.junit if own and "junit" in got else self.junit
+        coverage = own.coverage if own and "coverage" in got else self.coverage
+        require = own.require if own and own.require is not None else self.require
+        if not junit and not coverage and require == RequireConfig.model_construct():
+            return None
+        return ReportSpec(junit, coverage, require)
 
 
 class AttributionConfig(_Strict):

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from spark_git.core import faults, proc
-from spark_git.core.config import Command
+from spark_git.core.config import Command, ReportSpec
 from spark_git.core.git import Git
 from spark_git.core.proc import argv_of
+from spark_git.gates import reports as gate_reports
 from spark_git.gates.base import Gate, MergeSubject
 from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
+from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
 
 # GateEvidence and check_clean live beside this module; callers still reach them here.
@@ -35,7 +37,7 @@ _COUNT_RE = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|de
 def pytest_counts(output: str) -> dict[str, int] | None:
     """Counts from pytest's last summary line (`== 3 passed, 1 failed in 0.1s ==`)."""
     for line in reversed(output.splitlines()):
-        if re.search(r"\b(passed|failed|error|errors|no tests ran)\b", line) and (" in " in line or line.startswith("=")):
+        if re.search(r"\b(passed|failed|error|errors|deselected|no tests ran)\b", line) and (" in " in line or line.startswith("=")):
             counts: dict[str, int] = {}
             for n, key in _COUNT_RE.findall(line):
                 key = {"error": "errors", "warning": "warnings"}.get(key, key)
@@ -81,16 +83,19 @@ def log_path(logs_dir: Path, gate: str) -> Path:
 
 
 def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None,
-        ticker: proc.Ticker | None = None) -> GateEvidence:
+        ticker: proc.Ticker | None = None, reports: ReportSpec | None = None) -> GateEvidence:
     """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
     `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...).
     `ticker`: shows elapsed time and the log's last line while it runs (a terminal only).
+    `reports`: the JUnit/coverage files it writes and the thresholds on them (gates/reports.py): a
+    command that exits 0 but misses one fails.
     Callers go through gates.verdicts.run_or_reuse, which records the verdict of the tree."""
     commit, tree = Git(worktree).head_and_tree() or ("", "")
     started = now()
     if not command:
         return GateEvidence(gate=gate, command=None, ran=False, passed=True, tree=tree, commit=commit, worktree=str(worktree), time=started)
     path = log_path(logs_dir, gate)
+    before = gate_reports.stamps(worktree, reports)
     with open(path, "wb") as log:
         log.write(f"$ {command if isinstance(command, str) else shlex.join(command)}\n# in {worktree} at {started}, commit {commit}, tree {tree}\n".encode())
         log.flush()
@@ -106,11 +111,29 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
     tests = pytest_counts(output) if output else None
     if res.exit_code == 127:  # by the shell, or we could not start it: either way, not there
         error = f"command not found in {worktree} (exit 127)" + (f": {error}" if error else "")
+    parsed, passed, error = _judge(path, worktree, reports, before, tests, res.exit_code == 0 and not res.timed_out, error)
+    names = failed_tests(output) if res.exit_code else []
     return GateEvidence(
-        gate=gate, command=command, ran=True, passed=res.exit_code == 0 and not res.timed_out, exit_code=res.exit_code,
+        gate=gate, command=command, ran=True, passed=passed, exit_code=res.exit_code,
         timed_out=res.timed_out, duration_s=res.duration_s, tree=tree, commit=commit, worktree=str(worktree),
-        log_path=str(path), time=started, tests=tests, error=error, failed_tests=failed_tests(output) if res.exit_code else [],
+        log_path=str(path), time=started, tests=tests, error=error,
+        failed_tests=names or (parsed.tests.failed_tests if parsed and parsed.tests else []), reports=parsed,
     )
+
+
+def _judge(log: Path, worktree: Path, spec: ReportSpec | None, before: dict[str, gate_reports.Stamp], tests: dict[str, int] | None,
+           passed: bool, error: str | None) -> tuple[GateReports | None, bool, str | None]:
+    """The reports a run wrote, read after it: a threshold missed fails a gate whose command passed
+    (its error then names each), and every miss is appended to the gate's log."""
+    if spec is None:
+        return None, passed, error
+    parsed = gate_reports.collect(worktree, spec, before, tests)
+    if parsed.unmet:
+        with open(log, "a") as f:
+            f.write("".join(f"spark-git: {u}\n" for u in parsed.unmet))
+        if passed:
+            return parsed, False, "; ".join(parsed.unmet)
+    return parsed, passed, error
 
 
 @dataclass(frozen=True)
@@ -121,10 +144,11 @@ class CommandGate:
     logs_dir: Path
     timeout_s: float
     env: dict[str, str] | None = None
+    reports: ReportSpec | None = None
 
     @classmethod
     def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
         return []  # runs after the rewrite, on exactly the head that will land (ops/merging/verify.py)
 
     def check(self, git: Git, task: str | None) -> GateEvidence:
-        return run(self.gate, self.command, git.cwd, self.logs_dir, self.timeout_s, self.env)
+        return run(self.gate, self.command, git.cwd, self.logs_dir, self.timeout_s, self.env, reports=self.reports)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from spark_git.core.layout import Layout
+from spark_git.gates.reports import GateReports
 from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
@@ -31,6 +32,7 @@ class GateEvidence(BaseModel):
     fingerprint: str | None = None  # the gate's fingerprint (gates/verdicts.py): what a verdict is keyed by
     reused_from: str | None = None  # set when a passing verdict of this tree was reused: the run that passed
     flaky: bool = False  # this run passed on a tree that failed the same gate before
+    reports: GateReports | None = None  # JUnit/coverage read after the command, and the thresholds missed (gates/reports.py)
 
 
 def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
@@ -43,6 +45,8 @@ def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), 
     }
     if ev.reused_from:  # only then: entries of fresh runs stay as they were
         e["reused_from"] = ev.reused_from
+    if ev.reports is not None:  # only a gate configured to read reports has them
+        e["reports"] = ev.reports.model_dump(mode="json")
     return {k: v for k, v in e.items() if k not in omit}
 
 
@@ -56,5 +60,6 @@ def record(where: Store | Layout, task: str, ev: GateEvidence, session: str | No
     if ev.flaky:
         store.event(task, "gate_flaky", session, gate=ev.gate, tree=ev.tree, commit=ev.commit, fingerprint=ev.fingerprint, log_path=ev.log_path)
     if note and ev.commit:
-        store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **ev.model_dump(mode="json"), **extra})])
+        dumped = ev.model_dump(mode="json", exclude={"reports"} if ev.reports is None else None)  # notes of gates without reports stay as they were
+        store.add_notes([(ev.commit, {"kind": "gate", "task": task, "session": session, **dumped, **extra})])
     return e

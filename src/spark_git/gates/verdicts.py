@@ -16,11 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_git.core.config import Command
+from spark_git.core.config import Command, ReportSpec
 from spark_git.core.git import Git, clean_env
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gate_command
 from spark_git.gates.evidence import GateEvidence
+from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
 from spark_git.state.store import Store
 
@@ -36,10 +37,12 @@ VOLATILE_ENV = frozenset({
 VOLATILE_PREFIXES = ("SPARK_FAULT_", "VSCODE_", "TERM_PROGRAM")
 
 
-def fingerprint(command: Command, timeout_s: float, env: dict[str, str] | None) -> str:
+def fingerprint(command: Command, timeout_s: float, env: dict[str, str] | None, reports: ReportSpec | None = None) -> str:
     given = clean_env() if env is None else env  # what core.proc gives the gate when env is None
     kept = {k: v for k, v in given.items() if k not in VOLATILE_ENV and not k.startswith(VOLATILE_PREFIXES)}
-    payload = {"v": FINGERPRINT_VERSION, "command": command, "timeout_s": float(timeout_s), "env": kept}
+    payload: dict[str, Any] = {"v": FINGERPRINT_VERSION, "command": command, "timeout_s": float(timeout_s), "env": kept}
+    if reports is not None:  # a verdict that passed without a threshold says nothing about one; gates without reports keep their fingerprints
+        payload["reports"] = reports.fingerprint()
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -58,14 +61,16 @@ def passing(verdicts: list[dict[str, Any]], fp: str) -> dict[str, Any] | None:
 
 
 def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float,
-                 env: dict[str, str] | None = None, rerun: bool = False, *, ticker: Ticker | None = None) -> GateEvidence:
+                 env: dict[str, str] | None = None, rerun: bool = False, *, ticker: Ticker | None = None,
+                 reports: ReportSpec | None = None) -> GateEvidence:
     """The one way to run a command gate: reuse a passing verdict of the worktree's HEAD tree, or run
     the gate and record its verdict. `rerun`: run even if a verdict passed. The caller records the
-    evidence (gates.evidence.record), which also logs a flaky tree in the audit trail."""
+    evidence (gates.evidence.record), which also logs a flaky tree in the audit trail. `reports`: the
+    gate's JUnit/coverage files and thresholds; a reused verdict carries what its run parsed."""
     if not command:  # no gate configured: nothing ran, nothing to record on a tree
         return gate_command.run(gate, command, worktree, logs_dir, timeout_s, env)
     commit, tree = Git(worktree).head_and_tree() or ("", "")
-    fp = fingerprint(command, timeout_s, env)
+    fp = fingerprint(command, timeout_s, env, reports)
     earlier = store.verdicts(tree) if tree else []
     prior = None if rerun else passing(earlier, fp)
     if prior is not None:
@@ -73,8 +78,9 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
             gate=gate, command=command, ran=False, passed=True, exit_code=prior.get("exit_code", 0), tree=tree, commit=commit,
             worktree=str(worktree), log_path=prior.get("log_path"), time=now(), tests=prior.get("tests"), fingerprint=fp,
             reused_from=str(prior.get("run") or prior.get("log_path")),
+            reports=GateReports.model_validate(prior["reports"]) if prior.get("reports") else None,
         )
-    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker)
+    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports)
     ev.fingerprint = fp
     ev.flaky = ev.passed and any(v.get("fingerprint") == fp and v.get("result") == "failed" for v in earlier)
     if ev.tree:
@@ -84,11 +90,14 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
 
 def _verdict(ev: GateEvidence, where: str) -> dict[str, Any]:
     run = f"{ev.gate} gate of {where} at {ev.time}"
-    return {
+    v = {
         "fingerprint": ev.fingerprint, "gate": ev.gate, "command": ev.command, "result": "passed" if ev.passed else "failed",
         "exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s, "log_path": ev.log_path, "time": ev.time,
         "worktree": ev.worktree, "commit": ev.commit, "where": where, "run": run, "tests": ev.tests, "flaky": ev.flaky,
     }
+    if ev.reports is not None:
+        v["reports"] = ev.reports.model_dump(mode="json")
+    return v
 
 
 def describe(ev: GateEvidence) -> str:

@@ -102,7 +102,7 @@ def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEviden
     cfg, task = layout.config.gates, tf.task_name
     # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
     return lambda: verdicts.run_or_reuse(open_store(layout), "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
-                                         env=envs.for_worktree(layout, task), rerun=True)
+                                         env=envs.for_worktree(layout, task), rerun=True, reports=cfg.reports_for("build"))
 
 
 def record_transition(

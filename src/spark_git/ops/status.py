@@ -15,7 +15,10 @@ from spark_git.clients.loading import hook_warnings
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
+from spark_git.gates import reports as gate_reports
+from spark_git.gates.reports import GateReports
 from spark_git.ops import mainlock
+from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
@@ -38,6 +41,18 @@ class AgentView(_View):
     dirty: list[str] | None
     report: AgentStatus | None = None
     flags: list[str] = []  # never reported, ERROR/BLOCKED, WORKING without update, stale approval
+
+
+class GateView(_View):
+    """The task's last gate run, from its audit trail: what `status` shows of the evidence."""
+
+    gate: str | None  # "build" / "final"
+    result: str | None  # "passed" / "failed"
+    commit: str | None
+    agent: str | None = None  # whose merge it gated
+    at: str | None = None
+    reports: GateReports | None = None  # the JUnit counts, the coverage and the thresholds missed
+    token: str = ""  # one short line: `build passed: 12 tests, cov 87%`
 
 
 class NextState(_View):
@@ -66,6 +81,7 @@ class TaskView(_View):
     variant: str | None = None
     protocol: str | None = None
     next_states: list[NextState] = []  # legal next states and what blocks each
+    gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
 
 
 class StatusData(_View):
@@ -100,6 +116,7 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             if tf is not None:
                 live.append((view, tf))
                 jobs += _status_jobs(pool, view, tf)
+                jobs.append((view, "gate", pool.submit(last_gate, layout, name)))
         heads = heads_job.result() if heads_job else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
@@ -177,6 +194,19 @@ def _head_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile,
             else:
                 jobs.append((av, ("ahead", "behind"), pool.submit(git.ahead_behind, branch_ref(entry.branch), branch_ref(tf.task_branch))))
     return jobs
+
+
+def last_gate(layout: Layout, task: str) -> GateView | None:
+    trail = open_store(layout).read_audit(task)
+    if not trail or not trail.build_verifications:
+        return None
+    e = trail.build_verifications[-1]
+    rep = GateReports.model_validate(e["reports"]) if e.get("reports") else None
+    detail = gate_reports.token(rep)
+    return GateView.model_construct(
+        gate=e.get("gate"), result=e.get("result"), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"), reports=rep,
+        token=f"{e.get('gate')} {e.get('result')}" + (f": {detail}" if detail else ""),
+    )
 
 
 def _main_lock(layout: Layout) -> mainlock.MainLockData:

@@ -33,7 +33,7 @@ def gate_failed(ev: gates.GateEvidence, task: str, what: str, retry: str) -> Fai
         f"{what}: gate {ev.gate!r} failed ({reason}); log: {ev.log_path}",
         hint=hint, next=[retry],
         details={"log_path": ev.log_path, "exit_code": ev.exit_code, "timed_out": ev.timed_out, "command": ev.command,
-                 "failed_tests": ev.failed_tests, "log_tail": gates.log_tail(ev.log_path), "retry": retry, "run_by_hand": by_hand},
+                 "failed_tests": ev.failed_tests, "unmet": ev.reports.unmet if ev.reports else [], "log_tail": gates.log_tail(ev.log_path), "retry": retry, "run_by_hand": by_hand},
         task=task,
     )
 
@@ -44,7 +44,7 @@ def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> 
     layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
     cfg = layout.config.gates
     ev = verdicts.run_or_reuse(plan.store, "build", cfg.build, awt.cwd, layout.logs_dir(task), cfg.timeout_s,
-                               env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker)
+                               env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker, reports=cfg.reports_for("build"))
     record_gate(layout, task, ev, plan.session, agent=agent)
     if not ev.passed:
         raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")

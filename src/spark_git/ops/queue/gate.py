@@ -41,7 +41,7 @@ def run_in_task(layout: Layout, store: Store, tip: str, task: str, worktree: Pat
         return None
     cfg = layout.config.gates
     ev = verdicts.run_or_reuse(store, "final", cfg.final, worktree, layout.logs_dir(task), cfg.timeout_s,
-                               env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker)
+                               env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker, reports=cfg.reports_for("final"))
     _count(store, ev)
     left = wt.status()
     if ev.passed and (left or wt.head() != tip):  # what passed must be the commit that lands, nothing else
@@ -70,7 +70,7 @@ def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts
         env = {**envs.for_worktree(store, tasks[-1]), "SPARK_WORKTREE": str(path), "SPARK_QUEUE_BATCH": ",".join(tasks)}
         faults.point("queue-gate-start")
         ev = verdicts.run_or_reuse(store, "final", cfg.final, path, layout.logs_dir(tasks[-1]), cfg.timeout_s, env=env,
-                                   rerun=opts.rerun, ticker=opts.ticker)
+                                   rerun=opts.rerun, ticker=opts.ticker, reports=cfg.reports_for("final"))
     finally:
         with store.mutex(WORKTREES):
             _remove(git, path)
