@@ -20,12 +20,12 @@ from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.ops.worktrees import created_by_spark, lost_head
+from spark_git.ops.worktrees import Progress, created_by_spark, lost_head, quiet
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
 from spark_git.state.recorded import check_recorded
-from spark_git.state.store import Store
+from spark_git.state.store import ARCHIVE_PREFIX, Store, archive_ref_for
 
 ENDED = ("CLEANUP", "ABANDONED")
 Contained = Callable[[str], bool]  # is this commit contained in the base branch?
@@ -43,6 +43,7 @@ class EndData(BaseModel):
     snapshot: str
     go_to: str | None = None  # the caller stood in a removed worktree: where to cd
     already_done: bool = False
+    dry_run: bool = False  # --dry-run: what a real run would do now; nothing was changed (a new commit's ref ends in NEW)
 
 
 @dataclass
@@ -57,19 +58,22 @@ class _Tree:
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
-            why: str | None = None, caller: Path | None = None) -> EndData:
+            why: str | None = None, caller: Path | None = None, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
-                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force)
+                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force,
+                dry_run=dry_run, progress=progress)
 
 
-def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None, force: bool = False) -> EndData:
+def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None, force: bool = False,
+            dry_run: bool = False, progress: Progress = quiet) -> EndData:
     if not why.strip():
         raise BadInput("--why needs a reason; it is recorded in the audit trail")
-    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force)
+    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force,
+                dry_run=dry_run, progress=progress)
 
 
 def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None,
-         force_locked: bool = False) -> EndData:
+         force_locked: bool = False, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     task = task_name(task)
     store = open_store(layout)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
@@ -82,7 +86,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         check_recorded(layout, tf)
         _check_may_end(store, tf, final, session)
         git = layout.git()
-        trees = _trees(store, tf, git)
+        trees = _trees(store, tf, git, progress)
         if tf.state == final:  # a resumed run: files a killed `worktree remove` deleted are not work
             for t in trees:
                 kept = [e for e in t.dirty if not e.startswith(" D ")]
@@ -92,8 +96,11 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
         branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
-        kept, archived = _keep_untracked(store, tf, trees, session)
-        archived += _archive(store, tf, dirty, trees, branches, contained, session)
+        if dry_run:
+            return _plan(store, tf, git, trees, branches, contained, final, EndData(
+                task=task, final_state=final, why=why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, dry_run=True))
+        kept, archived = _keep_untracked(store, tf, trees, session, progress)
+        archived += _archive(store, tf, dirty, trees, branches, contained, session, progress)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
         for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
@@ -103,7 +110,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
             store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
         faults.point("end-after-snapshot")
         data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, kept_paths=kept)
-        _remove_all(store, git, tf, trees, branches, contained, final, data)
+        _remove_all(store, git, tf, trees, branches, contained, final, data, progress)
         faults.point("end-before-unlock")
         store.release_task(task)
     kind = "cleaned_up" if final == "CLEANUP" else "abandoned"
@@ -159,13 +166,15 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return dirty
 
 
-def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None) -> tuple[list[str], list[archive.Archived]]:
+def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None, progress: Progress) -> tuple[list[str], list[archive.Archived]]:
     """Nested repositories moved aside and ignored files archived: `worktree remove` deletes both."""
     kept: list[str] = []
     archived: list[archive.Archived] = []
     for t in trees:
         if t.wt is None or t.wt.prunable or not t.path.is_dir():
             continue
+        if t.found.nested or t.found.ignored:
+            progress(f"archiving ignored files and nested repositories of {t.path}")
         kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path, t.found.nested)]
         t.submodules = keep.submodules(t.path)
         archived += keep.keep_submodules(store, tf.task_name, t.label, t.path, t.submodules, session)
@@ -175,10 +184,15 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str
     return kept, archived
 
 
-def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:
+def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained,
+             session: str | None, progress: Progress) -> list[archive.Archived]:
     """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
     task = tf.task_name
-    archived = [archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session) for t in dirty]
+    archived = []
+    for t in dirty:
+        progress(f"archiving uncommitted work in {t.path} ({len(t.dirty)} file(s))")
+        archived.append(archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session))
+    progress("archiving unmerged heads")
     for t in trees:
         if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
             archived.append(archive.keep(store, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
@@ -200,10 +214,13 @@ def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why
     faults.point("end-after-transition")
 
 
-def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> None:
+def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str,
+                data: EndData, progress: Progress) -> None:
     """Worktrees (agents first, the task worktree last), then the branches no worktree still has out."""
     with store.mutex(WORKTREES):
-        for t in sorted(trees, key=lambda t: t.label == "task"):
+        order = sorted(trees, key=lambda t: t.label == "task")
+        for i, t in enumerate(order, 1):
+            progress(f"[{i}/{len(order)}] removing {t.path}")
             _remove(git, t, data)
         git.worktree_prune()
         faults.point("end-after-worktrees")
@@ -230,7 +247,7 @@ def _containment(git: Git, base: str) -> Contained:
     return contained
 
 
-def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
+def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> list[_Tree]:
     """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
     task = tf.task_name
     with store.mutex(WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
@@ -247,6 +264,7 @@ def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
         wt = registered.get(p)
         t = _Tree(label=label, path=p, wt=wt)
         if wt is not None and p.is_dir() and not wt.prunable:
+            progress(f"scanning {p}")
             t.found = keep.scan(p)
             t.dirty = t.found.dirty
         res.append(t)
@@ -327,3 +345,54 @@ def _gate_passed(entry: dict[str, Any]) -> bool:
     if isinstance(ev, dict) and isinstance(ev.get("passed"), bool):
         return bool(ev["passed"])
     return bool(entry.get("exit_code", entry.get("returncode")) == 0)
+
+
+def _plan(store: Store, tf: TaskFile, git: Git, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained,
+          final: str, data: EndData) -> EndData:
+    """--dry-run: what the real run would archive, move aside, remove and delete, decided by the same
+    reads and rules, writing nothing (a commit the run would create is named `.../NEW`)."""
+    task = tf.task_name
+
+    def would(name: str, sha: str | None, what: str, files: list[str] | None = None) -> None:
+        ref = archive_ref_for(task, name, sha) if sha else f"{ARCHIVE_PREFIX}{task}/{name}/NEW"
+        data.archived.append(archive.Archived(ref=ref, sha=sha or "", what=what, files=files or []))
+
+    for t in trees:
+        if t.wt is None or t.wt.prunable or not t.path.is_dir():
+            continue
+        data.kept_paths += [str(keep.nested_dest(store, task, t.label, rel)) for rel in t.found.nested if (t.path / rel / ".git").exists()]
+        for rel, head in keep.submodules(t.path):
+            dirty = [str(e) for e in Git(t.path / rel).status()]
+            would(f"submodule-{t.label}-{rel.replace('/', '-')}", None if dirty else head, f"submodule {rel} of {t.path}", dirty)
+        taken, _ = keep.select_ignored(store, t.path, t.found.ignored)
+        if taken:
+            would(f"ignored-{t.label}", None, f"ignored files in {t.path}", taken)
+    for t in trees:
+        if t.dirty:
+            would(f"uncommitted-{t.label}", None, f"uncommitted work in {t.path}", t.dirty)
+    for t in trees:
+        if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
+            would(f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}")
+        elif t.wt is not None and t.wt.branch and (t.wt.head or ZERO_SHA) == ZERO_SHA and t.path.is_dir():
+            lost = lost_head(t.path)
+            if lost is not None and not contained(lost):
+                would(f"lost-{t.label}", lost, f"head of {t.path}, whose branch {t.wt.branch} was deleted")
+    for b, head in branches:
+        if not contained(head):
+            would(b, head, f"branch {b}")
+    return _plan_removal(git, trees, branches, contained, final, data)
+
+
+def _plan_removal(git: Git, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> EndData:
+    """_remove_all's decisions, without acting: every registered worktree goes; a branch still out in
+    another (not prunable) worktree, or unmerged at a cleanup, stays."""
+    for t in sorted(trees, key=lambda t: t.label == "task"):
+        if t.wt is not None:
+            data.removed_worktrees.append(str(t.path))
+        elif t.path.exists() and any(t.path.iterdir()):
+            data.kept_paths.append(str(t.path))
+    ours = {t.path for t in trees}
+    still_out = {wt.branch for wt in git.worktrees() if wt.branch and not wt.prunable and wt.path.resolve() not in ours}
+    for b, head in branches:
+        (data.kept_branches if b in still_out or not (contained(head) or final == "ABANDONED") else data.deleted_branches).append(b)
+    return data
