@@ -4,6 +4,7 @@ and --json is off (cli/common.py: progress), so pipes and agents never pay for r
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,8 +22,13 @@ class TerminalProgress:
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         self._last: str | None = None
+        self._lock = threading.Lock()  # steps may be reported from worker threads (parallel checkouts)
 
     def __call__(self, msg: str) -> None:
+        with self._lock:
+            self._step(msg)
+
+    def _step(self, msg: str) -> None:
         from rich.markup import escape
 
         if self._bar is None:
@@ -39,6 +45,10 @@ class TerminalProgress:
         self._last = msg
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._bar is not None:
             from rich.markup import escape
 
