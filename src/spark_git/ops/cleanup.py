@@ -4,8 +4,6 @@ deletion (compare-and-swap), and the lock last, so a killed run leaves a lock th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +12,21 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
-from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
+from spark_git.ops.endplan import Contained, Tree, plan
 from spark_git.ops.taskfile import load_task, save_task
 from spark_git.ops.worktrees import Progress, created_by_spark, lost_head, quiet
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
 from spark_git.state.recorded import check_recorded
-from spark_git.state.store import ARCHIVE_PREFIX, Store, archive_ref_for
+from spark_git.state.store import Store
 
 ENDED = ("CLEANUP", "ABANDONED")
-Contained = Callable[[str], bool]  # is this commit contained in the base branch?
 
 
 class EndData(BaseModel):
@@ -44,17 +42,6 @@ class EndData(BaseModel):
     go_to: str | None = None  # the caller stood in a removed worktree: where to cd
     already_done: bool = False
     dry_run: bool = False  # --dry-run: what a real run would do now; nothing was changed (a new commit's ref ends in NEW)
-
-
-@dataclass
-class _Tree:
-    label: str  # "task" or the agent's name (or the directory's name for a stray worktree)
-    path: Path
-    wt: Worktree | None  # None: not registered in git
-    dirty: list[str] = field(default_factory=list)
-    partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
-    found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
-    submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
@@ -97,8 +84,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         heads = git.refs("refs/heads/")
         branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
         if dry_run:
-            return _plan(store, tf, git, trees, branches, contained, final, EndData(
-                task=task, final_state=final, why=why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, dry_run=True))
+            planned = plan(store, tf, git, trees, branches, contained, final)
+            return EndData(task=task, final_state=final, why=why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, dry_run=True, **vars(planned))
         kept, archived = _keep_untracked(store, tf, trees, session, progress)
         archived += _archive(store, tf, dirty, trees, branches, contained, session, progress)
         faults.point("end-after-archive")
@@ -136,11 +123,11 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) 
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 
 
-def _lock_reason(t: _Tree) -> str:
+def _lock_reason(t: Tree) -> str:
     return t.wt.extra.get("locked", "") if t.wt is not None else ""
 
 
-def _locked(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+def _locked(trees: list[Tree], force: bool, task: str) -> list[Tree]:
     """Worktrees locked with `git worktree lock` by someone (not git's or spark-git's own "initializing"
     lock of a worktree being created): refused unless --force, then logged."""
     locked = [t for t in trees if t.wt is not None and t.wt.locked and _lock_reason(t) != "initializing"]
@@ -154,7 +141,7 @@ def _locked(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return locked
 
 
-def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+def _dirty(trees: list[Tree], force: bool, task: str) -> list[Tree]:
     dirty = [t for t in trees if t.dirty]
     if dirty and not force:
         raise Blocked(
@@ -166,7 +153,7 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return dirty
 
 
-def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None, progress: Progress) -> tuple[list[str], list[archive.Archived]]:
+def _keep_untracked(store: Store, tf: TaskFile, trees: list[Tree], session: str | None, progress: Progress) -> tuple[list[str], list[archive.Archived]]:
     """Nested repositories moved aside and ignored files archived: `worktree remove` deletes both."""
     kept: list[str] = []
     archived: list[archive.Archived] = []
@@ -184,7 +171,7 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str
     return kept, archived
 
 
-def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained,
+def _archive(store: Store, tf: TaskFile, dirty: list[Tree], trees: list[Tree], branches: list[tuple[str, Sha]], contained: Contained,
              session: str | None, progress: Progress) -> list[archive.Archived]:
     """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
     task = tf.task_name
@@ -214,7 +201,7 @@ def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why
     faults.point("end-after-transition")
 
 
-def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str,
+def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str,
                 data: EndData, progress: Progress) -> None:
     """Worktrees (agents first, the task worktree last), then the branches no worktree still has out."""
     with store.mutex(WORKTREES):
@@ -247,7 +234,7 @@ def _containment(git: Git, base: str) -> Contained:
     return contained
 
 
-def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> list[_Tree]:
+def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> list[Tree]:
     """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
     task = tf.task_name
     with store.mutex(WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
@@ -262,7 +249,7 @@ def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> 
     res = []
     for p, label in wanted.items():
         wt = registered.get(p)
-        t = _Tree(label=label, path=p, wt=wt)
+        t = Tree(label=label, path=p, wt=wt)
         if wt is not None and p.is_dir() and not wt.prunable:
             progress(f"scanning {p}")
             t.found = keep.scan(p)
@@ -271,7 +258,7 @@ def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> 
     return res
 
 
-def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str, Sha]) -> list[str]:
+def _branches(layout: Layout, tf: TaskFile, trees: list[Tree], heads: dict[str, Sha]) -> list[str]:
     """The branches this task may delete: those task.json records (checked against the layout), and an
     agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
     merely switched to, nor one that only looks like an agent branch."""
@@ -290,7 +277,7 @@ def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str,
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]
 
 
-def _remove(git: Git, t: _Tree, data: EndData) -> None:
+def _remove(git: Git, t: Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
@@ -346,53 +333,3 @@ def _gate_passed(entry: dict[str, Any]) -> bool:
         return bool(ev["passed"])
     return bool(entry.get("exit_code", entry.get("returncode")) == 0)
 
-
-def _plan(store: Store, tf: TaskFile, git: Git, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained,
-          final: str, data: EndData) -> EndData:
-    """--dry-run: what the real run would archive, move aside, remove and delete, decided by the same
-    reads and rules, writing nothing (a commit the run would create is named `.../NEW`)."""
-    task = tf.task_name
-
-    def would(name: str, sha: str | None, what: str, files: list[str] | None = None) -> None:
-        ref = archive_ref_for(task, name, sha) if sha else f"{ARCHIVE_PREFIX}{task}/{name}/NEW"
-        data.archived.append(archive.Archived(ref=ref, sha=sha or "", what=what, files=files or []))
-
-    for t in trees:
-        if t.wt is None or t.wt.prunable or not t.path.is_dir():
-            continue
-        data.kept_paths += [str(keep.nested_dest(store, task, t.label, rel)) for rel in t.found.nested if (t.path / rel / ".git").exists()]
-        for rel, head in keep.submodules(t.path):
-            dirty = [str(e) for e in Git(t.path / rel).status()]
-            would(f"submodule-{t.label}-{rel.replace('/', '-')}", None if dirty else head, f"submodule {rel} of {t.path}", dirty)
-        taken, _ = keep.select_ignored(store, t.path, t.found.ignored)
-        if taken:
-            would(f"ignored-{t.label}", None, f"ignored files in {t.path}", taken)
-    for t in trees:
-        if t.dirty:
-            would(f"uncommitted-{t.label}", None, f"uncommitted work in {t.path}", t.dirty)
-    for t in trees:
-        if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
-            would(f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}")
-        elif t.wt is not None and t.wt.branch and (t.wt.head or ZERO_SHA) == ZERO_SHA and t.path.is_dir():
-            lost = lost_head(t.path)
-            if lost is not None and not contained(lost):
-                would(f"lost-{t.label}", lost, f"head of {t.path}, whose branch {t.wt.branch} was deleted")
-    for b, head in branches:
-        if not contained(head):
-            would(b, head, f"branch {b}")
-    return _plan_removal(git, trees, branches, contained, final, data)
-
-
-def _plan_removal(git: Git, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> EndData:
-    """_remove_all's decisions, without acting: every registered worktree goes; a branch still out in
-    another (not prunable) worktree, or unmerged at a cleanup, stays."""
-    for t in sorted(trees, key=lambda t: t.label == "task"):
-        if t.wt is not None:
-            data.removed_worktrees.append(str(t.path))
-        elif t.path.exists() and any(t.path.iterdir()):
-            data.kept_paths.append(str(t.path))
-    ours = {t.path for t in trees}
-    still_out = {wt.branch for wt in git.worktrees() if wt.branch and not wt.prunable and wt.path.resolve() not in ours}
-    for b, head in branches:
-        (data.kept_branches if b in still_out or not (contained(head) or final == "ABANDONED") else data.deleted_branches).append(b)
-    return data
