@@ -34,11 +34,14 @@ def test_progress_on_a_terminal(prepo: Path) -> None:
     for step in ("[1/3] worktree", "[3/3] worktree", "checking out 3 worktree(s)", "checked out", "setup 1/1 in"):
         assert step in text, (step, text)
     assert re.search(r"\d:\d\d:\d\d", text), text  # the elapsed-time column of the live line
+    rc, out = run_on_pty(prepo, ["agent", "add", "t1", "a3", "--why", "more hands"])
+    text = shown(out)
+    assert rc == 0 and "on branch task-t1-agent-a3" in text and "setup 1/1 in" in text, text
     write(prepo.parent / "repo.tasks/t1/agents/a1/code/draft.txt", "draft\n")
     rc, out = run_on_pty(prepo, ["abandon", "t1", "--why", "stop"])
     text = shown(out)
     assert rc == 0, text
-    for step in ("scanning", "archiving uncommitted work in", "[1/3] removing", "[3/3] removing"):
+    for step in ("scanning", "archiving uncommitted work in", "[1/4] removing", "[4/4] removing"):
         assert step in text, (step, text)
     rc, out = run_on_pty(prepo, ["doctor"])
     assert rc == 0 and "reading worktrees and branches" in shown(out), out
