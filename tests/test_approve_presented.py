@@ -66,3 +66,19 @@ def test_human_output_without_a_terminal_draws_it_in_the_result(tmp_path: Path) 
     r = t.spark("approve", "t1", "--changes")
     assert r.returncode == 0, r
     assert "2 commits on main" in r.stdout and "docs-reviewer: APPROVED" in r.stdout and r.stderr == ""
+
+
+def test_an_agent_reporting_an_error_is_flagged(tmp_path: Path) -> None:
+    t = _reviewed(tmp_path, non_interactive=True)
+    r = t.spark("report", "t1", "--agent", "coder", "--status", "ERROR", "--feedback", "cannot run the migration")
+    assert r.returncode == 0, r
+    flags = t.spark("--json", "approve", "t1", "--changes").json["data"]["presented"]["flags"]
+    assert "agent coder reports ERROR: cannot run the migration" in flags, flags
+
+
+def test_request_changes_on_a_terminal_shows_what_is_sent_back(tmp_path: Path) -> None:
+    t = _reviewed(tmp_path)
+    rc, out = answer_on_pty(t.repo, ["approve", "t1", "--request-changes", "--why", "needs tests"], b"t1\n")
+    assert rc == 0, out
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", out[: out.index("Type the task name")])
+    assert "What you send back" in shown and "[coder] change app" in shown and "2 files changed" in shown, out

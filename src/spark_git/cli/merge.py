@@ -188,7 +188,8 @@ def approve(
             if not (why or "").strip():
                 raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])
             r = approvals.request_changes(layout, task, why=why or "", sha=sha, session=session_from(session),
-                                          interactive=sys.stdin.isatty(), ask=ask_on_terminal)
+                                          interactive=sys.stdin.isatty(), ask=ask_on_terminal,
+                                          show=lambda v: show_on_terminal(v, "What you send back"))
             return Result(f"changes requested for {r.task} at {r.commit_sha[:12]}: back to {r.to} ({r.via}, by {r.requested_by})", r, task=r.task,
                           next=[f"spark-git status {r.task}"])
         d = approvals.approve(

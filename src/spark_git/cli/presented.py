@@ -61,9 +61,9 @@ def _scaled(n: int, most: int) -> int:
     return max(1, round(n * BAR / most)) if n else 0  # a changed file always shows a mark
 
 
-def show_on_terminal(v: Presented) -> None:
+def show_on_terminal(v: Presented, title: str = "What you approve") -> None:
     err = console(stderr=True)  # stdout stays for the result (one JSON object with --json)
-    err.print(f"[bold]What you approve[/bold]: the changes of task {_esc(v.task)} at {v.commit_sha[:12]}")
+    err.print(f"[bold]{title}[/bold]: the changes of task {_esc(v.task)} at {v.commit_sha[:12]}")
     draw(err, v)
 
 

@@ -163,15 +163,18 @@ class ChangesRequestedData(BaseModel):
 
 
 def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, session: str | None, interactive: bool,
-                    ask: Callable[[str], str] | None = None) -> ChangesRequestedData:
+                    ask: Callable[[str], str] | None = None, show: Callable[[Presented], None] | None = None) -> ChangesRequestedData:
     """The human's "not like this": recorded, bound to the head it refers to, and the task goes back to
     work (AWAITING_USER_APPROVAL → IMPLEMENTATION, or SYNTHESIS in the short variant) through the
     protocol table's row, whose effect starts a new review round."""
     task = task_name(task)
     if not why.strip():
         raise BadInput("a request for changes needs a reason: --why '...'", task=task)
-    tf = load_task(open_store(layout), task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     target = _target(layout, tf, sha)
+    if interactive and show is not None:
+        show(present(store, tf, target))
     via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
     by = who_approves(session)
     with updating(layout, task, session, owner=False) as cur:
@@ -193,7 +196,6 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
                               {**ctx.evidence, "task_head": target, "why": why})
         to = cur.state
     d = ctx.evidence["decision"]
-    store = open_store(layout)
     store.add_notes([(target, {"kind": "changes_requested", "task": task, "session": session, "by": by, "via": via, "why": why})])
     store.event(task, "changes_requested", session, commit_sha=target, patch_id=d["patch_id"], why=why, by=by, via=via)
     return ChangesRequestedData(task=task, commit_sha=target, patch_id=d["patch_id"], why=why, from_state=frm, to=to,

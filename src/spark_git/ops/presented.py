@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git
 from spark_git.ops import history
-from spark_git.state.models import TaskFile
+from spark_git.state.models import AgentStatus, TaskFile
 from spark_git.state.store import Store
 
 
@@ -109,14 +109,18 @@ def _reviewers(store: Store, tf: TaskFile, target: str) -> list[ReviewerDecision
     for name, entry in tf.agents.items():
         if entry.role != "reviewer":
             continue
-        try:
-            r = store.read_status(tf.task_name, name)
-        except SparkError:
-            r = None
+        r = _report(store, tf.task_name, name)
         res.append(ReviewerDecision(agent=name, status=r.status if r else None, decision=r.decision if r else None,
                                     reviewed=r.last_review_sha if r else None, current=bool(r and r.last_review_sha == target),
                                     feedback=r.feedback if r else None))
     return res
+
+
+def _report(store: Store, task: str, agent: str) -> AgentStatus | None:
+    try:
+        return store.read_status(task, agent)
+    except SparkError:  # an unreadable report: shown as never reported (doctor reports the file)
+        return None
 
 
 def _flags(store: Store, tf: TaskFile, view: Presented) -> list[str]:
@@ -138,6 +142,9 @@ def _flags(store: Store, tf: TaskFile, view: Presented) -> list[str]:
         head = git.branch_head(entry.branch)
         if head and not git.is_ancestor(head, target):
             flags.append(f"agent {name} has commits on {entry.branch} that are not in what you approve")
+        report = _report(store, tf.task_name, name)
+        if report is not None and report.status in ("ERROR", "BLOCKED"):
+            flags.append(f"agent {name} reports {report.status}: {report.feedback or '(no message)'}")
     base_head = git.branch_head(view.base_branch)
     if base_head and base_head != view.base:
         flags.append(f"{view.base_branch} moved since (now {base_head[:12]}): complete will replay the task onto it and gate it again")
