@@ -2,14 +2,15 @@
 # Runs spark-git's main job end to end on a throwaway repository, printing what happens.
 set -euo pipefail
 # SPARK_DEMO_USE_PATH=1: run the spark-git found on PATH (CI: the installed wheel) instead of .venv's.
-if [ "${SPARK_DEMO_USE_PATH:-}" != "1" ]; then source "$(dirname "$0")/_venv.sh"; fi
+HERE="$(cd "$(dirname "$0")" && pwd)"
+if [ "${SPARK_DEMO_USE_PATH:-}" != "1" ]; then source "$HERE/_venv.sh"; fi
 command -v spark-git >/dev/null || { echo "demo: spark-git is not on PATH" >&2; exit 2; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/spark-demo.XXXXXX")"
 export HOME="$WORK/home"; mkdir -p "$HOME"
 export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME="Demo" GIT_AUTHOR_EMAIL="demo@example.invalid"
 export GIT_COMMITTER_NAME="Demo" GIT_COMMITTER_EMAIL="demo@example.invalid"
-unset SPARK_SESSION_ID GIT_DIR GIT_WORK_TREE || true
+unset SPARK_SESSION_ID GIT_DIR GIT_WORK_TREE CLAUDE_PROJECT_DIR || true
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
 REPO="$WORK/app"
@@ -24,25 +25,34 @@ echo "demo repository: $REPO"
 export SPARK_SESSION_ID=demo-session
 say spark-git start add-docs --agents docs-updater,docs-reviewer --title "Add usage docs"
 say spark-git status
+echo "(--dry-run says what abandon would archive, remove and delete, and changes nothing)"
+say spark-git abandon add-docs --why "demo: nothing was done" --dry-run
 say spark-git abandon add-docs --why "demo: nothing was done"
 say spark-git status
 
 # -- gated merges: agents commit, merge through the build gate, human approval, complete ----------
-# The demo's config: the light protocol (no state machine), a build gate that runs the tests, and
-# approval.allow_non_interactive = true ONLY because this demo has no human at a terminal to type the
-# task name; a real repository leaves it false.
+# The demo's config: the light protocol (no state machine) and a build gate that runs the tests.
+# Approval stays terminal-only (the default): the demo types the task name through a pseudo-terminal.
 cat > .spark-git.toml <<'TOML'
 protocol = "light"
 [gates]
 build = "python3 -c 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3); print(\"tests ok\")'"
 final = "python3 -c 'import calc; assert calc.add(2, 3) == 5; print(\"final ok\")'"
 timeout_s = 60
-[approval]
-allow_non_interactive = true
 TOML
 git add .spark-git.toml && git commit -q -m "spark-git config: build gate, light protocol"
 say spark-git start add-mul --agents coder,docs --title "Add multiplication"
 T="$WORK/app.tasks/add-mul"
+# The Claude Code hook (`spark-git hooks install` puts it in .claude/settings.json) is fed the event
+# Claude Code would send when agent coder, launched in its own worktree, writes a file.
+claude_write() {  # $1: the file coder writes
+  printf '{"session_id": "coder-session", "cwd": "%s", "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "%s", "content": "x"}}' \
+    "$T/agents/coder/code" "$1" | CLAUDE_PROJECT_DIR="$T/agents/coder/code" spark-git hook pre-tool-use
+}
+echo "(agent coder writes into docs's worktree: the hook blocks it, exit 2, the reason goes back to the model)"
+say claude_write "$T/agents/docs/code/README.md" || echo "exit code $?"
+echo "(the same agent writing in its own worktree is allowed: exit 0)"
+say claude_write "$T/agents/coder/code/calc.py"
 say bash -c "cd $T/agents/docs/code && printf '# app\n\nadd(a, b) and mul(a, b).\n' > README.md && git commit -qam 'document mul' && git log --oneline -1"
 say bash -c "cd $T/agents/coder/code && printf 'def add(a, b):\n    return a - b  # oops\n\ndef mul(a, b):\n    return a * b\n' > calc.py && git commit -qam 'add mul' && git log --oneline -1"
 say spark-git merge add-mul --agent docs
@@ -53,7 +63,9 @@ say bash -c "cd $T/agents/coder/code && sed -i 's/return a - b  # oops/return a 
 say spark-git merge add-mul --agent coder
 say spark-git who add-mul
 say spark-git log add-mul
-say spark-git approve add-mul --changes
+echo "(the human approves at a terminal: approve shows the commits, diffstat, gates, reviewers and flags,"
+echo " then asks for the task name; scripts/on_pty types it through a pseudo-terminal)"
+say python3 "$HERE/on_pty" --cols 100 --wait "Type the task name" --type add-mul -- spark-git approve add-mul --changes
 say spark-git complete add-mul
 say git log --oneline -5 main
 say spark-git status add-mul

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -42,6 +45,27 @@ def answer_on_pty(cwd: Path, args: list[str], typed: bytes, session: str = "s1")
             seen += chunk
     except BaseException:
         proc.kill()  # leave nothing behind a failed test
+        proc.wait()
+        raise
+    finally:
+        os.close(master)
+    return proc.wait(timeout=BOUND_S), seen.decode(errors="replace")
+
+
+def run_on_pty(cwd: Path, args: list[str], session: str = "s1", cols: int = 250) -> tuple[int, str]:
+    """Runs `spark-git ARGS` with stdin, stdout and stderr on a pseudo-terminal of `cols` columns; (exit code, what it showed)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    env = dict(os.environ, SPARK_SESSION_ID=session)
+    proc = subprocess.Popen(spark_argv(*args), cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    deadline = time.monotonic() + BOUND_S
+    seen = b""
+    try:
+        while chunk := _read(master, deadline):
+            seen += chunk
+    except BaseException:
+        proc.kill()
         proc.wait()
         raise
     finally:

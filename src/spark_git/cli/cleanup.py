@@ -7,44 +7,54 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, execute, state
+from spark_git.cli.common import Out, Result, SessionOpt, execute, progress, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
 
 if TYPE_CHECKING:
     from spark_git.ops.cleanup import EndData
+    from spark_git.ops.doctor import DoctorData
 
 
 archive_app = typer.Typer(help="See and restore what cleanup/abandon archived (refs/spark/archive/...).", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")
 
 
-def _end_result(d: EndData, verb: str) -> Result:
-    summary = (
-        f"task {d.task} was already {verb}" if d.already_done else
-        f"task {d.task} {verb}: {len(d.removed_worktrees)} worktree(s) removed, {len(d.deleted_branches)} branch(es) deleted, "
-        f"{len(d.archived)} archive ref(s); audit trail kept"
-    )
-    nxt = [f"cd {d.go_to}"] if d.go_to else []
-    if d.archived or d.kept_paths:
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Say what would be archived, removed and deleted; change nothing.")]
+
+
+def _end_result(d: EndData, verb: str, again: str) -> Result:
+    """`again`: the command line that does for real what a --dry-run showed."""
+    counts = f"{len(d.removed_worktrees)} worktree(s) removed, {len(d.deleted_branches)} branch(es) deleted, {len(d.archived)} archive ref(s)"
+    if d.already_done:
+        summary = f"task {d.task} was already {verb}"
+    elif d.dry_run:
+        summary = f"dry run, nothing changed: task {d.task} would be {verb}: " + counts.replace(" removed", " to remove").replace(" deleted", " to delete")
+    else:
+        summary = f"task {d.task} {verb}: {counts}; audit trail kept"
+    nxt = [again] if d.dry_run and not d.already_done else [f"cd {d.go_to}"] if d.go_to else []
+    if (d.archived or d.kept_paths) and not d.dry_run:
         nxt.append(f"spark-git archive list {d.task}")
+    words = ("would archive", "would remove", "would delete", "would keep") if d.dry_run else ("archived", "removed", "deleted", "kept")
+    n = max(9, *map(len, words))
+    w = [x.ljust(n) for x in words]
 
     def human(out: Out) -> None:
         for a in d.archived:
-            out.print(f"  archived  {a.ref}  {a.sha[:12]}  ({a.what})")
+            out.print(f"  {w[0]} {a.ref}  {a.sha[:12] or 'a new commit'}  ({a.what})")
             for f in a.files:
-                out.print(f"            {f}")
+                out.print(" " * (n + 3) + f)
         for p in d.removed_worktrees:
-            out.print(f"  removed   {p}")
+            out.print(f"  {w[1]} {p}")
         for b in d.deleted_branches:
-            out.print(f"  deleted   branch {b}")
+            out.print(f"  {w[2]} branch {b}")
         for b in d.kept_branches:
-            out.print(f"  kept      branch {b} (not contained in the base branch; also archived)")
+            out.print(f"  {w[3]} branch {b} (not contained in the base branch; also archived)")
         for p in d.kept_paths:
-            out.print(f"  kept      {p} (spark-git does not delete it)")
-        out.print(f"  snapshot  {d.snapshot}")
-        if d.go_to:
+            out.print(f"  {w[3]} {p} (spark-git does not delete it)")
+        out.print(f"  {'snapshot'.ljust(n)} {d.snapshot}")
+        if d.go_to and not d.dry_run:
             out.print(f"  [yellow]your working directory was removed: cd {d.go_to}[/yellow]")
 
     return Result(summary, d, task=d.task, next=nxt, human=human)
@@ -57,14 +67,19 @@ def cleanup(
     force: Annotated[bool, typer.Option("--force", help="Save uncommitted changes as a commit on an archive ref, then remove.")] = False,
     abandon_: Annotated[bool, typer.Option("--abandon", help="Allow a task that is not COMPLETE (ends it as ABANDONED; work is archived).")] = False,
     why: Annotated[str | None, typer.Option("--why", help="Reason, recorded (with --abandon).")] = None,
+    dry_run: DryRunOpt = False,
     session: SessionOpt = None,
 ) -> None:
     """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
+    import shlex
+
     from spark_git.ops import cleanup as mod
 
     def action(layout: Layout) -> Result:
-        d = mod.cleanup(layout, task, session=session_from(session), force=force, abandon=abandon_, why=why, caller=state(ctx).cwd)
-        return _end_result(d, "cleaned up" if d.final_state == "CLEANUP" else "abandoned")
+        d = mod.cleanup(layout, task, session=session_from(session), force=force, abandon=abandon_, why=why, caller=state(ctx).cwd,
+                        dry_run=dry_run, progress=progress(ctx))
+        again = f"spark-git cleanup {task}" + (" --force" if force else "") + (" --abandon" if abandon_ else "") + (f" --why {shlex.quote(why)}" if why else "")
+        return _end_result(d, "cleaned up" if d.final_state == "CLEANUP" else "abandoned", again)
 
     execute(ctx, action)
 
@@ -75,14 +90,18 @@ def abandon(
     task: Annotated[str, typer.Argument(help="Task name.")],
     why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
     force: Annotated[bool, typer.Option("--force", help="Also remove worktrees locked with `git worktree lock` (logged).")] = False,
+    dry_run: DryRunOpt = False,
     session: SessionOpt = None,
 ) -> None:
     """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
+    import shlex
+
     from spark_git.ops import cleanup as mod
 
     def action(layout: Layout) -> Result:
-        d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd, force=force)
-        return _end_result(d, "abandoned")
+        d = mod.abandon(layout, task, why=why, session=session_from(session), caller=state(ctx).cwd, force=force, dry_run=dry_run,
+                        progress=progress(ctx))
+        return _end_result(d, "abandoned", f"spark-git abandon {task} --why {shlex.quote(why)}" + (" --force" if force else ""))
 
     execute(ctx, action)
 
@@ -135,14 +154,17 @@ def doctor(
     ctx: typer.Context,
     task: Annotated[str | None, typer.Argument(help="Only this task (the main lock and git's lock files are always checked).", show_default=False)] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Repair what needs no judgement, archiving before anything could drop a commit.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --fix: say what it would repair, archive and remove; change nothing.")] = False,
     session: SessionOpt = None,
 ) -> None:
     """Find (and with --fix repair) crash leftovers: locks, worktrees, branches, state files, git lock files. Exit 1 while problems remain."""
     from spark_git.ops import doctor as mod
 
     def action(layout: Layout) -> Result:
-        d = mod.run(layout, task, fix=fix, session=session_from(session))
+        d = mod.run(layout, task, fix=fix, session=session_from(session), dry_run=dry_run, progress=progress(ctx))
         broken = [f for f in d.findings if f.broken and not f.fixed]
+        if dry_run:
+            return _doctor_dry_run(d, task)
 
         def human(out: Out) -> None:
             for f in d.findings:
@@ -159,3 +181,18 @@ def doctor(
         return Result(summary, d, task=task, human=human)
 
     execute(ctx, action)
+
+
+def _doctor_dry_run(d: DoctorData, task: str | None) -> Result:
+    """doctor --fix --dry-run: each finding with what --fix would do; exit 0 (nothing was attempted)."""
+    would = [f for f in d.findings if f.fixable]
+
+    def human(out: Out) -> None:
+        for f in d.findings:
+            mark = "[yellow]would fix[/yellow]" if f.fixable else ("[red]broken[/red]   " if f.broken else "[dim]note[/dim]     ")
+            out.print(f"  {mark}  {f.where}: {f.problem}")
+            out.print(f"             repair: {f.repair}")
+
+    left = sum(1 for f in d.findings if f.broken and not f.fixable)
+    summary = f"dry run, nothing changed: --fix would repair {len(would)} problem(s)" + (f", {left} need(s) a human" if left else "") + f" ({d.tasks_checked} task(s) checked)"
+    return Result(summary, d, task=task, human=human, next=[f"spark-git doctor{' ' + task if task else ''} --fix"] if would else [])

@@ -29,6 +29,13 @@ class AppState:
     json: bool = False
     cwd: Path = field(default_factory=Path.cwd)
     no_wait: bool = False  # --no-wait: a held task/main mutex refuses at once (exit 3)
+    progress: Closable | None = None  # the running command's terminal progress, stopped before rendering
+
+
+class Closable(Protocol):
+    def __call__(self, msg: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Out(Protocol):
@@ -67,11 +74,17 @@ def console(stderr: bool = False) -> Console:
 
 
 def progress(ctx: typer.Context) -> Callable[[str], None]:
-    """Progress lines on a terminal; silent under --json or when stderr is not a terminal."""
-    if state(ctx).json or not sys.stderr.isatty():
+    """The progress callback an ops function reports its steps to: rich progress on stderr when it is
+    a terminal; silent under --json or when stderr is not a terminal. execute() stops it before the
+    result is drawn."""
+    st = state(ctx)
+    if st.json or not sys.stderr.isatty():
         return lambda _msg: None
-    err = console(stderr=True)
-    return lambda msg: err.print(f"[dim]… {msg}[/dim]")
+    if st.progress is None:
+        from spark_git.cli.progress import TerminalProgress  # lazy: rich only when a terminal watches
+
+        st.progress = TerminalProgress(console(stderr=True))
+    return st.progress
 
 
 class _TerminalTicker:
@@ -113,11 +126,13 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
             layout = dataclasses.replace(layout, wait=False)
         result = action(layout)  # type: ignore[arg-type]
     except SparkError as e:
+        _stop_progress(st)
         _render_error(st, e)
         raise typer.Exit(e.exit_code) from None
     except typer.Exit:
         raise
     except Exception as e:  # a bug: say so, keep the traceback, exit 70
+        _stop_progress(st)
         tb = traceback.format_exc()
         if st.json:
             print(json.dumps({"status": "FAIL", "summary": f"internal error: {e!r}", "task": None, "data": {"traceback": tb}, "next": []}))
@@ -125,9 +140,16 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
             sys.stderr.write(tb)
             sys.stderr.write(f"spark-git: internal error ({type(e).__name__}): please report this with the traceback above\n")
         raise typer.Exit(INTERNAL) from None
+    _stop_progress(st)
     _render(st, result)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+
+
+def _stop_progress(st: AppState) -> None:
+    if st.progress is not None:
+        st.progress.close()
+        st.progress = None
 
 
 def envelope(status: str, summary: str, task: str | None, data: Any, next_: list[str]) -> dict[str, Any]:

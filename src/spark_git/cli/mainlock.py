@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,9 @@ from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.ops import mainlock
 from spark_git.state.locks import mint_session, session_from
+
+if TYPE_CHECKING:
+    from spark_git.ops.doctor import LockBreakData
 
 lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
 unlock_app = typer.Typer(help="Release locks: the main-worktree lock.", no_args_is_help=True)
@@ -63,13 +66,18 @@ def lock_break(
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="Task name, or `main` for the main-worktree lock.")],
     why: Annotated[str, typer.Option("--why", help="Why the owner's lock is broken; recorded in the audit trail and a git note.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say whose lock would be broken, what would be rebuilt or moved aside; change nothing.")] = False,
     session: SessionOpt = None,
 ) -> None:
     """A human takes over a task lock (the task becomes your session's); a missing or corrupt task.json is rebuilt from git and the audit trail. Logged."""
+    import shlex
+
     from spark_git.ops import doctor
 
     def action(layout: Layout) -> Result:
-        d = doctor.break_lock(layout, task, why=why, session=session_from(session))
+        d = doctor.break_lock(layout, task, why=why, session=session_from(session), dry_run=dry_run)
+        if d.dry_run:
+            return _would_break(d, f"spark-git lock break {task} --why {shlex.quote(why)}" + (f" --session {shlex.quote(session)}" if session else ""))
         if d.task == "main":
             return Result(f"main-worktree lock broken (was {d.previous_owner or 'corrupt or free'}); logged", d)
         how = "rebuilt from git and the audit trail" if d.rebuilt else f"taken from {d.previous_owner} ({d.idle})"
@@ -78,3 +86,19 @@ def lock_break(
                       next=[f"spark-git status {d.task}", f"spark-git doctor {d.task}"])
 
     execute(ctx, action)
+
+
+def _would_break(d: LockBreakData, again: str) -> Result:
+    if d.task == "main" and not (d.previous_owner or d.corrupt_kept_as):
+        what = "the main-worktree lock is free: nothing to break"
+    elif d.task == "main":
+        what = f"the main-worktree lock ({d.previous_owner or 'corrupt'}) would be removed"
+    elif d.rebuilt:
+        what = f"task {d.task}'s task.json would be rebuilt from git and the audit trail, owned by {d.new_owner}"
+    else:
+        what = f"task {d.task} would pass from {d.previous_owner} ({d.idle}) to {d.new_owner}"
+    if d.corrupt_kept_as:
+        what += f"; the corrupt lock would be kept as {d.corrupt_kept_as}"
+    logged = "; logged in the audit trail" + (f" and as a note on {d.noted_on[:12]}" if d.noted_on else "")
+    alive = "; a process of the owner is working on it now" if d.owner_alive else ""
+    return Result(f"dry run, nothing changed: {what}{logged}{alive}", d, task=None if d.task == "main" else d.task, next=[again])

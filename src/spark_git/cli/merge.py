@@ -164,10 +164,6 @@ def update(
     execute(ctx, action)
 
 
-def _ask_on_terminal(prompt: str) -> str:
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    return sys.stdin.readline()
 
 
 @app.command()
@@ -182,6 +178,7 @@ def approve(
     session: SessionOpt = None,
 ) -> None:
     """Record the human's approval of the task's changes (bound to a commit and its patch), or send them back. Asks on a terminal."""
+    from spark_git.cli.presented import ask_on_terminal, draw, show_on_terminal
     from spark_git.ops import approvals
 
     def action(layout: Layout) -> Result:
@@ -191,16 +188,19 @@ def approve(
             if not (why or "").strip():
                 raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])
             r = approvals.request_changes(layout, task, why=why or "", sha=sha, session=session_from(session),
-                                          interactive=sys.stdin.isatty(), ask=_ask_on_terminal)
+                                          interactive=sys.stdin.isatty(), ask=ask_on_terminal,
+                                          show=lambda v: show_on_terminal(v, "What you send back"))
             return Result(f"changes requested for {r.task} at {r.commit_sha[:12]}: back to {r.to} ({r.via}, by {r.requested_by})", r, task=r.task,
                           next=[f"spark-git status {r.task}"])
         d = approvals.approve(
             layout, task, kind="plan" if plan else "changes", sha=sha, session=session_from(session),
-            interactive=sys.stdin.isatty(), ask=_ask_on_terminal,
+            interactive=sys.stdin.isatty(), ask=ask_on_terminal, show=show_on_terminal,
         )
         if plan:
             return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git advance {d.task}"])
-        return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git complete {d.task}"])
+        view = d.presented if d.via != "terminal" else None  # on a terminal it was drawn before the question
+        return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task,
+                      next=[f"spark-git complete {d.task}"], human=(lambda out: draw(out, view)) if view is not None else None)
 
     execute(ctx, action)
 

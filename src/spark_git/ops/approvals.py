@@ -20,6 +20,7 @@ from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.advance import record_transition
+from spark_git.ops.presented import Presented, present
 from spark_git.ops.taskfile import load_task, updating
 from spark_git.protocol import approval_holds
 from spark_git.state.backends import open_store
@@ -39,6 +40,7 @@ class ApproveData(BaseModel):
     approved_at: str
     approved_by: str
     via: str  # "terminal" or "non-interactive"
+    presented: Presented | None = None  # approve --changes: what was shown (or would have been, non-interactive)
 
 
 def who_approves(session: str | None) -> str:
@@ -58,8 +60,10 @@ def approve(
     session: str | None,
     interactive: bool,
     ask: Callable[[str], str] | None = None,
+    show: Callable[[Presented], None] | None = None,
 ) -> ApproveData:
-    """`ask(prompt)` returns what the human typed (only called when `interactive`)."""
+    """`ask(prompt)` returns what the human typed (only called when `interactive`); `show` draws what
+    is approved (changes) before the question."""
     task = task_name(task)
     if kind not in ("changes", "plan"):
         raise BadInput(f"approve --{kind} is not supported")
@@ -72,6 +76,9 @@ def approve(
     if kind == "plan" and digest is None:
         raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
     target = _target(layout, tf, sha)
+    view = present(store, tf, target) if kind == "changes" else None
+    if view is not None and interactive and show is not None:
+        show(view)
     presented_at = now()
     via = _confirm(layout, task, target, digest, interactive, ask)
     by = who_approves(session)
@@ -81,7 +88,8 @@ def approve(
     cur_head = _record(store, task, cp, sha is not None, session)
     store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
     store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
-    return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via)
+    return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via,
+                       presented=view)
 
 
 def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
@@ -155,15 +163,18 @@ class ChangesRequestedData(BaseModel):
 
 
 def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, session: str | None, interactive: bool,
-                    ask: Callable[[str], str] | None = None) -> ChangesRequestedData:
+                    ask: Callable[[str], str] | None = None, show: Callable[[Presented], None] | None = None) -> ChangesRequestedData:
     """The human's "not like this": recorded, bound to the head it refers to, and the task goes back to
     work (AWAITING_USER_APPROVAL → IMPLEMENTATION, or SYNTHESIS in the short variant) through the
     protocol table's row, whose effect starts a new review round."""
     task = task_name(task)
     if not why.strip():
         raise BadInput("a request for changes needs a reason: --why '...'", task=task)
-    tf = load_task(open_store(layout), task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     target = _target(layout, tf, sha)
+    if interactive and show is not None:
+        show(present(store, tf, target))
     via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
     by = who_approves(session)
     with updating(layout, task, session, owner=False) as cur:
@@ -185,7 +196,6 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
                               {**ctx.evidence, "task_head": target, "why": why})
         to = cur.state
     d = ctx.evidence["decision"]
-    store = open_store(layout)
     store.add_notes([(target, {"kind": "changes_requested", "task": task, "session": session, "by": by, "via": via, "why": why})])
     store.event(task, "changes_requested", session, commit_sha=target, patch_id=d["patch_id"], why=why, by=by, via=via)
     return ChangesRequestedData(task=task, commit_sha=target, patch_id=d["patch_id"], why=why, from_state=frm, to=to,

@@ -4,8 +4,6 @@ deletion (compare-and-swap), and the lock last, so a killed run leaves a lock th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +12,14 @@ from pydantic import BaseModel
 from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
-from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name, within
 from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
+from spark_git.ops.endplan import Contained, Tree, plan
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.ops.worktrees import created_by_spark, lost_head
+from spark_git.ops.worktrees import Progress, created_by_spark, lost_head, quiet
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -28,7 +27,6 @@ from spark_git.state.recorded import check_recorded
 from spark_git.state.store import Store
 
 ENDED = ("CLEANUP", "ABANDONED")
-Contained = Callable[[str], bool]  # is this commit contained in the base branch?
 
 
 class EndData(BaseModel):
@@ -43,33 +41,26 @@ class EndData(BaseModel):
     snapshot: str
     go_to: str | None = None  # the caller stood in a removed worktree: where to cd
     already_done: bool = False
-
-
-@dataclass
-class _Tree:
-    label: str  # "task" or the agent's name (or the directory's name for a stray worktree)
-    path: Path
-    wt: Worktree | None  # None: not registered in git
-    dirty: list[str] = field(default_factory=list)
-    partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
-    found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
-    submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
+    dry_run: bool = False  # --dry-run: what a real run would do now; nothing was changed (a new commit's ref ends in NEW)
 
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
-            why: str | None = None, caller: Path | None = None) -> EndData:
+            why: str | None = None, caller: Path | None = None, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
-                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force)
+                why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force,
+                dry_run=dry_run, progress=progress)
 
 
-def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None, force: bool = False) -> EndData:
+def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller: Path | None = None, force: bool = False,
+            dry_run: bool = False, progress: Progress = quiet) -> EndData:
     if not why.strip():
         raise BadInput("--why needs a reason; it is recorded in the audit trail")
-    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force)
+    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force,
+                dry_run=dry_run, progress=progress)
 
 
 def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None,
-         force_locked: bool = False) -> EndData:
+         force_locked: bool = False, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     task = task_name(task)
     store = open_store(layout)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
@@ -82,7 +73,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         check_recorded(layout, tf)
         _check_may_end(store, tf, final, session)
         git = layout.git()
-        trees = _trees(store, tf, git)
+        trees = _trees(store, tf, git, progress)
         if tf.state == final:  # a resumed run: files a killed `worktree remove` deleted are not work
             for t in trees:
                 kept = [e for e in t.dirty if not e.startswith(" D ")]
@@ -92,8 +83,11 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
         branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
-        kept, archived = _keep_untracked(store, tf, trees, session)
-        archived += _archive(store, tf, dirty, trees, branches, contained, session)
+        if dry_run:
+            planned = plan(store, tf, git, trees, branches, contained, final)
+            return EndData(task=task, final_state=final, why=why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, dry_run=True, **vars(planned))
+        kept, archived = _keep_untracked(store, tf, trees, session, progress)
+        archived += _archive(store, tf, dirty, trees, branches, contained, session, progress)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
         for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
@@ -103,7 +97,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
             store.write_snapshot(task, _snapshot(store, tf, git, heads, contained, archived, why))
         faults.point("end-after-snapshot")
         data = EndData(task=task, final_state=final, why=why, archived=archived, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, kept_paths=kept)
-        _remove_all(store, git, tf, trees, branches, contained, final, data)
+        _remove_all(store, git, tf, trees, branches, contained, final, data, progress)
         faults.point("end-before-unlock")
         store.release_task(task)
     kind = "cleaned_up" if final == "CLEANUP" else "abandoned"
@@ -129,11 +123,11 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) 
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 
 
-def _lock_reason(t: _Tree) -> str:
+def _lock_reason(t: Tree) -> str:
     return t.wt.extra.get("locked", "") if t.wt is not None else ""
 
 
-def _locked(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+def _locked(trees: list[Tree], force: bool, task: str) -> list[Tree]:
     """Worktrees locked with `git worktree lock` by someone (not git's or spark-git's own "initializing"
     lock of a worktree being created): refused unless --force, then logged."""
     locked = [t for t in trees if t.wt is not None and t.wt.locked and _lock_reason(t) != "initializing"]
@@ -147,7 +141,7 @@ def _locked(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return locked
 
 
-def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
+def _dirty(trees: list[Tree], force: bool, task: str) -> list[Tree]:
     dirty = [t for t in trees if t.dirty]
     if dirty and not force:
         raise Blocked(
@@ -159,13 +153,15 @@ def _dirty(trees: list[_Tree], force: bool, task: str) -> list[_Tree]:
     return dirty
 
 
-def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str | None) -> tuple[list[str], list[archive.Archived]]:
+def _keep_untracked(store: Store, tf: TaskFile, trees: list[Tree], session: str | None, progress: Progress) -> tuple[list[str], list[archive.Archived]]:
     """Nested repositories moved aside and ignored files archived: `worktree remove` deletes both."""
     kept: list[str] = []
     archived: list[archive.Archived] = []
     for t in trees:
         if t.wt is None or t.wt.prunable or not t.path.is_dir():
             continue
+        if t.found.nested or t.found.ignored:
+            progress(f"archiving ignored files and nested repositories of {t.path}")
         kept += [k.path for k in keep.keep_nested(store, tf.task_name, t.label, t.path, t.found.nested)]
         t.submodules = keep.submodules(t.path)
         archived += keep.keep_submodules(store, tf.task_name, t.label, t.path, t.submodules, session)
@@ -175,10 +171,15 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[_Tree], session: str
     return kept, archived
 
 
-def _archive(store: Store, tf: TaskFile, dirty: list[_Tree], trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, session: str | None) -> list[archive.Archived]:
+def _archive(store: Store, tf: TaskFile, dirty: list[Tree], trees: list[Tree], branches: list[tuple[str, Sha]], contained: Contained,
+             session: str | None, progress: Progress) -> list[archive.Archived]:
     """Archive refs for everything the removal could drop: uncommitted work, detached and unmerged heads."""
     task = tf.task_name
-    archived = [archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session) for t in dirty]
+    archived = []
+    for t in dirty:
+        progress(f"archiving uncommitted work in {t.path} ({len(t.dirty)} file(s))")
+        archived.append(archive.keep_uncommitted(store, task, t.label, t.path, t.dirty, session))
+    progress("archiving unmerged heads")
     for t in trees:
         if t.wt is not None and t.wt.detached and t.wt.head and not contained(t.wt.head):
             archived.append(archive.keep(store, task, f"detached-{t.label}", t.wt.head, f"detached HEAD of {t.path}", session))
@@ -200,10 +201,13 @@ def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why
     faults.point("end-after-transition")
 
 
-def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[_Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str, data: EndData) -> None:
+def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branches: list[tuple[str, Sha]], contained: Contained, final: str,
+                data: EndData, progress: Progress) -> None:
     """Worktrees (agents first, the task worktree last), then the branches no worktree still has out."""
     with store.mutex(WORKTREES):
-        for t in sorted(trees, key=lambda t: t.label == "task"):
+        order = sorted(trees, key=lambda t: t.label == "task")
+        for i, t in enumerate(order, 1):
+            progress(f"[{i}/{len(order)}] removing {t.path}")
             _remove(git, t, data)
         git.worktree_prune()
         faults.point("end-after-worktrees")
@@ -230,7 +234,7 @@ def _containment(git: Git, base: str) -> Contained:
     return contained
 
 
-def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
+def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> list[Tree]:
     """The task's worktrees: those task.json names and any other worktree git has under the task dir."""
     task = tf.task_name
     with store.mutex(WORKTREES):  # `worktree list` reads admin dirs a concurrent `start` may be writing
@@ -245,15 +249,16 @@ def _trees(store: Store, tf: TaskFile, git: Git) -> list[_Tree]:
     res = []
     for p, label in wanted.items():
         wt = registered.get(p)
-        t = _Tree(label=label, path=p, wt=wt)
+        t = Tree(label=label, path=p, wt=wt)
         if wt is not None and p.is_dir() and not wt.prunable:
+            progress(f"scanning {p}")
             t.found = keep.scan(p)
             t.dirty = t.found.dirty
         res.append(t)
     return res
 
 
-def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str, Sha]) -> list[str]:
+def _branches(layout: Layout, tf: TaskFile, trees: list[Tree], heads: dict[str, Sha]) -> list[str]:
     """The branches this task may delete: those task.json records (checked against the layout), and an
     agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
     merely switched to, nor one that only looks like an agent branch."""
@@ -272,7 +277,7 @@ def _branches(layout: Layout, tf: TaskFile, trees: list[_Tree], heads: dict[str,
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]
 
 
-def _remove(git: Git, t: _Tree, data: EndData) -> None:
+def _remove(git: Git, t: Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
@@ -327,3 +332,4 @@ def _gate_passed(entry: dict[str, Any]) -> bool:
     if isinstance(ev, dict) and isinstance(ev.get("passed"), bool):
         return bool(ev["passed"])
     return bool(entry.get("exit_code", entry.get("returncode")) == 0)
+

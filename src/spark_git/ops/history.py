@@ -53,7 +53,7 @@ class LogData(BaseModel):
     commits: list[CommitView]  # newest first
 
 
-def _agent_of(message: str, objs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def agent_of(message: str, objs: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     for o in reversed(objs):
         if o.get("kind") == "attribution" and o.get("agent"):
             return o["agent"], "note"
@@ -94,7 +94,7 @@ def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]
     views = []
     for sha, subject, body in recs:
         objs = by_sha.get(sha, [])
-        agent, source = _agent_of(body, objs)
+        agent, source = agent_of(body, objs)
         files = stats.get(sha, [])
         views.append(CommitView(
             sha=sha, subject=subject, agent=agent, agent_source=source, files=[f[2] for f in files],

@@ -51,11 +51,7 @@ def keep_nested(store: Store, task: str, label: str, path: Path, nested: list[st
         src = path / rel
         if not (src / ".git").exists():
             continue
-        dest = store.layout.task_dir(task) / archive.KEPT / label / rel
-        n = 1
-        while dest.exists():  # never overwrite an earlier kept copy
-            n += 1
-            dest = dest.with_name(f"{Path(rel).name}.{n}")
+        dest = nested_dest(store, task, label, rel)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(src, dest)
         kept.append(archive.KeptPath(task=task, path=str(dest), was=str(src)))
@@ -64,13 +60,9 @@ def keep_nested(store: Store, task: str, label: str, path: Path, nested: list[st
     return kept
 
 
-def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[str], session: str | None) -> archive.Archived | None:
-    """A commit (parent HEAD) of HEAD's tree plus the worktree's ignored files, smallest first up to
-    `[archive] ignored_max_bytes` in all; the rest are named in `skipped`."""
-    wt = Git(path)
+def select_ignored(store: Store, path: Path, ignored: list[str]) -> tuple[list[str], list[str]]:
+    """(taken, skipped): the ignored files still there, smallest first up to `[archive] ignored_max_bytes`."""
     files = sorted(p for p in ignored if os.path.lexists(path / p))
-    if not files:
-        return None
     cap = store.layout.config.archive.ignored_max_bytes
     taken: list[str] = []
     skipped: list[str] = []
@@ -82,8 +74,26 @@ def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[
             total += size
         else:
             skipped.append(rel)
+    return taken, skipped
+
+
+def nested_dest(store: Store, task: str, label: str, rel: str) -> Path:
+    """Where a nested repository is moved: `<task>/kept/<label>/<rel>`, never over an earlier copy."""
+    dest = store.layout.task_dir(task) / archive.KEPT / label / rel
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = dest.with_name(f"{Path(rel).name}.{n}")
+    return dest
+
+
+def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[str], session: str | None) -> archive.Archived | None:
+    """A commit (parent HEAD) of HEAD's tree plus the worktree's ignored files, smallest first up to
+    `[archive] ignored_max_bytes` in all; the rest are named in `skipped`."""
+    wt = Git(path)
+    taken, skipped = select_ignored(store, path, ignored)
     if skipped:
-        store.event(task, "ignored_files_not_archived", session, worktree=str(path), cap=cap, files=sorted(skipped))
+        store.event(task, "ignored_files_not_archived", session, worktree=str(path), cap=store.layout.config.archive.ignored_max_bytes, files=sorted(skipped))
     if not taken:
         return None
     sha = archive.commit_with_files(wt, sorted(taken), f"spark-git: ignored files of {path}\n\nSaved by spark-git before removing the worktree.\n")

@@ -100,6 +100,7 @@ def checkout_new(store: Store, paths: list[Path], progress: Progress) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     hook = store.layout.git().hook_path("post-checkout")
+    progress(f"checking out {len(paths)} worktree(s)")
 
     def one(path: Path) -> None:
         wt = Git(path)

@@ -19,40 +19,46 @@ from spark_git.core.layout import Layout, task_name
 from spark_git.ops.doctor import checks, halfway, queue, repo
 from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
+from spark_git.ops.worktrees import Progress, quiet
 from spark_git.state.locks import mutex, task_mutex_name
 from spark_git.state.models import TaskFile
 
 __all__ = ["DoctorData", "Finding", "LockBreakData", "break_lock", "run"]
 
 
-def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: str | None = None) -> DoctorData:
+def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: str | None = None, dry_run: bool = False,
+        progress: Progress = quiet) -> DoctorData:
+    """`dry_run`: every finding, with what --fix would do to it (`fixable`), and nothing acted on."""
     if only is not None:
         task_name(only)
         if not layout.task_dir(only).is_dir():
             from spark_git.core.errors import BadInput
 
             raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
-    ctx, seen = observe(layout, only, session=session)
+    ctx, seen = observe(layout, only, session=session, progress=progress)
     checked = len(seen)
-    if fix:
-        apply(ctx, seen)
+    if fix and not dry_run:
+        apply(ctx, seen, progress)
     found = [f for f, _, _ in ctx.findings]
     return DoctorData(
         tasks_checked=checked, findings=found,
-        broken=sum(1 for f in found if f.broken and not f.fixed), fixed=sum(1 for f in found if f.fixed),
+        broken=sum(1 for f in found if f.broken and not f.fixed), fixed=sum(1 for f in found if f.fixed), dry_run=dry_run,
     )
 
 
-def observe(layout: Layout, only: str | None, *, session: str | None) -> tuple[Ctx, dict[str, bytes | None]]:
+def observe(layout: Layout, only: str | None, *, session: str | None, progress: Progress = quiet) -> tuple[Ctx, dict[str, bytes | None]]:
     """Every finding, and the bytes of each task.json as they were when doctor looked (apply() fixes
     a task only while its task.json still holds them)."""
+    progress("reading worktrees and branches")
     ctx = Ctx.scan(layout, session)
     names = [only] if only else layout.task_names()
     seen = {name: _task_bytes(layout, name) for name in names}  # before reading: a change after is caught
     tfs = {name: load_task(layout, name) for name in names}
     ctx.index_merges(_recorded_merges(ctx, tfs.values()))
-    for name in names:
+    for i, name in enumerate(names, 1):
+        progress(f"[{i}/{len(names)}] checking task {name}")
         checks.check_task(ctx, name, tfs[name])
+    progress("checking the main lock, prunable worktrees, git's lock files and the queue")
     repo.check_main_lock(ctx)
     repo.check_prunable(ctx, names if only else None)
     repo.check_git_locks(ctx, names if only else None)
@@ -83,12 +89,13 @@ def _recorded_merges(ctx: Ctx, tfs: Iterable[TaskFile | CorruptState | None]) ->
 FIRST = ("git-lock-stale",)  # a stale index.lock makes every later git fix in that worktree fail
 
 
-def apply(ctx: Ctx, seen: dict[str, bytes | None]) -> None:
+def apply(ctx: Ctx, seen: dict[str, bytes | None], progress: Progress = quiet) -> None:
     """Runs each fix; a task's fixes under its mutex, and only if its task.json is still what doctor
     saw (a `cleanup` or a merge in between makes the observation stale: reported, not acted on)."""
     for f, fn, task in sorted(ctx.findings, key=lambda x: x[0].kind not in FIRST):
         if fn is None:
             continue
+        progress(f"fixing {f.where}: {f.kind}")
         try:
             if task is not None:
                 with mutex(ctx.layout, task_mutex_name(task)):

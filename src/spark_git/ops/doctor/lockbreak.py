@@ -33,6 +33,7 @@ class LockBreakData(BaseModel):
     by_pid: int | None = None
     owner_alive: bool | None = None  # a process of the owner was working on it then (None: cannot tell)
     owner_pid: int | None = None
+    dry_run: bool = False  # --dry-run: what breaking it would do (new_owner, rebuilt, corrupt_kept_as); nothing was changed
 
 
 def _who() -> dict[str, object]:
@@ -70,14 +71,14 @@ def _pid_alive(pid: int | None) -> bool | None:
     return True
 
 
-def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> LockBreakData:
+def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
     """A human's explicit takeover of a task lock: the owner becomes `session`; logged (audit + note)."""
     from spark_git.core.errors import BadInput
 
     if not why or not why.strip():
         raise BadInput("--why is required: breaking a lock is logged with the reason")
     if task == "main":
-        return _break_main_lock(layout, why, session)
+        return _break_main_lock(layout, why, session, dry_run)
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
@@ -95,6 +96,8 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
         except CorruptState:
             aside = path.with_name(f"task.json.corrupt-{now().replace(':', '')}")
             tf = None
+        if dry_run:
+            return _would_break(layout, git, task, tf, aside, why, session, who)
         if tf is not None:
             prev, idle = tf.session_id, idle_for(tf.last_active_at)
             tf.session_id = session
@@ -120,11 +123,28 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None) -> L
                          corrupt_kept_as=str(aside) if aside else None, noted_on=noted, broken_by=session, **who)
 
 
-def _break_main_lock(layout: Layout, why: str, session: str | None) -> LockBreakData:
+def _would_break(layout: Layout, git: Git, task: str, tf: TaskFile | None, aside: Path | None, why: str, session: str,
+                 who: dict[str, object]) -> LockBreakData:
+    """lock break --dry-run: the same reads and refusals, nothing written (a rebuild is only checked)."""
+    if tf is None:
+        tf = _rebuild(layout, git, task, session)  # refuses as the real run would; builds in memory only
+        prev, idle, rebuilt = None, None, True
+    else:
+        prev, idle, rebuilt = tf.session_id, idle_for(tf.last_active_at), False
+    head = git.branch_head(tf.task_branch)
+    return LockBreakData(task=task, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
+                         corrupt_kept_as=str(aside) if aside else None, noted_on=head, broken_by=session, dry_run=True, **who)
+
+
+def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
     from spark_git.ops import mainlock
 
     before = mainlock.read(layout) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
     who = {**_who(), "owner_pid": before.pid if before else None, "owner_alive": _pid_alive(before.pid) if before else None}
+    if dry_run:
+        aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}") if layout.main_lock().exists() and before is None else None
+        return LockBreakData(task="main", previous_owner=before.session_id if before else None, new_owner=None, idle=idle_for(before.last_active_at) if before else None,
+                             why=why, corrupt_kept_as=str(aside) if aside else None, broken_by=session, dry_run=True, **who)
     if layout.main_lock().exists() and before is None:  # corrupt: keep it beside
         aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}")
         os.replace(layout.main_lock(), aside)

@@ -37,6 +37,7 @@ class DoctorData(BaseModel):
     findings: list[Finding]
     broken: int  # problems that remain
     fixed: int
+    dry_run: bool = False  # --fix --dry-run: `fixable` findings are what --fix would repair; nothing was changed
 
 
 Fix = Callable[[], None]
