@@ -176,7 +176,7 @@ def approve(
     task: TaskArg,
     changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
     plan: Annotated[bool, typer.Option("--plan", help="Approve the task's plan (task.md, in SYNTHESIS).")] = False,
-    request_changes: Annotated[bool, typer.Option("--request-changes", help="Send the changes back to IMPLEMENTATION (needs --why).")] = False,
+    request_changes: Annotated[bool, typer.Option("--request-changes", help="Send the changes back to IMPLEMENTATION (needs --why); with --plan: reject the plan.")] = False,
     why: Annotated[str | None, typer.Option("--why", help="The reason for --request-changes.")] = None,
     sha: Annotated[str | None, typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
     session: SessionOpt = None,
@@ -185,8 +185,12 @@ def approve(
     from spark_git.ops import approvals
 
     def action(layout: Layout) -> Result:
-        if changes + plan + request_changes != 1:
-            raise BadInput("say what you decide: --changes, --plan or --request-changes --why '...' (one of them)")
+        if changes + plan + request_changes != 1 and not (plan and request_changes and not changes):
+            raise BadInput("say what you decide: --changes, --plan, --request-changes --why '...' or --plan --request-changes --why '...'")
+        if plan and request_changes:
+            pr = approvals.reject_plan(layout, task, why=why or "", session=session_from(session), interactive=sys.stdin.isatty(), ask=_ask_on_terminal)
+            return Result(f"plan of {pr.task} rejected ({pr.via}, by {pr.rejected_by}): revise task.md, then approve it", pr, task=pr.task,
+                          next=[f"spark-git approve {pr.task} --plan"])
         if request_changes:
             if not (why or "").strip():
                 raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])

@@ -138,6 +138,10 @@ class EvidenceConfig(_Strict):
     coverage_min: float | None = Field(None, ge=0, le=1, description="An agent's evidence with coverage below this (0.0-1.0) is not COMPLETE.")
 
 
+class RulesConfig(_Strict):
+    requirements_min_bytes: int = Field(100, ge=0, description="A requirements report smaller than this many bytes does not count (003: 100).")
+
+
 class QueueConfig(_Strict):
     batch_max: int = Field(8, ge=1, le=64, description="Most tasks gated together by the merge queue; 1 gates every task alone.")
     wait_s: float = Field(7200.0, gt=0, description="How long a `complete` waits for its outcome while another process drains the queue.")
@@ -165,6 +169,7 @@ class Config(_Strict):
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
+    rules: RulesConfig = Field(default_factory=RulesConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
 

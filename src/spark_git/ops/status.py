@@ -82,6 +82,7 @@ class TaskView(_View):
     protocol: str | None = None
     next_states: list[NextState] = []  # legal next states and what blocks each
     gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
+    decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
 
 
 class StatusData(_View):
@@ -154,7 +155,7 @@ def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
         last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
-        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
+        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol, decisions=tf.checkpoint_history,
     )
     for a, entry in tf.agents.items():
         av = AgentView.model_construct(

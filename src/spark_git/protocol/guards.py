@@ -8,6 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from spark_git.core.git import Git
+from spark_git.protocol.checks import (
+    every_agent_complete,
+    invoked,
+    report_cmd,
+    requirements_reports,
+    status_problem,
+    unattributed_commits,
+)
 from spark_git.protocol.context import (
     TASK_MD_SECTIONS,
     BuildRun,
@@ -15,12 +23,10 @@ from spark_git.protocol.context import (
     build_evidence,
     entered_at,
     plan_section,
-    requirements_path,
     task_head,
     task_md_digest,
     task_md_sections,
 )
-from spark_git.protocol.evidence import evidence_problem
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import AgentStatus
@@ -32,20 +38,6 @@ def _role(ctx: Ctx, agent: str) -> str:
 
 def _agents(ctx: Ctx, role: str | None = None) -> list[str]:
     return [a for a in ctx.tf.agents if role is None or _role(ctx, a) == role]
-
-
-def _report_cmd(ctx: Ctx, agent: str, extra: str = "") -> str:
-    return f"spark-git report {ctx.task} --agent {agent} --status COMPLETE{extra}"
-
-
-def _status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None:
-    if st is None or st.status == "NEW":
-        return Unmet(f"agent {agent} has not reported (no status)", _report_cmd(ctx, agent))
-    if st.status in ("ERROR", "BLOCKED"):
-        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {_report_cmd(ctx, agent)}")
-    if st.status != "COMPLETE":
-        return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", _report_cmd(ctx, agent))
-    return evidence_problem(ctx, agent, st)
 
 
 def owner(ctx: Ctx) -> list[Unmet]:
@@ -93,15 +85,10 @@ def g_requirements(ctx: Ctx) -> list[Unmet]:
 def g_synthesis(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
     for a in _agents(ctx):
-        st = ctx.statuses.get(a)
-        u = _status_problem(ctx, a, st)
+        u = status_problem(ctx, a, ctx.statuses.get(a))
         if u:
             out.append(u)
-        p = requirements_path(ctx.layout, ctx.task, a, st)
-        if not p.is_file() or not p.read_text(errors="replace").strip():
-            out.append(Unmet(f"agent {a}'s requirements report {p} {'is empty' if p.is_file() else 'does not exist'}",
-                             f"write it, then: {_report_cmd(ctx, a, f' --report {p}')}"))
-    return out
+    return out + requirements_reports(ctx)
 
 
 def _plan(ctx: Ctx) -> list[Unmet]:
@@ -122,13 +109,17 @@ def _plan(ctx: Ctx) -> list[Unmet]:
 
 def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
     st = ctx.statuses.get(a)
-    u = _status_problem(ctx, a, st)
+    u = status_problem(ctx, a, st)
     if u or st is None:
         return u
     if st.task_state != phase:
-        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", _report_cmd(ctx, a, " --work-remaining none"))
+        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", report_cmd(ctx, a, " --work-remaining none"))
+    entered = entered_at(ctx.tf, phase)
+    if entered and st.updated_at < entered:  # a round is one stay in the phase: an earlier round's report does not count
+        return Unmet(f"updater {a}'s COMPLETE is from an earlier round of {phase} (reported {st.updated_at}, this round began {entered})",
+                     report_cmd(ctx, a, " --work-remaining none"))
     if (st.work_remaining or "none").strip().lower() != "none":
-        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", _report_cmd(ctx, a, " --work-remaining none"))
+        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", report_cmd(ctx, a, " --work-remaining none"))
     return None
 
 
@@ -148,9 +139,11 @@ def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
 def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
     st = ctx.statuses.get(a)
     cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
-    u = _status_problem(ctx, a, st)
+    u = status_problem(ctx, a, st)
     if u or st is None:
         return Unmet(u.condition, cmd) if u else None
+    if (st.work_remaining or "none").strip().lower() != "none":
+        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", f"{cmd} --work-remaining none")
     if st.decision != "APPROVED":
         return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
     since = ctx.tf.reviews_since
@@ -183,7 +176,8 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
 
 
 def g_implementation(ctx: Ctx) -> list[Unmet]:
-    return owner(ctx) + _plan(ctx)
+    # Re-checked here: an agent that joined in SYNTHESIS owes its requirements too, and task.md may have been cut.
+    return owner(ctx) + _task_md(ctx) + requirements_reports(ctx) + _plan(ctx)
 
 
 def g_validation(ctx: Ctx) -> list[Unmet]:
@@ -216,7 +210,7 @@ def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
 
 
 def g_review(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx) + _clean_task_worktree(ctx)
+    out = owner(ctx) + _clean_task_worktree(ctx) + unattributed_commits(ctx)
     if not _build_on_head(ctx, entered_at(ctx.tf, State.VALIDATION)):
         return out
     if ctx.dry:  # status: the gate runs at `advance` once everything else holds
@@ -330,12 +324,12 @@ def g_complete(ctx: Ctx) -> list[Unmet]:
         cp, head = ctx.tf.checkpoint, task_head(ctx)
         if cp is None or not cp.approved or not ctx.holds(cp.commit_sha, cp.patch_id):
             return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
-        return []
+        return every_agent_complete(ctx)
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
 
 
 def g_cleanup(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+    out = owner(ctx) + every_agent_complete(ctx) + invoked(ctx)
     git, head = ctx.git(), task_head(ctx)
     base = git.branch_head(ctx.tf.base_branch)
     if head is None or base is None or not git.is_ancestor(head, base):
