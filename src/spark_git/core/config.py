@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 
 Command = list[str] | str | None  # argv list, or a shell string
@@ -94,28 +95,53 @@ class ApprovalConfig(_Strict):
 
 
 class RiskConfig(_Strict):
-    high: list[str] = Field(
-        default_factory=lambda: [
-            "*.py", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.c", "*.h", "*.cpp", "*.rb",
-            "Makefile", "*.toml", "*.gradle", "pom.xml", "package.json", "Dockerfile",
-            ".github/**", ".gitlab-ci.yml", ".ci/**", "**/security/**", "**/auth/**", "*.lock",
-        ]
-    )
-    medium: list[str] = Field(
-        default_factory=lambda: ["tests/**", "test/**", "*_test.*", "test_*", "*.yaml", "*.yml", "*.json", "*.ini", "*.cfg", "*.css", ".editorconfig", "STYLE*"]
-    )
-    low: list[str] = Field(default_factory=lambda: ["*.md", "*.rst", "*.txt", "docs/**", "TODO*", "LICENSE*"])
-    keywords: list[str] = Field(
-        default_factory=lambda: ["security", "architecture", "breaking", "performance", "concurrent", "database", "api"]
-    )
+    """003's tables by default. A repo's lists and per-level agents EXTEND the defaults (its entries
+    first); `replace = true` (every key given) or `replace = ["high", "agents"]` replaces instead."""
+
+    replace: bool | list[str] = Field(False, description="true, or the keys given here that replace the defaults instead of extending them.")
+    tests: list[str] = Field(default_factory=lambda: list(rd.TESTS), description="MEDIUM: test files, tried before every other list.")
+    high: list[str] = Field(default_factory=lambda: list(rd.HIGH))
+    medium: list[str] = Field(default_factory=lambda: list(rd.MEDIUM))
+    low: list[str] = Field(default_factory=lambda: list(rd.LOW))
+    keywords: list[str] = Field(default_factory=lambda: list(rd.KEYWORDS), description="In the title or objective: escalate one level.")
     agents: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "HIGH": ["architecture-reviewer", "architecture-updater", "test-updater"],
-            "MEDIUM": ["architecture-reviewer", "test-updater"],
-            "LOW": ["docs-updater"],
-        },
-        description="Required agent set for each risk level.",
-    )
+        default_factory=lambda: {k: list(v) for k, v in rd.AGENTS.items()}, description="Required agent set for each risk level.")
+    content_agents: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in rd.CONTENT_AGENTS.items()},
+        description="A word in the title, objective or changed paths → agents added to the set.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extend_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        replace = data.get("replace", False)
+        out = dict(data)
+        for key, value in data.items():
+            if key == "replace" or key not in cls.model_fields or replace is True or (isinstance(replace, list) and key in replace):
+                continue
+            out[key] = _extended(value, cls.model_fields[key].get_default(call_default_factory=True))
+        return out
+
+
+def _extended(value: Any, default: Any) -> Any:
+    """A list: the repo's entries, then the defaults'. A dict of lists: each key's lists joined."""
+    if isinstance(default, list) and isinstance(value, list):
+        return list(dict.fromkeys([*value, *default]))
+    if isinstance(default, dict) and isinstance(value, dict):
+        merged = {k: list(v) for k, v in default.items()}
+        for k, v in value.items():
+            merged[k] = list(dict.fromkeys([*merged.get(k, []), *v])) if isinstance(v, list) else v
+        return merged
+    return value
+
+
+class ScopeConfig(_Strict):
+    """003's domain authority in SCOPE_NEGOTIATION."""
+
+    veto: list[str] = Field(default_factory=lambda: list(rd.VETO), description="Roles whose RESOLVE_NOW (or BLOCKING items) cannot be deferred.")
+    final_say: list[str] = Field(default_factory=lambda: list(rd.FINAL_SAY),
+                                 description="Roles whose scope decision settles a disagreement among the other reviewers.")
 
 
 class WorktreeConfig(_Strict):
@@ -166,6 +192,7 @@ class Config(_Strict):
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
     risk: RiskConfig = Field(default_factory=RiskConfig)
+    scope: ScopeConfig = Field(default_factory=ScopeConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)

@@ -95,9 +95,12 @@ def _join_stakeholders(layout: Layout, tf: TaskFile, agent: str) -> None:
     lines = md.read_text(errors="replace").splitlines()
     if line in lines:
         return
+    closing = "<!-- /spark-git:stakeholders -->"  # classify's generated list (ops/classify.py)
     at = next((i for i, x in enumerate(lines) if x.strip() == STAKEHOLDERS), None)
-    if at is None:
-        lines += ["", STAKEHOLDERS, "", line]
+    if closing in lines:
+        lines.insert(lines.index(closing), line)
+    elif at is None:
+        return  # no such section yet (task.md of `start --from`): classify writes it with every agent
     else:
         end = next((i for i in range(at + 1, len(lines)) if lines[i].startswith("#") or lines[i].startswith("<!--")), len(lines))
         while end > at + 1 and not lines[end - 1].strip():
