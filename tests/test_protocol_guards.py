@@ -19,7 +19,9 @@ from fixtures.repo import git
 from tests.protokit import FULL_CONFIG, P
 
 REV, UP, DOC = "rev-reviewer", "up-updater", "doc-updater"
-CONFIG = FULL_CONFIG + f"""[risk.agents]
+CONFIG = FULL_CONFIG + f"""[risk]
+replace = ["agents"]  # exactly these agents, not the defaults too
+[risk.agents]
 HIGH = ["{REV}", "{UP}"]
 MEDIUM = ["{REV}", "{UP}"]
 LOW = ["{DOC}"]

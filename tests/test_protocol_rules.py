@@ -247,3 +247,56 @@ def test_every_checkpoint_decision_is_in_the_decision_history(tmp_path: Path) ->
     assert [d["decision"] for d in p.task_json()["checkpoint_history"]] == kinds
     assert [d["decision"] for d in p.ok("audit", p.task)["data"]["decisions"]] == kinds
     assert [d["decision"] for d in p.ok("status", p.task)["data"]["tasks"][0]["decisions"]] == kinds
+
+
+SEC = "security-reviewer"
+
+
+def to_review_with_two_reviewers(tmp_path: Path, config: str | None = None) -> P:
+    from tests.protokit import FULL_CONFIG
+    p = P(tmp_path, title="Harden the login", config=FULL_CONFIG + (config or ""))
+    p.ok("classify", p.task, "--risk", "HIGH", "--why", "test")
+    agents = [REV, UPA, UPT, SEC]
+    assert sorted(p.task_json()["agents"]) == sorted(agents)  # "login": 003 adds the security reviewer
+    p.go(), p.go()
+    for a in agents:
+        p.requirements(a)
+        p.report(a)
+    p.go()
+    p.plans(agents)
+    p.ok("approve", p.task, "--plan")
+    p.go()
+    p.commit(UPA, {"src/login.py": "ok = True\n"}, "login")
+    p.ok("merge", p.task, "--agent", UPA)
+    for a in (UPA, UPT):
+        p.report(a, "COMPLETE", "--work-remaining", "none")
+    for a in (REV, SEC):
+        p.report(a, "COMPLETE", "--decision", "APPROVED")
+    p.go(), p.go()
+    assert p.state() == "REVIEW"
+    return p
+
+
+def reject(p: P, agent: str, scope: str, blocking: str | None = None) -> None:
+    p.report(agent, "COMPLETE", "--decision", "REJECTED", "--feedback", "no", "--deferrable", f"{agent} later", "--scope", scope,
+             *(["--blocking", blocking] if blocking else []))
+
+
+def test_the_architecture_reviewer_has_the_final_say_in_scope_negotiation(tmp_path: Path) -> None:
+    p = to_review_with_two_reviewers(tmp_path, '[scope]\nveto = []\n')
+    reject(p, REV, "DEFER")
+    reject(p, SEC, "RESOLVE_NOW", "rotate the key")
+    p.go("SCOPE_NEGOTIATION")
+    refused(p, "advance", p.task, "--to", "SYNTHESIS", says=f"reviewer {REV} has the final say and decided DEFER")
+    d = p.go("AWAITING_USER_APPROVAL")
+    assert d["evidence"]["final_say"] == REV
+    assert "rotate the key (BLOCKING for security-reviewer; deferred by architecture-reviewer" in (p.root / "follow-ups.md").read_text()
+
+
+def test_the_security_reviewer_has_a_veto(tmp_path: Path) -> None:
+    p = to_review_with_two_reviewers(tmp_path)
+    reject(p, REV, "DEFER")
+    reject(p, SEC, "RESOLVE_NOW", "rotate the key")
+    p.go("SCOPE_NEGOTIATION")
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"reviewer {SEC} decided RESOLVE_NOW, not DEFER (a veto")
+    assert p.go("SYNTHESIS")["to"] == "SYNTHESIS"

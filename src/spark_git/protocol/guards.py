@@ -263,21 +263,40 @@ def _scope_decisions(ctx: Ctx) -> dict[str, str | None]:
     return {a: getattr(st, "scope_decision", None) for a, st in rejecters(ctx)}
 
 
+def _ruler(ctx: Ctx) -> str | None:
+    """A rejecting reviewer with the final say (`scope.final_say`, 003: architecture) who decided DEFER:
+    it settles the others' RESOLVE_NOW, except a veto role's (`scope.veto`, 003: security)."""
+    final = ctx.layout.config.scope.final_say
+    return next((a for a, d in _scope_decisions(ctx).items() if a in final and d == "DEFER"), None)
+
+
+def _overruled(ctx: Ctx, agent: str, ruler: str | None) -> bool:
+    return ruler is not None and agent != ruler and agent not in ctx.layout.config.scope.veto
+
+
 def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
-    if "RESOLVE_NOW" not in _scope_decisions(ctx).values():
+    resolve = [a for a, d in _scope_decisions(ctx).items() if d == "RESOLVE_NOW"]
+    ruler = _ruler(ctx)
+    if not resolve:
         out.append(Unmet("no rejecting reviewer decided RESOLVE_NOW", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --scope RESOLVE_NOW"))
+    elif all(_overruled(ctx, a, ruler) for a in resolve):
+        out.append(Unmet(f"reviewer {ruler} has the final say and decided DEFER (over {', '.join(resolve)})", ctx.advance_cmd(State.AWAITING_USER_APPROVAL)))
     return out
 
 
 def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
+    ruler = _ruler(ctx)
     for a, d in _scope_decisions(ctx).items():
-        if d != "DEFER":
-            out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
+        if d != "DEFER" and not _overruled(ctx, a, ruler):
+            veto = " (a veto: it cannot be deferred)" if a in ctx.layout.config.scope.veto and ruler else ""
+            out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER{veto}", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
     for a, st in rejecters(ctx):
-        if getattr(st, "blocking", None):
+        if getattr(st, "blocking", None) and not _overruled(ctx, a, ruler):
             out.append(Unmet(f"reviewer {a} lists BLOCKING items: {'; '.join(st.blocking)}", ctx.advance_cmd(State.SYNTHESIS)))
+    if ruler and not out:
+        ctx.evidence["final_say"] = ruler
     return out
 
 
