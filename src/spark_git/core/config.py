@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from spark_git.core import configfiles
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 
@@ -275,28 +275,17 @@ def defaults() -> Config:
 
 
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:
-    """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
-    dedicated = main_worktree / ".spark-git.toml"
-    pyproject = main_worktree / "pyproject.toml"
-    data: dict[str, Any] | None = None
-    source: str | None = None
-    prefix = ""
-    try:
-        if dedicated.is_file():
-            data, source = tomllib.loads(dedicated.read_text()), str(dedicated)
-        elif pyproject.is_file():
-            doc = tomllib.loads(pyproject.read_text())
-            section = doc.get("tool", {}).get("spark-git")
-            if section is not None:
-                data, source, prefix = section, f"{pyproject} [tool.spark-git]", "tool.spark-git."
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"cannot parse {dedicated if dedicated.is_file() else pyproject}: {e}") from e
-    if data is None:
+    """The config and where it came from (None: defaults). `.spark-git.toml` wins over pyproject; the
+    person's config file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
+    data, source, prefix = configfiles.repo_section(main_worktree)
+    mine, mine_sources = configfiles.personal(configfiles.environ())
+    if data is None and not mine:
         return defaults(), None
+    where = ", ".join([s for s in (source, *mine_sources) if s])
     try:
-        return Config.model_validate(data), source
+        return Config.model_validate(configfiles.merged(data, mine)), where
     except ValidationError as e:
-        raise BadInput(format_validation_error(source or "", e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
 
 
 def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:

@@ -110,6 +110,11 @@ def main_lock(root: Path) -> Path:
     return root / MAIN_LOCK_DIR / TASK_JSON
 
 
+def is_task_dir(p: Path) -> bool:
+    """A task directory: the right name and a task.json or an audit trail in it."""
+    return is_task_dir_name(p.name) and ((p / TASK_JSON).is_file() or (p / "audit-trail.json").is_file())
+
+
 def is_task_dir_name(name: str) -> bool:
     """A directory under the tasks root with this name holds (or held) a task."""
     return name not in RESERVED_TASK_NAMES and NAME_RE.match(name) is not None

@@ -128,9 +128,12 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
-    return StatusData.model_construct(
-        tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=hook_warnings(layout.main_worktree, agent_wts)
-    )
+    warnings = hook_warnings(layout.main_worktree, agent_wts)
+    elsewhere = layout.tasks_elsewhere() if not only else None
+    if elsewhere:
+        warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
+                        f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
+    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=warnings)
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]

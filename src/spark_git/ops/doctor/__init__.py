@@ -54,6 +54,7 @@ def observe(layout: Layout, only: str | None, *, session: str | None) -> tuple[C
     for name in names:
         checks.check_task(ctx, name, tfs[name])
     repo.check_main_lock(ctx)
+    repo.check_tasks_elsewhere(ctx)
     repo.check_prunable(ctx, names if only else None)
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
