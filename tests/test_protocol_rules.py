@@ -300,3 +300,12 @@ def test_the_security_reviewer_has_a_veto(tmp_path: Path) -> None:
     p.go("SCOPE_NEGOTIATION")
     refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"reviewer {SEC} decided RESOLVE_NOW, not DEFER (a veto")
     assert p.go("SYNTHESIS")["to"] == "SYNTHESIS"
+
+
+def test_the_way_back_into_implementation_rechecks_too(tmp_path: Path) -> None:
+    p = to_review_with_two_reviewers(tmp_path)
+    reject(p, REV, "RESOLVE_NOW")
+    (p.root / f"{p.task}-{UPT}-requirements.md").write_text("tiny\n")
+    refused(p, "advance", p.task, "--to", "IMPLEMENTATION", says=f"agent {UPT}'s requirements report")
+    p.requirements(UPT)
+    assert p.go("IMPLEMENTATION")["to"] == "IMPLEMENTATION"

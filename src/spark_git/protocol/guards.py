@@ -175,9 +175,15 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
     return []
 
 
+def _entering_implementation(ctx: Ctx) -> list[Unmet]:
+    """Every way into IMPLEMENTATION re-checks what REQUIREMENTS and SYNTHESIS established: an agent that
+    joined later owes its requirements too, and task.md may have lost a section since. (The human's
+    request for changes is not held up by it: that is the human's decision.)"""
+    return _task_md(ctx) + requirements_reports(ctx)
+
+
 def g_implementation(ctx: Ctx) -> list[Unmet]:
-    # Re-checked here: an agent that joined in SYNTHESIS owes its requirements too, and task.md may have been cut.
-    return owner(ctx) + _task_md(ctx) + requirements_reports(ctx) + _plan(ctx)
+    return owner(ctx) + _entering_implementation(ctx) + _plan(ctx)
 
 
 def g_validation(ctx: Ctx) -> list[Unmet]:
@@ -240,17 +246,20 @@ def rejecters(ctx: Ctx) -> list[tuple[str, AgentStatus]]:
     return [(a, st) for a in _agents(ctx, "reviewer") if (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED"]
 
 
-def g_back_to_impl(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+def _rejected(ctx: Ctx) -> list[Unmet]:
     rej = rejecters(ctx)
-    if not rej:
-        out.append(Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'"))
     ctx.evidence["feedback"] = {a: st.feedback for a, st in rej}
-    return out
+    if not rej:
+        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'")]
+    return []
+
+
+def g_back_to_impl(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _entering_implementation(ctx) + _rejected(ctx)
 
 
 def g_scope(ctx: Ctx) -> list[Unmet]:
-    out = g_back_to_impl(ctx)
+    out = owner(ctx) + _rejected(ctx)
     for a, st in rejecters(ctx):
         if not (getattr(st, "blocking", None) or getattr(st, "deferrable", None)):
             out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW|DEFER"))
@@ -317,7 +326,7 @@ def g_reopen(ctx: Ctx) -> list[Unmet]:
 
 def g_build_failed(ctx: Ctx) -> list[Unmet]:
     """VALIDATION → IMPLEMENTATION: back to fixing after a failed build (recorded for the head), or with a reason."""
-    out = owner(ctx)
+    out = owner(ctx) + _entering_implementation(ctx)
     head = task_head(ctx)
     failed = head and build_evidence(ctx.layout, ctx.task, head, ctx.git().tree_of(head), entered_at(ctx.tf, State.VALIDATION), result="failed")
     if failed:
