@@ -176,3 +176,13 @@ def test_classify_again_rewrites_only_what_it_generated(tmp_path: Path) -> None:
     assert "The objective, written by the human." in new and "## Notes\n\nkeep me" in new
     assert "- `src/app.py` (HIGH)" in new and "- `docs/a.md` (LOW)" not in new
     assert "Risk HIGH, variant full" in new and "- architecture-updater: `" in new
+
+
+def test_readme_config_sample_is_valid_and_names_the_default_agents() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    sample = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    cfg = Config.model_validate(tomllib.loads(sample))
+    defaults = {a for agents in RiskConfig().agents.values() for a in agents}
+    assert set(cfg.default_agents) <= defaults  # the names README suggests are the names classify selects
+    assert cfg.risk.agents["HIGH"] == [*RiskConfig().agents["HIGH"], "db-reviewer"]  # extended, not replaced
+    assert cfg.risk.agents["MEDIUM"] == RiskConfig().agents["MEDIUM"]
