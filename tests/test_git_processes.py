@@ -20,7 +20,7 @@ CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
 # Upper bounds: what each command ran when these were set (scripts/bench_startup prints the same table).
 BOUNDS = {
     "start": 20,
-    "classify": 7,
+    "classify": 13,  # two agent worktrees now (LOW: architecture-reviewer, docs-updater), 6 processes each, + 1
     "merge": 23,
     "merge (nothing to do)": 6,
     "status": 7,
