@@ -93,9 +93,18 @@ def personal(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
         if pkey is None:
             warn(f"{name} is not a personal key (personal: {', '.join(ENV_PREFIX + k.replace('.', '_').upper() for k in PERSONAL)}); ignored")
             continue
-        _set(out, pkey, raw)  # pydantic converts "45" to the field's number
+        _set(out, pkey, _value(raw))
         sources.append(name)
     return out, sources
+
+
+def _value(raw: str) -> Any:
+    """An environment value read as TOML (`45` a number, `true` a bool), else the text itself: the
+    config's types are strict, as in the file."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
