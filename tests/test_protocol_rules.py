@@ -157,8 +157,10 @@ def test_a_hand_written_transition_is_refused_by_every_command(tmp_path: Path) -
         t.pop("hash", None)
     (p.root / "task.json").write_text(json.dumps(tf))
     refused(p, "advance", p.task, says="no hash chain but the audit trail recorded chained transitions")
+    r = p.spark("--json", "doctor", p.task)
+    assert r.returncode == 1 and any("hash chain" in f["problem"] for f in r.json["data"]["findings"]), r
     (p.root / "task.json").write_bytes(good)
-    assert p.ok("status", p.task)["data"]["tasks"][0]["state"] == "REQUIREMENTS"
+    assert p.report(UPA, "WORKING")["data"]["task_state"] == "REQUIREMENTS"  # the untouched log is accepted again
 
 
 def test_a_task_from_before_the_chain_is_accepted_and_sealed(tmp_path: Path) -> None:

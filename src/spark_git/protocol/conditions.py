@@ -51,7 +51,8 @@ def inconsistency(tf: TaskFile) -> str | None:
 def consistency_problems(layout: Layout, tf: TaskFile) -> list[Unmet]:
     """For `doctor`: what about task.json's state its transition_log cannot explain."""
     problem = _inconsistency(tf)
-    return [problem] if problem else []
+    unchained = None if problem else _unchained(layout, tf)
+    return [problem] if problem else [Unmet(unchained)] if unchained else []
 
 
 def _unchained(layout: Layout, tf: TaskFile) -> str | None:
