@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from spark_git.core.errors import Blocked
+from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.layout import Layout
 from spark_git.protocol.checks import every_agent_complete
 from spark_git.protocol.context import approval_holds, make_ctx, task_md_digest
@@ -60,7 +60,10 @@ def _unchained(layout: Layout, tf: TaskFile) -> str | None:
     (a task started before the chain existed), so stripping the hashes does not hide an edit."""
     if chain.chained(tf.transition_log):
         return None
-    trail = open_store(layout).read_audit(tf.task_name)
+    try:
+        trail = open_store(layout).read_audit(tf.task_name)
+    except CorruptState:  # an unreadable trail proves nothing either way (doctor reports it)
+        return None
     if trail is not None and any(t.get("hash") for t in trail.state_transitions):
         return "transition_log has no hash chain but the audit trail recorded chained transitions: the log was rewritten by hand"
     return None
