@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from spark_git.core.errors import BadInput
+from spark_git.core.paths import SPARK_TABLE
 
 # Personal keys (dotted) and their environment variables: SPARK_GIT_ + the key, dots as underscores.
 PERSONAL = ("stale_minutes", "queue.wait_s", "queue.poll_s", "ports.start", "ports.end")
 ENV_PREFIX = "SPARK_GIT_"
-_TABLE = re.compile(r'^\s*\[\s*tool\s*\.\s*(?:"spark-git"|spark-git)\s*(?:\.[^\]]*)?\]', re.M)
 _HEADER = re.compile(r"^\s*\[", re.M)
 
 
@@ -38,7 +38,7 @@ def repo_section(main: Path) -> tuple[dict[str, Any] | None, str | None, str]:
     if not pyproject.is_file():
         return None, None, ""
     text = pyproject.read_text()
-    if not _TABLE.search(text):
+    if not SPARK_TABLE.search(text):
         return None, None, ""  # no [tool.spark-git]: the rest of pyproject.toml is not ours to parse
     source = f"{pyproject} [tool.spark-git]"
     try:
@@ -55,7 +55,7 @@ def _table_alone(pyproject: Path, text: str, err: Exception) -> dict[str, Any]:
     heads = list(_HEADER.finditer(text))
     parts = []
     for i, h in enumerate(heads):
-        if _TABLE.match(text, h.start()):
+        if SPARK_TABLE.match(text, h.start()):
             parts.append(text[h.start(): heads[i + 1].start() if i + 1 < len(heads) else len(text)])
     try:
         doc = tomllib.loads("".join(parts))

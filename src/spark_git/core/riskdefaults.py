@@ -40,7 +40,7 @@ CONTENT_AGENTS = {
     "auth": ["security-reviewer"], "authentication": ["security-reviewer"], "authorization": ["security-reviewer"],
     "login": ["security-reviewer"], "password": ["security-reviewer"], "encryption": ["security-reviewer"],
     "crypto": ["security-reviewer"], "cryptographic": ["security-reviewer"], "sanitization": ["security-reviewer"],
-    "validation": ["security-reviewer"], "external api": ["security-reviewer"], "security": ["security-reviewer"],
+    "input validation": ["security-reviewer"], "external api": ["security-reviewer"], "security": ["security-reviewer"],
     "performance": ["performance-reviewer"], "optimization": ["performance-reviewer"], "optimize": ["performance-reviewer"],
     "algorithm": ["performance-reviewer"], "query": ["performance-reviewer"], "memory": ["performance-reviewer"],
     "benchmark": ["performance-reviewer"],
