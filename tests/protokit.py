@@ -17,6 +17,10 @@ allow_non_interactive = true
 """
 
 
+# At least rules.requirements_min_bytes (100) bytes: a requirements report shorter than that does not count.
+REQUIREMENTS = "needs: the change keeps the public interface, comes with a test for the new behaviour, and updates the docs.\n"
+
+
 class P:
     def __init__(self, tmp: Path, task: str = "t1", title: str | None = None, config: str = FULL_CONFIG, agents: str | None = None,
                  files: dict[str, str] | None = None, repo: Path | None = None) -> None:
@@ -67,7 +71,7 @@ class P:
     def snapshot(self) -> tuple[bytes, bytes]:
         return (self.root / "task.json").read_bytes(), (self.root / "audit-trail.json").read_bytes()
 
-    def requirements(self, agent: str, text: str = "needs: something\n") -> None:
+    def requirements(self, agent: str, text: str = REQUIREMENTS) -> None:
         (self.root / f"{self.task}-{agent}-requirements.md").write_text(text)
 
     def plans(self, agents: list[str]) -> None:

@@ -33,7 +33,7 @@ def test_agent_add_from_current_task_head(repo: Path, cli, task: Path) -> None:
     tf = json.loads((task / "task.json").read_text())
     assert sorted(tf["agents"]) == ["a1", "test-reviewer"]
     assert tf["agents"]["test-reviewer"]["worktree"] == str(wt) and tf["agents"]["test-reviewer"]["role"] == "reviewer"
-    assert tf["required_agents"] == ["a1"]  # the start's set; additions are recorded separately
+    assert tf["required_agents"] == ["a1", "test-reviewer"]  # joined before IMPLEMENTATION: a stakeholder
     (add,) = tf["agent_additions"]
     assert add["agent"] == "test-reviewer" and add["state"] == "INIT" and add["why"] == "needs a second pair of eyes" and add["at"]
     assert json.loads((task / "agents" / "test-reviewer" / "status.json").read_text())["status"] == "NEW"

@@ -59,8 +59,9 @@ def test_smells_states_skipped_by_hand_editing(tmp_path: Path) -> None:
     path.write_text(json.dumps({**tf, "state": "IMPLEMENTATION"}))
     smells = p.ok("audit", p.task)["data"]["smells"]
     assert smells == ["task.json was edited by hand: state is IMPLEMENTATION but the last recorded transition leads to INIT"]
-    # 2. state and a legal-looking log forged together: the audit trail never saw those transitions
+    # 2. state and a legal-looking log forged together: it breaks the hash chain, and the audit trail never saw it
     log = tf["transition_log"] + [{"from": "INIT", "to": "CLASSIFIED", "at": "2026-11-22T00:00:01.000000Z", "evidence": {}}]
     path.write_text(json.dumps({**tf, "state": "CLASSIFIED", "transition_log": log}))
     smells = p.ok("audit", p.task)["data"]["smells"]
-    assert smells == ["transition INIT → CLASSIFIED at 2026-11-22T00:00:01.000000Z is in task.json but not in the audit trail (state skipped by hand-editing?)"]
+    assert smells == ["task.json was edited by hand: transition_log entry 1 (INIT → CLASSIFIED at 2026-11-22T00:00:01.000000Z) does not fit the hash chain: it was written or edited by hand",
+                      "transition INIT → CLASSIFIED at 2026-11-22T00:00:01.000000Z is in task.json but not in the audit trail (state skipped by hand-editing?)"]

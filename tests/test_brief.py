@@ -12,7 +12,10 @@ from tests.protokit import FULL_CONFIG, P
 from tests.test_schema import validate
 
 REV, UP = "rev-reviewer", "up-updater"
-CONFIG = FULL_CONFIG + f"""[risk.agents]
+CONFIG = FULL_CONFIG + f"""[risk]
+replace = ["agents", "content_agents"]  # exactly these agents, none added for words of the title
+content_agents = {{}}
+[risk.agents]
 HIGH = ["{REV}", "{UP}"]
 MEDIUM = ["{REV}", "{UP}"]
 LOW = ["{REV}", "{UP}"]

@@ -12,7 +12,9 @@ import pytest
 from tests.protokit import FULL_CONFIG, P
 
 REV, UP = "rev-reviewer", "up-updater"
-CONFIG = FULL_CONFIG + f"""[risk.agents]
+CONFIG = FULL_CONFIG + f"""[risk]
+replace = ["agents"]  # exactly these agents, not the defaults too
+[risk.agents]
 HIGH = ["{REV}", "{UP}"]
 MEDIUM = ["{REV}", "{UP}"]
 LOW = ["{REV}", "{UP}"]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from fixtures.repo import commit, make_repo, spark
 
-CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+# LOW keeps one agent (the default adds architecture-reviewer): the bounds below were set with one.
+CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n[risk]\nreplace = ["agents"]\nagents = { LOW = ["docs-updater"] }\n'
 
 # Upper bounds: what each command ran when these were set (scripts/bench_startup prints the same table).
 BOUNDS = {

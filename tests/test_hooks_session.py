@@ -21,10 +21,11 @@ def test_session_start_reports_what_each_owned_task_waits_for(tmp_path: Path) ->
     a = "docs-updater"
     p.ok("classify", p.task, "--files", "docs/usage.md")
     p.go(), p.go()
-    p.requirements(a)
-    p.report(a)
+    for x in ("architecture-reviewer", a):  # LOW: 003's mandatory reviewer and the updater
+        p.requirements(x)
+        p.report(x)
     p.go()
-    p.plans([a])
+    p.plans(["architecture-reviewer", a])
     assert p.state() == "SYNTHESIS"
     r = hook(_event(p.repo, "s1"), sub="session-start")
     assert r.returncode == 0, r

@@ -17,10 +17,12 @@ def _in_synthesis(tmp_path: Path) -> P:
     p = P(tmp_path, config=NO_AUTO)
     p.ok("classify", p.task, "--files", "README.md")
     p.go(), p.go()
-    p.requirements("docs-updater")
-    p.report("docs-updater")
+    agents = ["architecture-reviewer", "docs-updater"]  # LOW: 003's mandatory reviewer and the updater
+    for a in agents:
+        p.requirements(a)
+        p.report(a)
     p.go()
-    p.plans(["docs-updater"])
+    p.plans(agents)
     assert p.state() == "SYNTHESIS"
     return p
 

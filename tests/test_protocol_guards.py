@@ -19,7 +19,9 @@ from fixtures.repo import git
 from tests.protokit import FULL_CONFIG, P
 
 REV, UP, DOC = "rev-reviewer", "up-updater", "doc-updater"
-CONFIG = FULL_CONFIG + f"""[risk.agents]
+CONFIG = FULL_CONFIG + f"""[risk]
+replace = ["agents"]  # exactly these agents, not the defaults too
+[risk.agents]
 HIGH = ["{REV}", "{UP}"]
 MEDIUM = ["{REV}", "{UP}"]
 LOW = ["{DOC}"]
@@ -288,11 +290,12 @@ def test_synthesis_to_implementation_refused(world: World, case: str) -> None:
         unmet = None
         undos = [cases[c](p)[0] for c in ("no_approval", "plan_missing")]
         try:
-            unmet = refused(p, ["advance", p.task, "--to", "IMPLEMENTATION"], ["held by session s1", "not approved the plan", f"plan of {UP}", f"plan of {REV}"], "s2")
+            unmet = refused(p, ["advance", p.task, "--to", "IMPLEMENTATION"],
+                            ["held by session s1", "task.md does not exist", "not approved the plan", f"plan of {UP}", f"plan of {REV}"], "s2")
         finally:
             for u in reversed(undos):
                 u()
-        assert len(unmet) == 4, unmet
+        assert len(unmet) == 5, unmet
         return
     check(p, ["advance", p.task, "--to", "IMPLEMENTATION"], cases, case)
 

@@ -68,13 +68,14 @@ def test_high_task_walks_every_state_and_lands_on_main(tmp_path: Path) -> None:
 def test_low_docs_task_skips_the_implementation_states(tmp_path: Path) -> None:
     p = P(tmp_path, title="Usage docs")
     d = p.ok("classify", p.task, "--files", "docs/usage.md")["data"]["decision"]
-    assert (d["level"], d["variant"], d["agents"]) == ("LOW", "short", ["docs-updater"])
+    assert (d["level"], d["variant"], d["agents"]) == ("LOW", "short", [REV, "docs-updater"])  # 003: a reviewer for every change
     a = "docs-updater"
     p.go(), p.go()
-    p.requirements(a)
-    p.report(a)
+    for x in (REV, a):
+        p.requirements(x)
+        p.report(x)
     p.go()
-    p.plans([a])
+    p.plans([REV, a])
     # merges wait for the plan approval
     p.commit(a, {"docs/usage.md": "# usage\n"}, "usage docs")
     r = p.spark("--json", "merge", p.task, "--agent", a)

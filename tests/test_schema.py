@@ -128,6 +128,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("status", "status")
     c.run("classify", "classify", "t1", "--files", "app.py")
     c.run("advance", "advance", "t1")
+    c.run("approve --plan --request-changes", "approve", "t1", "--plan", "--request-changes", "--why", "the plan misses the migration")
     c.run("report", "report", "t1", "--agent", "a1", "--status", "WORKING")
     _report_with_evidence(c, tmp_path, root)
     c.run("audit", "audit", "t1")

@@ -66,7 +66,7 @@ def cleanup(
     task: Annotated[str, typer.Argument(help="Task name.")],
     force: Annotated[bool, typer.Option("--force", help="Save uncommitted changes as a commit on an archive ref, then remove.")] = False,
     abandon_: Annotated[bool, typer.Option("--abandon", help="Allow a task that is not COMPLETE (ends it as ABANDONED; work is archived).")] = False,
-    why: Annotated[str | None, typer.Option("--why", help="Reason, recorded (with --abandon).")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Reason, recorded (with --abandon; or for a task no agent ever reported on).")] = None,
     dry_run: DryRunOpt = False,
     session: SessionOpt = None,
 ) -> None:

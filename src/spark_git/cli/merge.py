@@ -17,11 +17,9 @@ if TYPE_CHECKING:
     from spark_git.gates.evidence import GateEvidence
     from spark_git.ops.merge import MergeAllData, MergeData
 
-
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 RerunOpt = Annotated[bool, typer.Option("--rerun", help="Run the gate even if this tree already passed it (ignore its recorded verdict).")]
-
 
 def _gate_line(out: Out, gate: GateEvidence | None) -> None:
     if gate is None:
@@ -37,7 +35,6 @@ def _gate_line(out: Out, gate: GateEvidence | None) -> None:
         parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")
 
-
 def _merge_lines(out: Out, d: MergeData) -> None:
     out.print(f"  {d.task_branch}: {d.old_head[:12]} → {d.new_head[:12]}" + ("  (rebased)" if d.rebased else "") + (f"  ({d.stamped} commit(s) attributed)" if d.stamped else ""))
     for c in d.landed:
@@ -45,7 +42,6 @@ def _merge_lines(out: Out, d: MergeData) -> None:
     _gate_line(out, d.gate)
     for r in d.recovered:
         out.print(f"  [yellow]recovered:[/yellow] {r}")
-
 
 @app.command()
 def merge(
@@ -72,11 +68,9 @@ def merge(
 
     execute(ctx, action)
 
-
 def _conflict_lines(out: Out, files: list[str]) -> None:
     for f in files:
         out.print(f"  conflict: {_esc(f)}")
-
 
 def _merge_all_result(d: MergeAllData) -> Result:
     landed = [x for x in d.merged if x.landed]
@@ -105,7 +99,6 @@ def _merge_all_result(d: MergeAllData) -> Result:
     return Result(f"{summary}; {len(d.refused)} refused: {', '.join(r.agent for r in d.refused)}", d, task=d.task, human=human,
                   status=first.status, exit_code=first.exit_code, next=[c for r in d.refused for c in (r.next or [f"spark-git merge {d.task} --agent {r.agent}"])])
 
-
 @app.command()
 def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
     """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
@@ -126,7 +119,6 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
         return Result(f"{d.agent} rebased onto the task head {d.task_head[:12]}", d, task=d.task, next=[f"spark-git merge {d.task} --agent {d.agent}"])
 
     execute(ctx, action)
-
 
 @app.command()
 def update(
@@ -163,16 +155,13 @@ def update(
 
     execute(ctx, action)
 
-
-
-
 @app.command()
 def approve(
     ctx: typer.Context,
     task: TaskArg,
     changes: Annotated[bool, typer.Option("--changes", help="Approve the task's changes (its head, or --sha).")] = False,
     plan: Annotated[bool, typer.Option("--plan", help="Approve the task's plan (task.md, in SYNTHESIS).")] = False,
-    request_changes: Annotated[bool, typer.Option("--request-changes", help="Send the changes back to IMPLEMENTATION (needs --why).")] = False,
+    request_changes: Annotated[bool, typer.Option("--request-changes", help="Send the changes back to IMPLEMENTATION (needs --why); with --plan: reject the plan.")] = False,
     why: Annotated[str | None, typer.Option("--why", help="The reason for --request-changes.")] = None,
     sha: Annotated[str | None, typer.Option("--sha", help="Commit to approve (default: the task head).")] = None,
     session: SessionOpt = None,
@@ -182,8 +171,12 @@ def approve(
     from spark_git.ops import approvals
 
     def action(layout: Layout) -> Result:
-        if changes + plan + request_changes != 1:
-            raise BadInput("say what you decide: --changes, --plan or --request-changes --why '...' (one of them)")
+        if changes + plan + request_changes != 1 and not (plan and request_changes and not changes):
+            raise BadInput("say what you decide: --changes, --plan, --request-changes --why '...' or --plan --request-changes --why '...'")
+        if plan and request_changes:
+            pr = approvals.reject_plan(layout, task, why=why or "", session=session_from(session), interactive=sys.stdin.isatty(), ask=ask_on_terminal)
+            return Result(f"plan of {pr.task} rejected ({pr.via}, by {pr.rejected_by}): revise task.md, then approve it", pr, task=pr.task,
+                          next=[f"spark-git approve {pr.task} --plan"])
         if request_changes:
             if not (why or "").strip():
                 raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])
@@ -203,7 +196,6 @@ def approve(
                       next=[f"spark-git complete {d.task}"], human=(lambda out: draw(out, view)) if view is not None else None)
 
     execute(ctx, action)
-
 
 @app.command()
 def complete(
@@ -235,10 +227,8 @@ def complete(
 
     execute(ctx, action)
 
-
 def _to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
 
 @app.command()
 def who(ctx: typer.Context, task: TaskArg) -> None:
@@ -265,7 +255,6 @@ def who(ctx: typer.Context, task: TaskArg) -> None:
         return Result(f"{len(d.agents)} agent(s) on {d.task_branch} ({d.base_commit[:12]}..{d.head[:12]})", d, task=d.task, human=human)
 
     execute(ctx, action)
-
 
 @app.command("log")
 def log_(ctx: typer.Context, task: TaskArg) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from spark_git.cli.common import Out, Result, SessionOpt, execute, state
 from spark_git.cli.root import app
+from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.state.locks import session_from
 
@@ -44,7 +45,8 @@ def advance(
 def classify(
     ctx: typer.Context,
     task: TaskArg,
-    files: Annotated[list[str] | None, typer.Option("--files", help="Paths the task touches (repeatable; default: the task branch's diff against its base).")] = None,
+    files: Annotated[list[str] | None, typer.Option("--files", help="Paths the task touches: --files a b c (or repeated, or a,b; default: the task branch's diff against its base).")] = None,
+    more: Annotated[list[str] | None, typer.Argument(help="More paths after --files (`--files a b c`).", show_default=False)] = None,
     risk: Annotated[str | None, typer.Option("--risk", help="Override: HIGH, MEDIUM or LOW (needs --why).")] = None,
     why: Annotated[str | None, typer.Option("--why", help="Reason for --risk; logged.")] = None,
     session: SessionOpt = None,
@@ -53,7 +55,9 @@ def classify(
     from spark_git.ops import classify as cl
 
     def action(layout: Layout) -> Result:
-        flat = [p for f in (files or []) for p in f.split(",")]
+        if more and not files:
+            raise BadInput(f"unexpected argument(s) {' '.join(more)}: paths go after --files (--files a b c)")
+        flat = [p for f in [*(files or []), *(more or [])] for p in f.split(",")]
         d = cl.classify(layout, task, files=flat or None, risk=risk, why=why, session=session_from(session))
         dec = d.decision
 
@@ -76,8 +80,8 @@ def report(
     ctx: typer.Context,
     task: TaskArg,
     agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name.")],
-    status: Annotated[str, typer.Option("--status", help="WORKING, COMPLETE, BLOCKED or ERROR.")],
-    decision: Annotated[str | None, typer.Option("--decision", help="Reviewers: APPROVED or REJECTED (bound to the current task head).")] = None,
+    status: Annotated[str, typer.Option("--status", help="WORKING, IN_PROGRESS, WAITING, MERGING, COMPLETE, BLOCKED or ERROR.")],
+    decision: Annotated[str | None, typer.Option("--decision", help="Reviewers: APPROVED, REJECTED (bound to the current task head) or PENDING.")] = None,
     feedback: Annotated[str | None, typer.Option("--feedback", help="Review feedback or the error message.")] = None,
     work_remaining: Annotated[str | None, typer.Option("--work-remaining", help="Updaters: what is left ('none' when done).")] = None,
     report_file: Annotated[str | None, typer.Option("--report", help="Path of the agent's report (default: <task>/<task>-<agent>-requirements.md).")] = None,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from spark_git.core import configfiles
+from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 
 Command = list[str] | str | None  # argv list, or a shell string
@@ -94,28 +95,53 @@ class ApprovalConfig(_Strict):
 
 
 class RiskConfig(_Strict):
-    high: list[str] = Field(
-        default_factory=lambda: [
-            "*.py", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.c", "*.h", "*.cpp", "*.rb",
-            "Makefile", "*.toml", "*.gradle", "pom.xml", "package.json", "Dockerfile",
-            ".github/**", ".gitlab-ci.yml", ".ci/**", "**/security/**", "**/auth/**", "*.lock",
-        ]
-    )
-    medium: list[str] = Field(
-        default_factory=lambda: ["tests/**", "test/**", "*_test.*", "test_*", "*.yaml", "*.yml", "*.json", "*.ini", "*.cfg", "*.css", ".editorconfig", "STYLE*"]
-    )
-    low: list[str] = Field(default_factory=lambda: ["*.md", "*.rst", "*.txt", "docs/**", "TODO*", "LICENSE*"])
-    keywords: list[str] = Field(
-        default_factory=lambda: ["security", "architecture", "breaking", "performance", "concurrent", "database", "api"]
-    )
+    """003's tables by default. A repo's lists and per-level agents EXTEND the defaults (its entries
+    first); `replace = true` (every key given) or `replace = ["high", "agents"]` replaces instead."""
+
+    replace: bool | list[str] = Field(False, description="true, or the keys given here that replace the defaults instead of extending them.")
+    tests: list[str] = Field(default_factory=lambda: list(rd.TESTS), description="MEDIUM: test files, tried before every other list.")
+    high: list[str] = Field(default_factory=lambda: list(rd.HIGH))
+    medium: list[str] = Field(default_factory=lambda: list(rd.MEDIUM))
+    low: list[str] = Field(default_factory=lambda: list(rd.LOW))
+    keywords: list[str] = Field(default_factory=lambda: list(rd.KEYWORDS), description="In the title or objective: escalate one level.")
     agents: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "HIGH": ["architecture-reviewer", "architecture-updater", "test-updater"],
-            "MEDIUM": ["architecture-reviewer", "test-updater"],
-            "LOW": ["docs-updater"],
-        },
-        description="Required agent set for each risk level.",
-    )
+        default_factory=lambda: {k: list(v) for k, v in rd.AGENTS.items()}, description="Required agent set for each risk level.")
+    content_agents: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in rd.CONTENT_AGENTS.items()},
+        description="A word in the title, objective or changed paths → agents added to the set.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extend_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        replace = data.get("replace", False)
+        out = dict(data)
+        for key, value in data.items():
+            if key == "replace" or key not in cls.model_fields or replace is True or (isinstance(replace, list) and key in replace):
+                continue
+            out[key] = _extended(value, cls.model_fields[key].get_default(call_default_factory=True))
+        return out
+
+
+def _extended(value: Any, default: Any) -> Any:
+    """A list: the repo's entries, then the defaults'. A dict of lists: each key's lists joined."""
+    if isinstance(default, list) and isinstance(value, list):
+        return list(dict.fromkeys([*value, *default]))
+    if isinstance(default, dict) and isinstance(value, dict):
+        merged = {k: list(v) for k, v in default.items()}
+        for k, v in value.items():
+            merged[k] = list(dict.fromkeys([*merged.get(k, []), *v])) if isinstance(v, list) else v
+        return merged
+    return value
+
+
+class ScopeConfig(_Strict):
+    """003's domain authority in SCOPE_NEGOTIATION."""
+
+    veto: list[str] = Field(default_factory=lambda: list(rd.VETO), description="Roles whose RESOLVE_NOW (or BLOCKING items) cannot be deferred.")
+    final_say: list[str] = Field(default_factory=lambda: list(rd.FINAL_SAY),
+                                 description="Roles whose scope decision settles a disagreement among the other reviewers.")
 
 
 class WorktreeConfig(_Strict):
@@ -136,6 +162,10 @@ class PortsConfig(_Strict):
 
 class EvidenceConfig(_Strict):
     coverage_min: float | None = Field(None, ge=0, le=1, description="An agent's evidence with coverage below this (0.0-1.0) is not COMPLETE.")
+
+
+class RulesConfig(_Strict):
+    requirements_min_bytes: int = Field(100, ge=0, description="A requirements report smaller than this many bytes does not count (003: 100).")
 
 
 class QueueConfig(_Strict):
@@ -162,9 +192,11 @@ class Config(_Strict):
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
     risk: RiskConfig = Field(default_factory=RiskConfig)
+    scope: ScopeConfig = Field(default_factory=ScopeConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     ports: PortsConfig = Field(default_factory=PortsConfig)
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
+    rules: RulesConfig = Field(default_factory=RulesConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
 
@@ -243,28 +275,17 @@ def defaults() -> Config:
 
 
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:
-    """Returns the config and the file it came from (None: defaults). `.spark-git.toml` wins over pyproject."""
-    dedicated = main_worktree / ".spark-git.toml"
-    pyproject = main_worktree / "pyproject.toml"
-    data: dict[str, Any] | None = None
-    source: str | None = None
-    prefix = ""
-    try:
-        if dedicated.is_file():
-            data, source = tomllib.loads(dedicated.read_text()), str(dedicated)
-        elif pyproject.is_file():
-            doc = tomllib.loads(pyproject.read_text())
-            section = doc.get("tool", {}).get("spark-git")
-            if section is not None:
-                data, source, prefix = section, f"{pyproject} [tool.spark-git]", "tool.spark-git."
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"cannot parse {dedicated if dedicated.is_file() else pyproject}: {e}") from e
-    if data is None:
+    """The config and where it came from (None: defaults). `.spark-git.toml` wins over pyproject; the
+    person's config file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
+    data, source, prefix = configfiles.repo_section(main_worktree)
+    mine, mine_sources = configfiles.personal(configfiles.environ())
+    if data is None and not mine:
         return defaults(), None
+    where = ", ".join([s for s in (source, *mine_sources) if s])
     try:
-        return Config.model_validate(data), source
+        return Config.model_validate(configfiles.merged(data, mine)), where
     except ValidationError as e:
-        raise BadInput(format_validation_error(source or "", e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
 
 
 def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:

@@ -120,6 +120,15 @@ class Layout:
             return []
         return sorted(p.name for p in self.tasks_root.iterdir() if p.is_dir() and paths.is_task_dir_name(p.name))
 
+    def tasks_elsewhere(self) -> tuple[Path, list[str]] | None:
+        """Tasks under the default tasks root while the config names another one (tasks_root set or
+        changed after they started): status and doctor name them instead of hiding them."""
+        default = paths.resolve_tasks_root(self.main_worktree, None)
+        if default == self.tasks_root or not default.is_dir():
+            return None
+        names = sorted(p.name for p in default.iterdir() if paths.is_task_dir(p))
+        return (default, names) if names else None
+
     # -- branches --------------------------------------------------------------------------
 
     def task_branch(self, task: str) -> LocalBranch:

@@ -50,6 +50,8 @@ def configured_tasks_root(main: Path) -> str | None:
     return read_tasks_root(main)[0]
 
 
+# A `[tool.spark-git]` (or `[tool.spark-git.sub]`) header: a pyproject.toml without one is never parsed.
+SPARK_TABLE = re.compile(r'^\s*\[\s*tool\s*\.\s*(?:"spark-git"|spark-git)\s*(?:\.[^\]]*)?\]', re.M)
 _ROOT_LINE = re.compile(r"^\s*tasks_root\s*=\s*[\"']([^\"'\n]+)[\"']", re.M)
 
 
@@ -65,8 +67,8 @@ def read_tasks_root(main: Path) -> tuple[str | None, str | None]:
         text = path.read_text()
     except OSError as e:
         return None, f"{path}: {e}"
-    if path is pp and "spark-git" not in text:
-        return None, None  # a pyproject without spark-git's table: no need to parse it
+    if path is pp and not SPARK_TABLE.search(text):
+        return None, None  # a pyproject without spark-git's table: not ours to parse
     import tomllib  # only when there is a config to read: it costs start-up time
 
     try:
@@ -108,6 +110,11 @@ def requirements_name(task: str, agent: str) -> str:
 
 def main_lock(root: Path) -> Path:
     return root / MAIN_LOCK_DIR / TASK_JSON
+
+
+def is_task_dir(p: Path) -> bool:
+    """A task directory: the right name and a task.json or an audit trail in it."""
+    return is_task_dir_name(p.name) and ((p / TASK_JSON).is_file() or (p / "audit-trail.json").is_file())
 
 
 def is_task_dir_name(name: str) -> bool:

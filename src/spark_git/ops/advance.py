@@ -18,6 +18,7 @@ from spark_git.gates import verdicts
 from spark_git.ops import envs
 from spark_git.ops.taskfile import updating
 from spark_git.protocol import State
+from spark_git.state import chain
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.models import TaskFile, Transition
@@ -112,7 +113,7 @@ def record_transition(
     to the audit trail's `state_transitions`."""
     to = str(to)  # a State member is stored as its plain value
     t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=layout.config.protocol)
-    tf.transition_log.append(t)
+    chain.append(tf.transition_log, t)
     tf.state = to  # type: ignore[assignment]
     open_store(layout).audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
     return t

@@ -13,6 +13,7 @@ from spark_git.ops.provision import ProvisionReport
 from spark_git.ops.taskfile import role_of, updating
 from spark_git.ops.worktrees import Created, Progress, ensure_worktree, quiet, setup_new, undo
 from spark_git.state.backends import open_store
+from spark_git.state.files import write_text_atomic
 from spark_git.state.locks import WORKTREES
 from spark_git.state.models import AgentAddition, AgentEntry, AgentStatus, TaskFile
 
@@ -71,9 +72,41 @@ def add_agent(
         entry = AgentEntry(name=agent, branch=branch, worktree=str(path), role=role or role_of(layout, agent))
         tf.agents[agent] = entry
         tf.agent_additions.append(AgentAddition(agent=agent, state=tf.state, why=why))
+        if tf.state in BEFORE_IMPLEMENTATION:
+            _join_stakeholders(layout, tf, agent)
     store.event(task, "agent_added", session, agent=agent, state=tf.state, why=why, from_commit=head)
     reports = setup_new(store, task, [(agent, path)], no_setup, progress)
     return AgentAddData(task=task, agent=agent, branch=branch, worktree=str(path), role=entry.role, state=tf.state, from_commit=head, provisioning=reports)
+
+
+# An agent that joins before IMPLEMENTATION is a stakeholder: required, listed in task.md, and it owes
+# a requirements report (the guards of SYNTHESIS and IMPLEMENTATION check every agent's).
+BEFORE_IMPLEMENTATION = ("INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS")
+STAKEHOLDERS = "## Stakeholder Agent Reports"
+
+
+def _join_stakeholders(layout: Layout, tf: TaskFile, agent: str) -> None:
+    if agent not in tf.required_agents:
+        tf.required_agents.append(agent)
+    md = layout.task_md(tf.task_name)
+    if not md.is_file():
+        return  # classify writes task.md with every agent of the task
+    line = f"- {agent}: `{layout.task_dir(tf.task_name) / f'{tf.task_name}-{agent}-requirements.md'}`"
+    lines = md.read_text(errors="replace").splitlines()
+    if line in lines:
+        return
+    closing = "<!-- /spark-git:stakeholders -->"  # classify's generated list (ops/classify.py)
+    at = next((i for i, x in enumerate(lines) if x.strip() == STAKEHOLDERS), None)
+    if closing in lines:
+        lines.insert(lines.index(closing), line)
+    elif at is None:
+        return  # no such section yet (task.md of `start --from`): classify writes it with every agent
+    else:
+        end = next((i for i in range(at + 1, len(lines)) if lines[i].startswith("#") or lines[i].startswith("<!--")), len(lines))
+        while end > at + 1 and not lines[end - 1].strip():
+            end -= 1
+        lines.insert(end, line)
+    write_text_atomic(md, "\n".join(lines) + "\n")
 
 
 def _branch_point(git: Git, tf: TaskFile, agent: str, branch: str) -> str:

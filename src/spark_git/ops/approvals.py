@@ -143,6 +143,8 @@ def _record(store: Store, task: str, cp: Checkpoint, sha_given: bool, session: s
             if protocol.approve_conditions(layout, cur, "plan") or protocol.task_md_digest(layout, task) != cp.task_md_sha256:
                 raise Blocked("the task or its task.md changed while you were confirming; nothing was recorded", task=task)
             cur.plan_approval = cp
+            cur.checkpoint_history.append({"decision": "plan_approved", "task_md_sha256": cp.task_md_sha256, "by": cp.approved_by,
+                                           "via": getattr(cp, "via", None), "at": cp.approved_at})
         else:
             cur.checkpoint = cp
             cur.checkpoint_history.append({"decision": "approved", "commit_sha": cp.commit_sha, "patch_id": cp.patch_id, "by": cp.approved_by,
@@ -214,3 +216,35 @@ def _back_rule(layout: Layout, tf: TaskFile) -> protocol.Rule | None:
     need = protocol.State.AWAITING_USER_APPROVAL
     raise protocol.refuse(f"cannot request changes to {tf.task_name}", [protocol.Unmet(
         f"task {tf.task_name} is in {tf.state}; approve --request-changes needs {need}", protocol.path_to(tf, need))], tf.task_name)
+
+
+class PlanRejectedData(BaseModel):
+    task: str
+    task_md_sha256: str | None
+    why: str
+    rejected_at: str
+    rejected_by: str
+    via: str
+
+
+def reject_plan(layout: Layout, task: str, *, why: str, session: str | None, interactive: bool,
+                ask: Callable[[str], str] | None = None) -> PlanRejectedData:
+    """The human's "not this plan" (`approve --plan --request-changes --why`): recorded in the decision
+    history; the task stays in SYNTHESIS and any plan approval ends."""
+    task = task_name(task)
+    if not why.strip():
+        raise BadInput("rejecting a plan needs a reason: --why '...'", task=task)
+    tf = load_task(open_store(layout), task)
+    unmet = protocol.approve_conditions(layout, tf, "plan")
+    if unmet:
+        raise protocol.refuse(f"cannot reject the plan of {task}", unmet, task)
+    digest = protocol.task_md_digest(layout, task)
+    via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject")
+    by, at = who_approves(session), now()
+    with updating(layout, task, session, owner=False) as cur:
+        if protocol.task_md_digest(layout, task) != digest or protocol.approve_conditions(layout, cur, "plan"):
+            raise Blocked("the task or its task.md changed while you were confirming; nothing was recorded", task=task)
+        cur.plan_approval = None
+        cur.checkpoint_history.append({"decision": "plan_rejected", "task_md_sha256": digest, "why": why, "by": by, "via": via, "at": at})
+    open_store(layout).event(task, "plan_rejected", session, task_md_sha256=digest, why=why, by=by, via=via)
+    return PlanRejectedData(task=task, task_md_sha256=digest, why=why, rejected_at=at, rejected_by=by, via=via)

@@ -71,7 +71,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
                 return EndData(task=task, final_state=done.final_state, why=done.why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, already_done=True)
         tf = load_task(store, task)
         check_recorded(layout, tf)
-        _check_may_end(store, tf, final, session)
+        _check_may_end(store, tf, final, session, why)
         git = layout.git()
         trees = _trees(store, tf, git, progress)
         if tf.state == final:  # a resumed run: files a killed `worktree remove` deleted are not work
@@ -106,7 +106,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
     return data
 
 
-def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) -> None:
+def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None = None) -> None:
     task = tf.task_name
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
     if final == "CLEANUP" and tf.state not in ("COMPLETE", "CLEANUP"):
@@ -117,8 +117,9 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None) 
             details={"state": tf.state}, task=task,
         )
     if final == "CLEANUP" and tf.state == "COMPLETE":
-        # The protocol's own conditions for COMPLETE → CLEANUP (the task branch is contained in the base).
-        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session))
+        # The protocol's own conditions for COMPLETE → CLEANUP (the branch is contained in the base, every
+        # agent COMPLETE, some agent ever invoked unless `why` says otherwise).
+        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session, why))
         if unmet:
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 

@@ -19,7 +19,8 @@ from spark_git.state.backends import open_store
 from spark_git.state.models import AgentStatus, AuditTrail, TaskFile, now
 from spark_git.state.store import Store
 
-STATUSES = ("WORKING", "COMPLETE", "BLOCKED", "ERROR")
+STATUSES = ("WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR")
+DECISIONS = ("APPROVED", "REJECTED", "PENDING")
 
 
 class ReportData(BaseModel):
@@ -77,9 +78,9 @@ def _checked(status: str, decision: str | None, feedback: str | None, scope: str
         raise BadInput(f"bad --status {status!r}: use {', '.join(STATUSES)}")
     if decision is not None:
         decision = decision.strip().upper()
-        if decision not in ("APPROVED", "REJECTED"):
-            raise BadInput(f"bad --decision {decision!r}: use APPROVED or REJECTED")
-        if status != "COMPLETE":
+        if decision not in DECISIONS:
+            raise BadInput(f"bad --decision {decision!r}: use APPROVED, REJECTED or PENDING")
+        if status != "COMPLETE" and decision != "PENDING":  # PENDING: a review under way
             raise BadInput("--decision goes with --status COMPLETE (a decision ends a review)")
         if decision == "REJECTED" and not (feedback or "").strip():
             raise BadInput("--decision REJECTED needs --feedback: say what must change")
@@ -122,6 +123,7 @@ class AuditData(BaseModel):
     timeline: list[TimelineEntry]
     agents: list[AgentInvocations]
     smells: list[str]
+    decisions: list[dict[str, Any]]  # the human's checkpoint decisions (plan approved/rejected, changes approved/requested, …)
     trail: dict[str, Any]
 
 
@@ -160,8 +162,10 @@ def audit_view(layout: Layout, task: str) -> AuditData:
                 cur.last_report, cur.reports, cur.last_status = e["at"], cur.reports + 1, e.get("status")
     timeline.sort(key=lambda t: t.at)
     head, smells = _task_smells(store, tf, trail) if tf is not None else (None, [])
+    snap = store.read_snapshot(task) if tf is None else None  # an ended task: its final task.json is in the snapshot
+    decisions = tf.checkpoint_history if tf is not None else list((snap.task_json if snap else {}).get("checkpoint_history") or [])
     return AuditData(task=task, state=tf.state if tf else None, head=head, timeline=timeline, agents=list(agents.values()),
-                     smells=smells, trail=trail.model_dump(mode="json") if trail else {})
+                     smells=smells, decisions=decisions, trail=trail.model_dump(mode="json") if trail else {})
 
 
 def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[str | None, list[str]]:

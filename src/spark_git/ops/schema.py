@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "sync": "spark_git.ops.sync:SyncData",
     "approve": "spark_git.ops.approvals:ApproveData",
     "approve --request-changes": "spark_git.ops.approvals:ChangesRequestedData",
+    "approve --plan --request-changes": "spark_git.ops.approvals:PlanRejectedData",
     "update": "spark_git.ops.update:UpdateData",
     "complete": "spark_git.ops.complete:CompleteData",
     "queue": "spark_git.ops.queue.show:QueueData",

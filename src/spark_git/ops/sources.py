@@ -54,8 +54,22 @@ def read(arg: str, cwd: Path) -> Source:
         src = _reference(arg, p, cwd)
         if src is not None:
             return src
+        if looks_like_path(arg):
+            raise BadInput(f"--from {arg!r}: no such file or directory ({p})",
+                           hint="a mistyped path is not taken as the task's text; to give text, write it as a sentence")
     text = arg.strip()
     return Source(kind="text", ref=_short(text, 80), title=title_of(text), text=text)
+
+
+_DOC_SUFFIX = re.compile(r"\.(md|markdown|txt|rst|adoc|org|json|ya?ml|toml|html?)$", re.IGNORECASE)
+
+
+def looks_like_path(arg: str) -> bool:
+    """One word with a slash, a leading `.`/`~`, or a document's suffix: meant as a path, not as text."""
+    word = arg.strip()
+    if not word or any(c.isspace() for c in word) or URL.match(word):
+        return False
+    return "/" in word or word.startswith((".", "~")) or bool(_DOC_SUFFIX.search(word))
 
 
 def detect(arg: str, p: Path) -> str:

@@ -19,6 +19,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.ops.provision import ProvisionReport
 from spark_git.ops.taskfile import role_of, updating
 from spark_git.ops.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
+from spark_git.state import chain
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, mint_session, require_owner
 from spark_git.state.models import AgentEntry, AgentStatus, TaskFile, Transition
@@ -154,7 +155,7 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
         created_branches=[layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)],  # none existed: checked above
         agents={a: AgentEntry(name=a, branch=layout.agent_branch(task, a), worktree=str(layout.agent_worktree(task, a)), role=role_of(layout, a)) for a in agents},
     )
-    tf.transition_log.append(Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
+    chain.append(tf.transition_log, Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
     return tf
 
 

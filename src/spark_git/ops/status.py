@@ -82,6 +82,7 @@ class TaskView(_View):
     protocol: str | None = None
     next_states: list[NextState] = []  # legal next states and what blocks each
     gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
+    decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
 
 
 class StatusData(_View):
@@ -127,9 +128,12 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
-    return StatusData.model_construct(
-        tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=hook_warnings(layout.main_worktree, agent_wts)
-    )
+    warnings = hook_warnings(layout.main_worktree, agent_wts)
+    elsewhere = layout.tasks_elsewhere() if not only else None
+    if elsewhere:
+        warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
+                        f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
+    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=warnings)
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
@@ -154,7 +158,7 @@ def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
         last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
-        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol,
+        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol, decisions=tf.checkpoint_history,
     )
     for a, entry in tf.agents.items():
         av = AgentView.model_construct(

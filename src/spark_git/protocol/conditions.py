@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from spark_git.core.errors import Blocked
+from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.layout import Layout
-from spark_git.protocol.context import approval_holds, task_md_digest
+from spark_git.protocol.checks import every_agent_complete
+from spark_git.protocol.context import approval_holds, make_ctx, task_md_digest
 from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
 from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
+from spark_git.state import chain
+from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 
 S = State
@@ -22,6 +25,10 @@ def _inconsistency(tf: TaskFile) -> Unmet | None:
     log = tf.transition_log
     if not log:
         return Unmet(f"state is {tf.state} but transition_log is empty", kind=STATE_LOG_MISMATCH)
+    bad = chain.broken_at(log)
+    if bad is not None:
+        t = log[bad]
+        return Unmet(f"transition_log entry {bad} ({t.from_state} → {t.to} at {t.at}) does not fit the hash chain: it was written or edited by hand")
     if log[0].from_state is not None or log[0].to != S.INIT:
         return Unmet(f"transition_log does not begin with the start of the task (→ INIT), but with {log[0].from_state} → {log[0].to}")
     for prev, t in pairwise(log):
@@ -44,11 +51,26 @@ def inconsistency(tf: TaskFile) -> str | None:
 def consistency_problems(layout: Layout, tf: TaskFile) -> list[Unmet]:
     """For `doctor`: what about task.json's state its transition_log cannot explain."""
     problem = _inconsistency(tf)
-    return [problem] if problem else []
+    unchained = None if problem else _unchained(layout, tf)
+    return [problem] if problem else [Unmet(unchained)] if unchained else []
+
+
+def _unchained(layout: Layout, tf: TaskFile) -> str | None:
+    """A log without hashes is accepted only if the audit trail has never recorded a chained entry
+    (a task started before the chain existed), so stripping the hashes does not hide an edit."""
+    if chain.chained(tf.transition_log):
+        return None
+    try:
+        trail = open_store(layout).read_audit(tf.task_name)
+    except CorruptState:  # an unreadable trail proves nothing either way (doctor reports it)
+        return None
+    if trail is not None and any(t.get("hash") for t in trail.state_transitions):
+        return "transition_log has no hash chain but the audit trail recorded chained transitions: the log was rewritten by hand"
+    return None
 
 
 def check_consistent(layout: Layout, tf: TaskFile) -> None:
-    problem = inconsistency(tf)
+    problem = inconsistency(tf) or _unchained(layout, tf)
     if problem:
         raise Blocked(
             f"task {tf.task_name!r} was edited by hand: {problem}; every command on it is refused until a human looks",
@@ -89,7 +111,7 @@ def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
     if not approval_holds(layout.git(), tf.base_branch, presented, patch, head):
         return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]}) and its patch differs",
                       f"spark-git approve {tf.task_name} --request-changes --why 'changed after review'")]
-    return []
+    return every_agent_complete(make_ctx(layout, tf, tf.session_id, dry=True))
 
 
 def approve_conditions(layout: Layout, tf: TaskFile, kind: str) -> list[Unmet]:

@@ -37,6 +37,8 @@ def defer_follow_ups(ctx: Ctx) -> None:
     for a, st in rejecters(ctx):
         for item in getattr(st, "deferrable", None) or []:
             lines.append(f"- [{a}] {item}")
+        for item in getattr(st, "blocking", None) or []:  # left only when the final say deferred them (guards.g_scope_to_awaiting)
+            lines.append(f"- [{a}] {item} (BLOCKING for {a}; deferred by {ctx.evidence.get('final_say')}, who has the final say)")
     path = ctx.layout.task_dir(ctx.task) / "follow-ups.md"
     ctx.writes[path] = "\n".join(lines) + "\n"
     ctx.evidence["follow_ups"] = str(path)

@@ -8,6 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from spark_git.core.git import Git
+from spark_git.protocol.checks import (
+    every_agent_complete,
+    invoked,
+    report_cmd,
+    requirements_reports,
+    status_problem,
+    unattributed_commits,
+)
 from spark_git.protocol.context import (
     TASK_MD_SECTIONS,
     BuildRun,
@@ -15,12 +23,10 @@ from spark_git.protocol.context import (
     build_evidence,
     entered_at,
     plan_section,
-    requirements_path,
     task_head,
     task_md_digest,
     task_md_sections,
 )
-from spark_git.protocol.evidence import evidence_problem
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import AgentStatus
@@ -32,20 +38,6 @@ def _role(ctx: Ctx, agent: str) -> str:
 
 def _agents(ctx: Ctx, role: str | None = None) -> list[str]:
     return [a for a in ctx.tf.agents if role is None or _role(ctx, a) == role]
-
-
-def _report_cmd(ctx: Ctx, agent: str, extra: str = "") -> str:
-    return f"spark-git report {ctx.task} --agent {agent} --status COMPLETE{extra}"
-
-
-def _status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None:
-    if st is None or st.status == "NEW":
-        return Unmet(f"agent {agent} has not reported (no status)", _report_cmd(ctx, agent))
-    if st.status in ("ERROR", "BLOCKED"):
-        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {_report_cmd(ctx, agent)}")
-    if st.status != "COMPLETE":
-        return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", _report_cmd(ctx, agent))
-    return evidence_problem(ctx, agent, st)
 
 
 def owner(ctx: Ctx) -> list[Unmet]:
@@ -93,15 +85,10 @@ def g_requirements(ctx: Ctx) -> list[Unmet]:
 def g_synthesis(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
     for a in _agents(ctx):
-        st = ctx.statuses.get(a)
-        u = _status_problem(ctx, a, st)
+        u = status_problem(ctx, a, ctx.statuses.get(a))
         if u:
             out.append(u)
-        p = requirements_path(ctx.layout, ctx.task, a, st)
-        if not p.is_file() or not p.read_text(errors="replace").strip():
-            out.append(Unmet(f"agent {a}'s requirements report {p} {'is empty' if p.is_file() else 'does not exist'}",
-                             f"write it, then: {_report_cmd(ctx, a, f' --report {p}')}"))
-    return out
+    return out + requirements_reports(ctx)
 
 
 def _plan(ctx: Ctx) -> list[Unmet]:
@@ -122,13 +109,17 @@ def _plan(ctx: Ctx) -> list[Unmet]:
 
 def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
     st = ctx.statuses.get(a)
-    u = _status_problem(ctx, a, st)
+    u = status_problem(ctx, a, st)
     if u or st is None:
         return u
     if st.task_state != phase:
-        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", _report_cmd(ctx, a, " --work-remaining none"))
+        return Unmet(f"updater {a} has not reported COMPLETE during {phase} (its last report is from {st.task_state or 'an earlier state'})", report_cmd(ctx, a, " --work-remaining none"))
+    entered = entered_at(ctx.tf, phase)
+    if entered and st.updated_at < entered:  # a round is one stay in the phase: an earlier round's report does not count
+        return Unmet(f"updater {a}'s COMPLETE is from an earlier round of {phase} (reported {st.updated_at}, this round began {entered})",
+                     report_cmd(ctx, a, " --work-remaining none"))
     if (st.work_remaining or "none").strip().lower() != "none":
-        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", _report_cmd(ctx, a, " --work-remaining none"))
+        return Unmet(f"updater {a} reports work remaining: {st.work_remaining}", report_cmd(ctx, a, " --work-remaining none"))
     return None
 
 
@@ -148,9 +139,11 @@ def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
 def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
     st = ctx.statuses.get(a)
     cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
-    u = _status_problem(ctx, a, st)
+    u = status_problem(ctx, a, st)
     if u or st is None:
         return Unmet(u.condition, cmd) if u else None
+    if (st.work_remaining or "none").strip().lower() != "none":
+        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", f"{cmd} --work-remaining none")
     if st.decision != "APPROVED":
         return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
     since = ctx.tf.reviews_since
@@ -182,8 +175,15 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
     return []
 
 
+def _entering_implementation(ctx: Ctx) -> list[Unmet]:
+    """Every way into IMPLEMENTATION re-checks what REQUIREMENTS and SYNTHESIS established: an agent that
+    joined later owes its requirements too, and task.md may have lost a section since. (The human's
+    request for changes is not held up by it: that is the human's decision.)"""
+    return _task_md(ctx) + requirements_reports(ctx)
+
+
 def g_implementation(ctx: Ctx) -> list[Unmet]:
-    return owner(ctx) + _plan(ctx)
+    return owner(ctx) + _entering_implementation(ctx) + _plan(ctx)
 
 
 def g_validation(ctx: Ctx) -> list[Unmet]:
@@ -216,7 +216,7 @@ def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
 
 
 def g_review(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx) + _clean_task_worktree(ctx)
+    out = owner(ctx) + _clean_task_worktree(ctx) + unattributed_commits(ctx)
     if not _build_on_head(ctx, entered_at(ctx.tf, State.VALIDATION)):
         return out
     if ctx.dry:  # status: the gate runs at `advance` once everything else holds
@@ -246,17 +246,20 @@ def rejecters(ctx: Ctx) -> list[tuple[str, AgentStatus]]:
     return [(a, st) for a in _agents(ctx, "reviewer") if (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED"]
 
 
-def g_back_to_impl(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+def _rejected(ctx: Ctx) -> list[Unmet]:
     rej = rejecters(ctx)
-    if not rej:
-        out.append(Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'"))
     ctx.evidence["feedback"] = {a: st.feedback for a, st in rej}
-    return out
+    if not rej:
+        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'")]
+    return []
+
+
+def g_back_to_impl(ctx: Ctx) -> list[Unmet]:
+    return owner(ctx) + _entering_implementation(ctx) + _rejected(ctx)
 
 
 def g_scope(ctx: Ctx) -> list[Unmet]:
-    out = g_back_to_impl(ctx)
+    out = owner(ctx) + _rejected(ctx)
     for a, st in rejecters(ctx):
         if not (getattr(st, "blocking", None) or getattr(st, "deferrable", None)):
             out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW|DEFER"))
@@ -269,21 +272,40 @@ def _scope_decisions(ctx: Ctx) -> dict[str, str | None]:
     return {a: getattr(st, "scope_decision", None) for a, st in rejecters(ctx)}
 
 
+def _ruler(ctx: Ctx) -> str | None:
+    """A rejecting reviewer with the final say (`scope.final_say`, 003: architecture) who decided DEFER:
+    it settles the others' RESOLVE_NOW, except a veto role's (`scope.veto`, 003: security)."""
+    final = ctx.layout.config.scope.final_say
+    return next((a for a, d in _scope_decisions(ctx).items() if a in final and d == "DEFER"), None)
+
+
+def _overruled(ctx: Ctx, agent: str, ruler: str | None) -> bool:
+    return ruler is not None and agent != ruler and agent not in ctx.layout.config.scope.veto
+
+
 def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
-    if "RESOLVE_NOW" not in _scope_decisions(ctx).values():
+    resolve = [a for a, d in _scope_decisions(ctx).items() if d == "RESOLVE_NOW"]
+    ruler = _ruler(ctx)
+    if not resolve:
         out.append(Unmet("no rejecting reviewer decided RESOLVE_NOW", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --scope RESOLVE_NOW"))
+    elif all(_overruled(ctx, a, ruler) for a in resolve):
+        out.append(Unmet(f"reviewer {ruler} has the final say and decided DEFER (over {', '.join(resolve)})", ctx.advance_cmd(State.AWAITING_USER_APPROVAL)))
     return out
 
 
 def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
+    ruler = _ruler(ctx)
     for a, d in _scope_decisions(ctx).items():
-        if d != "DEFER":
-            out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
+        if d != "DEFER" and not _overruled(ctx, a, ruler):
+            veto = " (a veto: it cannot be deferred)" if a in ctx.layout.config.scope.veto and ruler else ""
+            out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER{veto}", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
     for a, st in rejecters(ctx):
-        if getattr(st, "blocking", None):
+        if getattr(st, "blocking", None) and not _overruled(ctx, a, ruler):
             out.append(Unmet(f"reviewer {a} lists BLOCKING items: {'; '.join(st.blocking)}", ctx.advance_cmd(State.SYNTHESIS)))
+    if ruler and not out:
+        ctx.evidence["final_say"] = ruler
     return out
 
 
@@ -304,7 +326,7 @@ def g_reopen(ctx: Ctx) -> list[Unmet]:
 
 def g_build_failed(ctx: Ctx) -> list[Unmet]:
     """VALIDATION → IMPLEMENTATION: back to fixing after a failed build (recorded for the head), or with a reason."""
-    out = owner(ctx)
+    out = owner(ctx) + _entering_implementation(ctx)
     head = task_head(ctx)
     failed = head and build_evidence(ctx.layout, ctx.task, head, ctx.git().tree_of(head), entered_at(ctx.tf, State.VALIDATION), result="failed")
     if failed:
@@ -330,12 +352,12 @@ def g_complete(ctx: Ctx) -> list[Unmet]:
         cp, head = ctx.tf.checkpoint, task_head(ctx)
         if cp is None or not cp.approved or not ctx.holds(cp.commit_sha, cp.patch_id):
             return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
-        return []
+        return every_agent_complete(ctx)
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
 
 
 def g_cleanup(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+    out = owner(ctx) + every_agent_complete(ctx) + invoked(ctx)
     git, head = ctx.git(), task_head(ctx)
     base = git.branch_head(ctx.tf.base_branch)
     if head is None or base is None or not git.is_ancestor(head, base):

@@ -39,6 +39,7 @@ class Transition(_File):
     reason: str | None = None
     evidence: dict[str, Any] = Field(default_factory=dict)
     protocol: str | None = None  # "light": recorded without the state conditions
+    hash: str | None = None  # state/chain.py: sha256 over the previous entry's hash and this entry
 
 
 class AgentEntry(_File):
@@ -137,8 +138,9 @@ class AgentStatus(_File):
 
     agent: str
     task: str
-    status: Literal["WORKING", "COMPLETE", "BLOCKED", "ERROR", "NEW"] = "NEW"
-    decision: Literal["APPROVED", "REJECTED"] | None = None
+    # IN_PROGRESS, WAITING, MERGING: 003's intermediate statuses (none of them is COMPLETE).
+    status: Literal["WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR", "NEW"] = "NEW"
+    decision: Literal["APPROVED", "REJECTED", "PENDING"] | None = None
     round: int = 0
     last_review_sha: str | None = None
     last_review_patch_id: str | None = None  # patch id of base...last_review_sha (an update that keeps it keeps the review)

@@ -60,6 +60,7 @@ def observe(layout: Layout, only: str | None, *, session: str | None, progress: 
         checks.check_task(ctx, name, tfs[name])
     progress("checking the main lock, prunable worktrees, git's lock files and the queue")
     repo.check_main_lock(ctx)
+    repo.check_tasks_elsewhere(ctx)
     repo.check_prunable(ctx, names if only else None)
     repo.check_git_locks(ctx, names if only else None)
     if only is None:

@@ -12,7 +12,7 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.doctor.scan import parses
-from spark_git.state import audit
+from spark_git.state import audit, chain
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for, mutex, task_mutex_name
 from spark_git.state.models import MainLock, TaskFile, now
@@ -175,9 +175,10 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
         trail = None
     for t in (trail.state_transitions if trail else []):
         try:
-            log.append(Transition.model_validate(t))
+            log.append(Transition.model_validate({**t, "hash": None}))
         except ValueError:
             continue
+    chain.seal(log)  # a log rebuilt by a human's explicit command starts a new chain
     state = log[-1].to if log else "INIT"
     agents = {}
     adir = layout.task_dir(task) / "agents"

@@ -41,6 +41,15 @@ def check_main_lock(ctx: Ctx) -> None:
                         repair="spark-git lock break main --why TEXT  (only if that session is really gone)"))
 
 
+def check_tasks_elsewhere(ctx: Ctx) -> None:
+    elsewhere = ctx.layout.tasks_elsewhere()
+    if elsewhere:
+        root, names = elsewhere
+        ctx.add(Finding(where="tasks_root", kind="tasks-elsewhere",
+                        problem=f"{len(names)} task(s) under {root}, not under the configured tasks_root {ctx.layout.tasks_root}: {', '.join(names)}",
+                        repair=f"set tasks_root back to {root} (or remove the tasks_root line) to manage them"))
+
+
 COMPLETE_REASONS = ("spark-git complete ", LANDING_REASON)  # mainlock.hold's reasons while `complete` lands
 
 

@@ -1,0 +1,88 @@
+"""Conditions several guards share: each agent's report, its requirements report, every agent COMPLETE,
+the task branch's commits attributed, agents actually invoked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from spark_git.protocol.context import Ctx, requirements_path, task_head
+from spark_git.protocol.evidence import evidence_problem
+from spark_git.protocol.unmet import Unmet
+from spark_git.state.backends import open_store
+from spark_git.state.models import AgentStatus
+
+# The attribution forms of the merge gate (gates/attribution.py): `[agent] subject` or a trailer.
+_PREFIX = re.compile(r"\[([a-z0-9][a-z0-9._-]{0,62})\]")
+_TRAILER = re.compile(r"^Spark-Agent:\s*(\S+)\s*$", re.M)
+
+
+def report_cmd(ctx: Ctx, agent: str, extra: str = "") -> str:
+    return f"spark-git report {ctx.task} --agent {agent} --status COMPLETE{extra}"
+
+
+def status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None:
+    if st is None or st.status == "NEW":
+        return Unmet(f"agent {agent} has not reported (no status)", report_cmd(ctx, agent))
+    if st.status in ("ERROR", "BLOCKED"):
+        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {report_cmd(ctx, agent)}")
+    if st.status != "COMPLETE":
+        return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", report_cmd(ctx, agent))
+    return evidence_problem(ctx, agent, st)
+
+
+def every_agent_complete(ctx: Ctx) -> list[Unmet]:
+    """Re-checked before COMPLETE and CLEANUP: an agent that reported ERROR after the review stops both.
+    Under protocol "light" agents need not report at all."""
+    if ctx.layout.config.protocol != "full":
+        return []
+    return [u for a in ctx.tf.agents if (u := status_problem(ctx, a, ctx.statuses.get(a)))]
+
+
+def requirements_reports(ctx: Ctx) -> list[Unmet]:
+    """Every agent's requirements report exists and has at least `rules.requirements_min_bytes` bytes."""
+    out = []
+    minimum = ctx.layout.config.rules.requirements_min_bytes
+    for a in ctx.tf.agents:
+        p = requirements_path(ctx.layout, ctx.task, a, ctx.statuses.get(a))
+        size = len(p.read_bytes().strip()) if p.is_file() else None
+        if size is None or size == 0 or size < minimum:
+            what = "does not exist" if size is None else "is empty" if size == 0 else f"has {size} bytes, fewer than rules.requirements_min_bytes = {minimum}"
+            out.append(Unmet(f"agent {a}'s requirements report {p} {what}", f"write it, then: {report_cmd(ctx, a, f' --report {p}')}"))
+    return out
+
+
+def _commit_agent(message: str) -> str | None:
+    m = _TRAILER.findall(message)
+    if m:
+        return str(m[-1])
+    p = _PREFIX.match(message)
+    return p.group(1) if p else None
+
+
+def unattributed_commits(ctx: Ctx) -> list[Unmet]:
+    """Commits on the task branch that no agent of the task is named on (a coordinator's own commit)."""
+    head = task_head(ctx)
+    if head is None:
+        return []
+    trail = open_store(ctx.layout).read_audit(ctx.task)
+    recorded = {str(c.get("sha")) for c in (trail.commits if trail else [])}
+    rows = ctx.git().log_fields(f"{ctx.tf.base_branch}..{head}", ["%H", "%B"])
+    bad = [sha for sha, body in rows if sha not in recorded and _commit_agent(body) not in ctx.tf.agents]
+    if not bad:
+        return []
+    wt = Path(ctx.tf.worktree)
+    return [Unmet(f"commit(s) {', '.join(s[:12] for s in bad)} on the task branch are attributed to no agent of the task "
+                  "(a coordinator's own commit must name the agent it is for: `[agent] subject` or a Spark-Agent: trailer)",
+                  f"git -C {wt} commit --amend --no-edit --trailer 'Spark-Agent: <agent>'")]
+
+
+def invoked(ctx: Ctx) -> list[Unmet]:
+    """Under `full`, a task that ends with no agent report at all needs a reason (`--why`)."""
+    if ctx.layout.config.protocol != "full" or (ctx.why or "").strip():
+        return []
+    trail = open_store(ctx.layout).read_audit(ctx.task)
+    if trail is not None and trail.agent_invocations:
+        return []
+    return [Unmet(f"no agent was ever invoked on task {ctx.task} (no agent report in the audit trail)",
+                  f"spark-git cleanup {ctx.task} --why '...'")]
