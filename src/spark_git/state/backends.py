@@ -8,13 +8,22 @@ from spark_git.core.layout import Layout
 from spark_git.state.local import LocalStore
 from spark_git.state.store import Store
 
+
+def _remote(layout: Layout) -> Store:
+    from spark_git.state.remote import RemoteStore  # lazy: local mode never pays for it
+
+    return RemoteStore(layout)
+
+
 BACKENDS: dict[str, Callable[[Layout], Store]] = {
     "local": LocalStore,
+    "remote": _remote,
 }
 
 
 def open_store(layout: Layout) -> Store:
-    return BACKENDS["local"](layout)
+    """The remote backend when `[sync] remote` names a remote (`spark-git remote enable NAME`)."""
+    return BACKENDS["remote" if layout.config.sync.remote else "local"](layout)
 
 
 def as_store(where: Store | Layout) -> Store:
