@@ -60,6 +60,12 @@ class Remote:
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
+    def fetch_refs(self, refs: dict[str, str]) -> None:
+        """Fetches remote ref -> local ref (forced), each of which must exist on the remote."""
+        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, *(f"+{a}:{b}" for a, b in refs.items()), check=False)
+        if r.returncode != 0:
+            raise self._unreachable("fetch", r.stderr)
+
     def fetch_notes(self) -> None:
         """Mirrors the remote's `refs/notes/spark*` (attribution notes and verdicts) under TRACKING."""
         r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, f"+refs/notes/spark*:{TRACKING}notes/spark*", check=False)

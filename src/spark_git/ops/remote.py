@@ -162,3 +162,16 @@ def check(layout: Layout, name: str | None) -> RemoteCheckData:
     if made:
         r.push(dict.fromkeys(made), dict(made))
     return RemoteCheckData(remote=r.name, url=url, custom_refs=custom, notes_refs=notes, atomic=atomic)
+
+
+def break_remote(layout: Layout, task: str, why: str, session: str) -> dict[str, object]:
+    """`lock break` in remote mode: this machine takes the task over with a lease on the commit it saw
+    (a holder that moved in between makes the push fail: run it again); logged in the audit trail and
+    the lock's own history, and the old holder's next command is refused with `why`."""
+    store = remote_store(layout)
+    before, tf = store.take_over(task, session, why)
+    store.event(task, "lock_broken", session, previous_owner=before.session, previous_machine=before.machine, new_owner=session,
+                new_machine=store.machine, why=why, lease_expired=before.expired())
+    return {"task": task, "previous_owner": f"{before.session} on {before.machine}", "new_owner": session,
+            "idle": f"{before.age_s():.0f}s", "why": why, "owner_alive": None if before.expired() else True, "owner_pid": before.pid,
+            "broken_by": session}

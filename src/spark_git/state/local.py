@@ -199,8 +199,6 @@ class LocalStore:
     def write_ports(self, pf: PortsFile) -> None:
         write_atomic(self.layout.tasks_root / "ports.json", pf)
 
-
-
     # -- merge queue -------------------------------------------------------------------------
 
     def enqueue(self, task: str, sha: str) -> QueueEntry:
@@ -227,6 +225,12 @@ class LocalStore:
             if git.rev_parse(entry.ref) is not None:
                 raise
             return False
+        return True
+
+    def sync_base(self, branch: str) -> None:
+        return None
+
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
         return True
 
     def read_queue_log(self) -> QueueLog:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_git.core.errors import Blocked, GitError
-from spark_git.core.git import branch_ref
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.gitremote import TRACKING
 from spark_git.core.layout import Layout
 from spark_git.state.local import LocalStore
@@ -237,11 +237,34 @@ class RemoteStore(LocalStore):
         return QueueEntry(ref, seq, task, sha)
 
     def queue_entries(self) -> list[QueueEntry]:
+        """The entries of tasks this machine holds: each machine drains its own (their branches and
+        worktrees are here); the shared base, moved by a leased push, orders the landings."""
         res = []
         for name, sha in sorted(self.refs.names(QUEUE_PREFIX).items()):
             seq, _, task = name.partition("-")
-            res.append(QueueEntry(QUEUE_PREFIX + name, seq, task, sha))
+            lease = self.lease_of(task)
+            if lease is not None and lease.machine == self.machine:
+                res.append(QueueEntry(QUEUE_PREFIX + name, seq, task, sha))
         return res
+
+    def sync_base(self, branch: str) -> None:
+        git, ref = self.layout.git(), branch_ref(branch)
+        theirs = self.refs.fetch_branch(branch)
+        mine = git.rev_parse(ref)
+        if theirs is None or mine is None or theirs == mine or not git.is_ancestor(mine, theirs):
+            return  # nothing to take, or local commits the remote lacks: the leased push refuses them
+        wt = next((w.path for w in git.worktrees() if w.branch == branch), None)
+        if wt is not None:
+            Git(wt).merge_ff_only(theirs)
+        else:
+            git.update_ref(ref, theirs, mine, message=f"spark-git remote: {branch} from {self.refs.remote.name}")
+
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
+        queued = {QUEUE_PREFIX + n: sha for n, sha in self.refs.names(QUEUE_PREFIX).items()}
+        gone: dict[str, str | None] = {e.ref: queued[e.ref] for e in entries if e.ref in queued}
+        ok = self.refs.remote.push({branch_ref(branch): new, **dict.fromkeys(gone)}, {branch_ref(branch): old, **gone}).ok
+        self.refs.refresh(force=True)
+        return ok
 
     def dequeue(self, entry: QueueEntry) -> bool:
         try:

@@ -92,6 +92,15 @@ class RemoteRefs:
         lease = Lease.model_validate_json(files[LEASE] or "{}")
         return Sha(sha), files[name] or "", lease
 
+    def fetch_branch(self, branch: str) -> Sha | None:
+        """The remote's `branch`, fetched into the mirror (None if the remote has none)."""
+        ref = f"refs/heads/{branch}"
+        if ref not in self.remote.ls(ref):
+            return None
+        with self._cache():
+            self.remote.fetch_refs({ref: tracking(f"refs/spark/heads/{branch}")})
+        return self.git.rev_parse(tracking(f"refs/spark/heads/{branch}"))
+
     def names(self, prefix: str) -> dict[str, Sha]:
         """Every remote ref under `prefix` (e.g. refs/spark/tasks/) -> its commit, from the mirror."""
         self.refresh()
