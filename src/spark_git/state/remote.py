@@ -5,6 +5,7 @@ mirror of the task.json files this machine holds (the hook reads it without the 
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -26,6 +27,7 @@ ENDED = "refs/spark/ended/"  # the final commit of every ended lock: the record 
 MAIN_LOCK = "refs/spark/main-lock"
 TASK_FILE = "task.json"
 MAIN_FILE = "main-lock.json"
+NOTES_RETRIES = 64
 
 
 def _dump(model: Any) -> str:
@@ -204,16 +206,24 @@ class RemoteStore(LocalStore):
         self._notes_pulled.add(ref)
 
     def sync_notes(self, ref: str) -> None:
-        git = self.layout.git()
-        for _ in range(16):
+        git, last = self.layout.git(), ""
+        for attempt in range(NOTES_RETRIES):
             with mutex(self.layout, NOTES):
                 seen = self._merge_remote_notes(ref)
                 mine = git.rev_parse(ref)
-                if mine is None or mine == seen or self.refs.remote.push({ref: mine}, {ref: seen}).ok:
-                    self._notes_pulled.add(ref)
-                    return
-        raise Blocked(f"{ref} on remote {self.refs.remote.name!r} kept moving: the notes are kept here and go out with the next write",
-                      hint="run `spark-git remote sync`", next=["spark-git remote sync"])
+                if mine is None or mine == seen:
+                    break
+                res = self.refs.remote.push({ref: mine}, {ref: seen})
+                if res.ok:
+                    break
+                last = res.stderr
+            # Another machine pushed between our fetch and our push: back off a random moment so
+            # the writers of several machines stop colliding in lockstep.
+            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))
+        else:
+            raise Blocked(f"{ref} on remote {self.refs.remote.name!r} kept moving: the notes are kept here and go out with the next write",
+                          hint="run `spark-git remote sync`", next=["spark-git remote sync"], details={"stderr": last})
+        self._notes_pulled.add(ref)
 
     # -- archive refs: pushed, never deleted on the remote ----------------------------------
 
