@@ -86,12 +86,17 @@ def show(layout: Layout, remote: str | None = None, machine: str | None = None) 
                       lease_s=sync.lease_s, config_file=_sync_file(layout))
 
 
+def _live(layout: Layout) -> list[str]:
+    """Tasks whose lock file is here (ended ones keep only their records)."""
+    return [t for t in layout.task_names() if layout.task_json(t).is_file()]
+
+
 def enable(layout: Layout, name: str, machine: str | None) -> RemoteData:
     """Switches this clone to remote mode after checking the remote answers (nothing written otherwise)."""
     if not name or name.startswith("-"):
         raise BadInput(f"bad remote name {name!r}")
-    if layout.task_names():
-        raise Blocked(f"this clone has tasks kept locally ({', '.join(layout.task_names())}): end them before switching modes",
+    if _live(layout):
+        raise Blocked(f"this clone has tasks kept locally ({', '.join(_live(layout))}): end them before switching modes",
                       hint="finish them (`spark-git complete`) or `spark-git abandon` them first")
     r = Remote(layout.git(), name)
     r.url()
@@ -101,8 +106,8 @@ def enable(layout: Layout, name: str, machine: str | None) -> RemoteData:
 
 
 def disable(layout: Layout) -> RemoteData:
-    if layout.config.sync.remote and layout.task_names():
-        raise Blocked(f"this clone holds remote tasks ({', '.join(layout.task_names())}): end them before switching modes")
+    if layout.config.sync.remote and _live(layout):
+        raise Blocked(f"this clone holds remote tasks ({', '.join(_live(layout))}): end them before switching modes")
     _write_switch(layout, "", layout.config.sync.machine)
     return show(layout, "")
 
@@ -169,7 +174,7 @@ def break_remote(layout: Layout, task: str, why: str, session: str) -> dict[str,
     (a holder that moved in between makes the push fail: run it again); logged in the audit trail and
     the lock's own history, and the old holder's next command is refused with `why`."""
     store = remote_store(layout)
-    before, tf = store.take_over(task, session, why)
+    before, _tf = store.take_over(task, session, why)
     store.event(task, "lock_broken", session, previous_owner=before.session, previous_machine=before.machine, new_owner=session,
                 new_machine=store.machine, why=why, lease_expired=before.expired())
     return {"task": task, "previous_owner": f"{before.session} on {before.machine}", "new_owner": session,
