@@ -63,6 +63,9 @@ def test_a_task_held_on_one_machine_is_held_for_every_other(tmp_path: Path) -> N
 def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with_reason(tmp_path: Path) -> None:
     a, b = _shared(tmp_path, 2, lease_s=0.001)  # expired as soon as written: no waiting in the test
     assert _run(a, "sa", "start", "t1", "--agents", "").returncode == 0
+    r = spark(b, "--json", "status")  # the plain status of another machine shows the stale lease
+    assert [(t["task"], t["machine"], t["stale"]) for t in r.json["data"]["remote"]["tasks"]] == [("t1", "m0", True)], r
+    assert "STALE" in spark(b, "status").stdout
     r = spark(b, "--json", "remote", "status")
     assert r.json["data"]["tasks"][0]["stale"] is True and r.json["next"] == ["spark-git lock break t1 --why REASON"], r
     r = _run(b, "sb", "lock", "break", "t1", "--why", "m0 went offline")
@@ -72,6 +75,8 @@ def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with
     commit(tmp_path / "m0.tasks" / "t1" / "code", {"x.txt": "x\n"}, "work")
     r = _run(a, "sa", "approve", "t1", "--changes")
     assert r.returncode == 3 and "m0 went offline" in r.json["summary"], r
+    problem = spark(a, "--json", "status").json["data"]["tasks"][0]["problem"]
+    assert "machine m1" in problem and "m0 went offline" in problem
     git(a, "fetch", "--quiet", "origin", "refs/spark/tasks/t1")
     subjects = git(a, "log", "--format=%s", "FETCH_HEAD").splitlines()
     assert subjects[0] == "spark-git lock break t1: m0 went offline"  # the history is the transition log

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.gitremote import Remote
 from spark_git.core.layout import LOCAL_SYNC, Layout
+from spark_git.ops.remote_views import LeaseView, RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.notes import NOTES_REF
@@ -28,27 +29,6 @@ class RemoteData(BaseModel):
     machine: str
     lease_s: float
     config_file: str  # this clone's own switch (the repository's [sync] section is the default)
-
-
-class LeaseView(BaseModel):
-    task: str
-    state: str | None
-    machine: str
-    session: str | None
-    pid: int
-    lease_age_s: float  # since the holder's last mutating command or heartbeat
-    expires_at: str
-    stale: bool  # the lease expired: shown, never taken over automatically (`lock break --why` does)
-    mine: bool  # held by this machine
-    broken_why: str | None = None  # this holder took it over with `lock break`: the reason given
-
-
-class RemoteStatusData(BaseModel):
-    remote: str
-    machine: str
-    tasks: list[LeaseView]
-    main_lock: LeaseView | None = None
-    queue: list[str]  # queued tasks, in order, of every machine
 
 
 class HeartbeatData(BaseModel):
