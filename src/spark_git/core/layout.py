@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NewType
 
@@ -57,6 +57,9 @@ class Layout:
     config_source: str | None
     tasks_root: Path
     wait: bool = True  # False (`--no-wait`): a held task/main/worktrees mutex refuses at once (exit 3)
+    # What one command opens once (the remote store, which fetches the remote's locks once): per
+    # Layout, so per command, never per process.
+    cache: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def discover(cls, start: Path) -> Layout:

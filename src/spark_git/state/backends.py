@@ -12,7 +12,12 @@ from spark_git.state.store import Store
 def _remote(layout: Layout) -> Store:
     from spark_git.state.remote import RemoteStore  # lazy: local mode never pays for it
 
-    return RemoteStore(layout)
+    # One per command: its first read fetches the remote's locks, later ones use that fetch
+    # (a stale read only costs a refused push, which fetches again).
+    store = layout.cache.get("remote-store")
+    if not isinstance(store, RemoteStore):
+        store = layout.cache["remote-store"] = RemoteStore(layout)
+    return store
 
 
 BACKENDS: dict[str, Callable[[Layout], Store]] = {

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_git.core.errors import Blocked, GitError
-from spark_git.core.git import Git, branch_ref
+from spark_git.core.git import ZERO_SHA, Git, branch_ref
 from spark_git.core.gitremote import TRACKING
 from spark_git.core.layout import Layout
 from spark_git.state.local import LocalStore
@@ -19,7 +19,7 @@ from spark_git.state.locks import NOTES, mutex
 from spark_git.state.models import MainLock, TaskFile, now
 from spark_git.state.notes import NOTES_REF
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry
-from spark_git.state.remote_refs import Lease, RemoteRefs, canonical
+from spark_git.state.remote_refs import FETCH_MUTEX, Lease, RemoteRefs, canonical
 from spark_git.state.store import VERDICTS_REF, NoteEntry
 
 TASKS = "refs/spark/tasks/"
@@ -191,7 +191,7 @@ class RemoteStore(LocalStore):
     def _merge_remote_notes(self, ref: str) -> str | None:
         """Fetches the remote's notes and merges them into ours; returns the remote value seen."""
         git, theirs = self.layout.git(), TRACKING + ref.removeprefix("refs/")
-        with mutex(self.layout, "remote-fetch"):
+        with mutex(self.layout, FETCH_MUTEX):
             self.refs.remote.fetch_notes()
             seen = git.rev_parse(theirs)
         if seen is not None and git.rev_parse(ref) != seen:
@@ -206,20 +206,26 @@ class RemoteStore(LocalStore):
         self._notes_pulled.add(ref)
 
     def sync_notes(self, ref: str) -> None:
-        git, last = self.layout.git(), ""
+        """Pushes our notes with a lease on the remote value last seen. Once this command has merged
+        the remote's notes, the first try skips the fetch (ours descend from them); a refusal
+        fetches and merges again."""
+        git, last, theirs = self.layout.git(), "", TRACKING + ref.removeprefix("refs/")
         for attempt in range(NOTES_RETRIES):
             with mutex(self.layout, NOTES):
-                seen = self._merge_remote_notes(ref)
+                seen = git.rev_parse(theirs) if attempt == 0 and ref in self._notes_pulled else self._merge_remote_notes(ref)
                 mine = git.rev_parse(ref)
                 if mine is None or mine == seen:
                     break
                 res = self.refs.remote.push({ref: mine}, {ref: seen})
                 if res.ok:
+                    with mutex(self.layout, FETCH_MUTEX):
+                        git.update_ref(theirs, mine, seen or ZERO_SHA, message="spark-git remote: mirror")
                     break
                 last = res.stderr
             # Another machine pushed between our fetch and our push: back off a random moment so
             # the writers of several machines stop colliding in lockstep.
-            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))
+            if attempt:
+                time.sleep(random.uniform(0, 0.01 * attempt))
         else:
             raise Blocked(f"{ref} on remote {self.refs.remote.name!r} kept moving: the notes are kept here and go out with the next write",
                           hint="run `spark-git remote sync`", next=["spark-git remote sync"], details={"stderr": last})
@@ -243,7 +249,7 @@ class RemoteStore(LocalStore):
         ref = f"{QUEUE_PREFIX}{seq}-{task}"
         if not self.refs.push_new(ref, sha):
             raise Blocked(f"cannot enqueue {task!r}: {ref} exists on the remote at another commit", task=task)
-        self.refs.refresh(force=True)
+        self.refs.mirror(ref, sha)
         return QueueEntry(ref, seq, task, sha)
 
     def queue_entries(self) -> list[QueueEntry]:
@@ -272,15 +278,20 @@ class RemoteStore(LocalStore):
     def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
         queued = {QUEUE_PREFIX + n: sha for n, sha in self.refs.names(QUEUE_PREFIX).items()}
         gone: dict[str, str | None] = {e.ref: queued[e.ref] for e in entries if e.ref in queued}
-        ok = self.refs.remote.push({branch_ref(branch): new, **dict.fromkeys(gone)}, {branch_ref(branch): old, **gone}).ok
-        self.refs.refresh(force=True)
-        return ok
+        if not self.refs.remote.push({branch_ref(branch): new, **dict.fromkeys(gone)}, {branch_ref(branch): old, **gone}).ok:
+            self.refs.refresh(force=True)  # the next try leases on what is there now
+            return False
+        for ref in gone:
+            self.refs.mirror(ref, None)
+        return True
 
     def dequeue(self, entry: QueueEntry) -> bool:
+        if QUEUE_PREFIX + entry.ref.removeprefix(QUEUE_PREFIX) not in {QUEUE_PREFIX + n for n in self.refs.names(QUEUE_PREFIX)}:
+            return False  # gone already (a landing removes its entries with the base push)
         try:
             ok = self.refs.remote.push({entry.ref: None}, {entry.ref: entry.sha}).ok
         except GitError:
             ok = False
         if ok:
-            self.refs.refresh(force=True)
+            self.refs.mirror(entry.ref, None)
         return ok

@@ -75,7 +75,8 @@ class RemoteRefs:
         """Fetches the remote's lock refs (once per store unless `force`): an unreachable remote refuses."""
         if self._fresh and not force:
             return
-        self.remote.url()
+        if not self._fresh:
+            self.remote.url()  # a missing remote is named as such, not as unreachable
         with self._cache():
             self.remote.fetch_spark()
         self._fresh = True
@@ -107,7 +108,7 @@ class RemoteRefs:
         local = tracking(prefix)
         return {ref.removeprefix(local): sha for ref, sha in self.git.refs(local).items()}
 
-    def _mirror(self, ref: str, new: str | None) -> None:
+    def mirror(self, ref: str, new: str | None) -> None:
         """Our own push succeeded: the mirror follows without another fetch."""
         with self._cache():
             t = tracking(ref)
@@ -135,7 +136,7 @@ class RemoteRefs:
         updates: dict[str, str | None] = {ref: new, **(also or {})}
         res = self.remote.push(updates, {r: None for r in updates})
         if res.ok:
-            self._mirror(ref, new)
+            self.mirror(ref, new)
             return True
         if ref in self.remote.ls(ref):
             return False
@@ -157,7 +158,7 @@ class RemoteRefs:
             updates: dict[str, str | None] = {ref: None, delete_to: new} if delete_to else {ref: new}
             leases: dict[str, str | None] = {ref: cur[0], **({delete_to: None} if delete_to else {})}
             if self.remote.push(updates, leases).ok:
-                self._mirror(ref, None if delete_to else new)
+                self.mirror(ref, None if delete_to else new)
                 return new
             self.refresh(force=True)
         raise Blocked(f"{ref} on remote {self.remote.name!r} kept moving under this command ({RETRIES} rejected pushes)",
@@ -171,7 +172,7 @@ class RemoteRefs:
                 return
             guard(cur[2])
             if self.remote.push({ref: None}, {ref: cur[0]}).ok:
-                self._mirror(ref, None)
+                self.mirror(ref, None)
                 return
             self.refresh(force=True)
         raise Blocked(f"{ref} on remote {self.remote.name!r} kept moving under this command", hint="run the command again")
