@@ -58,6 +58,10 @@ def test_a_task_held_on_one_machine_is_held_for_every_other(tmp_path: Path) -> N
     assert r.returncode == 3, r
     r = spark(b, "--json", "remote", "status")
     assert [(t["task"], t["machine"], t["session"], t["stale"], t["mine"]) for t in r.json["data"]["tasks"]] == [("t1", "m0", "sa", False, False)]
+    before = git(b, "ls-remote", "origin")
+    r = spark(b, "--json", "doctor", "--fix")  # reports the other machine's task, repairs nothing of it
+    assert r.returncode == 0 and [(f["where"], f["kind"], f["fixed"]) for f in r.json["data"]["findings"]] == [("t1", "remote-other-machine", False)], r
+    assert git(b, "ls-remote", "origin") == before and not (tmp_path / "m1.tasks" / "t1").exists()
 
 
 def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with_reason(tmp_path: Path) -> None:
@@ -66,6 +70,7 @@ def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with
     r = spark(b, "--json", "status")  # the plain status of another machine shows the stale lease
     assert [(t["task"], t["machine"], t["stale"]) for t in r.json["data"]["remote"]["tasks"]] == [("t1", "m0", True)], r
     assert "STALE" in spark(b, "status").stdout
+    assert [f["kind"] for f in spark(b, "--json", "doctor").json["data"]["findings"]] == ["remote-lease-stale"]
     r = spark(b, "--json", "remote", "status")
     assert r.json["data"]["tasks"][0]["stale"] is True and r.json["next"] == ["spark-git lock break t1 --why REASON"], r
     r = _run(b, "sb", "lock", "break", "t1", "--why", "m0 went offline")

@@ -70,8 +70,13 @@ class RemoteStore(LocalStore):
             self.refs.holder_check(cur, what)
             return _dump(tf), self.refs.lease(tf.session_id, **lease_extra)
 
-        if self.refs.advance(TASKS + tf.task_name, TASK_FILE, make, message) is None:
+        if self.refs.advance(TASKS + tf.task_name, TASK_FILE, make, message, extra=self._trail(tf.task_name)) is None:
             self.refs.holder_check(None, what)
+
+    def _trail(self, task: str) -> dict[str, str]:
+        """The audit trail as it stands, kept in the lock's commit: every machine sees the task's history."""
+        path = self.layout.audit_trail(task)
+        return {path.name: path.read_text()} if path.is_file() else {}
 
     def heartbeat(self, task: str) -> Lease:
         """Renews this machine's lease on `task` (long gates); refuses if another machine holds it."""

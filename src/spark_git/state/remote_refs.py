@@ -126,8 +126,9 @@ class RemoteRefs:
         return Lease(machine=self.machine, session=session, pid=os.getpid(), renewed_at=now(),
                      expires_at=(t + timedelta(seconds=self.lease_s)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **extra)
 
-    def commit(self, name: str, text: str, lease: Lease, parent: str | None, message: str) -> Sha:
-        return make_commit(self.git, {name: text, LEASE: canonical(lease.model_dump(mode="json", exclude_none=True))}, parent, message)
+    def commit(self, name: str, text: str, lease: Lease, parent: str | None, message: str, extra: dict[str, str] | None = None) -> Sha:
+        files = {**(extra or {}), name: text, LEASE: canonical(lease.model_dump(mode="json", exclude_none=True))}
+        return make_commit(self.git, files, parent, message)
 
     def create(self, ref: str, name: str, text: str, lease: Lease, message: str, also: dict[str, str] | None = None) -> bool:
         """Takes the lock: the ref must not exist on the remote; `also` (ref -> sha, each must not exist
@@ -144,7 +145,7 @@ class RemoteRefs:
                       hint="choose another name, or delete the stale branches on the remote", details={"stderr": res.stderr})
 
     def advance(self, ref: str, name: str, make: Callable[[Lease | None], tuple[str, Lease] | None], message: str,
-                delete_to: str | None = None) -> Sha | None:
+                delete_to: str | None = None, extra: dict[str, str] | None = None) -> Sha | None:
         """A new commit on top of the ref's head, pushed with a lease on that head; on a rejection the
         head is fetched again and `make` (which refuses by raising) runs on it again. `make` gets the
         holder's lease and returns the new state and lease (None: nothing to do). With `delete_to`,
@@ -154,7 +155,7 @@ class RemoteRefs:
             got = make(cur[2] if cur else None)
             if got is None or cur is None:
                 return None
-            new = self.commit(name, got[0], got[1], cur[0], message)
+            new = self.commit(name, got[0], got[1], cur[0], message, extra)
             updates: dict[str, str | None] = {ref: None, delete_to: new} if delete_to else {ref: new}
             leases: dict[str, str | None] = {ref: cur[0], **({delete_to: None} if delete_to else {})}
             if self.remote.push(updates, leases).ok:
