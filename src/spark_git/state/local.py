@@ -83,6 +83,9 @@ class LocalStore:
     def release_main_lock(self) -> None:
         self.layout.main_lock().unlink(missing_ok=True)
 
+    def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:
+        return self.read_main_lock()
+
     # -- agent reports -----------------------------------------------------------------------
 
     def read_status(self, task: str, agent: str) -> AgentStatus | None:

@@ -166,6 +166,18 @@ class RemoteStore(LocalStore):
             self.refs.holder_check(None, "the main lock")
         super().write_main_lock(lock)
 
+    def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.refs.refresh(force=True)
+            got = self.refs.read(MAIN_LOCK, MAIN_FILE)
+            lock = MainLock.model_validate_json(got[1]) if got else None
+            if got is None or lock is None or lock.reason != reason or got[2].machine == self.machine or got[2].expired():
+                return lock
+            if time.monotonic() > deadline:
+                return lock
+            time.sleep(self.layout.config.queue.poll_s)  # another machine's landing: its release is a ref we poll
+
     def release_main_lock(self) -> None:
         # An explicit unlock (or `lock break main`) may end another machine's lock: the caller decided.
         self.refs.delete(MAIN_LOCK, lambda lease: None)
