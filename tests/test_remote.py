@@ -82,6 +82,8 @@ def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with
     assert r.returncode == 3 and "m0 went offline" in r.json["summary"], r
     problem = spark(a, "--json", "status").json["data"]["tasks"][0]["problem"]
     assert "machine m1" in problem and "m0 went offline" in problem
+    r = _run(b, "sb", "start", "t1")  # the new holder resumes here: its own worktrees, the remote's branches
+    assert r.returncode == 0 and (tmp_path / "m1.tasks" / "t1" / "code").is_dir(), r
     git(a, "fetch", "--quiet", "origin", "refs/spark/tasks/t1")
     subjects = git(a, "log", "--format=%s", "FETCH_HEAD").splitlines()
     assert subjects[0] == "spark-git lock break t1: m0 went offline"  # the history is the transition log

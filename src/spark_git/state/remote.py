@@ -100,6 +100,8 @@ class RemoteStore(LocalStore):
             if tf is None:
                 return None
             tf.session_id = session
+            if cur.machine != self.machine:
+                self._move_here(tf)
             broken = {"previous": cur.model_dump(mode="json", exclude_none=True), "why": why, "at": now(), "by_machine": self.machine}
             return _dump(tf), self.refs.lease(session, broken=broken)
 
@@ -107,9 +109,27 @@ class RemoteStore(LocalStore):
             raise Blocked(f"task {task!r} has no lock on remote {self.refs.remote.name!r}: nothing to break", task=task)
         tf = self.read_task(task)
         assert tf is not None
+        if previous[0].machine != self.machine:
+            self._fetch_branches(tf)
         super().write_task(tf)
         return previous[0], tf
 
+    def _move_here(self, tf: TaskFile) -> None:
+        """A task taken over from another machine gets this machine's worktree paths, to be created
+        by the new holder's `start <task>` (which resumes an unfinished provisioning)."""
+        tf.worktree = str(self.layout.task_worktree(tf.task_name))
+        for name, e in tf.agents.items():
+            e.worktree = str(self.layout.agent_worktree(tf.task_name, name))
+        tf.provisioning = "in_progress"
+
+    def _fetch_branches(self, tf: TaskFile) -> None:
+        """The task's branches as the remote has them, created here where missing (never moved)."""
+        git = self.layout.git()
+        want = [b for b in [tf.task_branch, *(e.branch for e in tf.agents.values())] if git.branch_head(b) is None]
+        have = self.refs.remote.ls("refs/heads/*") if want else {}
+        refs = {branch_ref(b): branch_ref(b) for b in want if branch_ref(b) in have}
+        if refs:
+            self.refs.remote.fetch_refs(refs)
     def release_task(self, task: str) -> None:
         ref = TASKS + task
 
