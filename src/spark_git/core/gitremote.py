@@ -61,7 +61,7 @@ class Remote:
             raise self._unreachable("fetch", r.stderr)
 
     def fetch_refs(self, refs: dict[str, str]) -> None:
-        """Fetches remote ref -> local ref (forced), each of which must exist on the remote."""
+        """Fetches remote ref -> local ref (forced); a plain ref must exist on the remote, a glob need not."""
         r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, *(f"+{a}:{b}" for a, b in refs.items()), check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)

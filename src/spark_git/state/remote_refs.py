@@ -94,13 +94,12 @@ class RemoteRefs:
         return Sha(sha), files[name] or "", lease
 
     def fetch_branch(self, branch: str) -> Sha | None:
-        """The remote's `branch`, fetched into the mirror (None if the remote has none)."""
-        ref = f"refs/heads/{branch}"
-        if ref not in self.remote.ls(ref):
-            return None
+        """The remote's `branch`, fetched into the mirror (None if the remote has none). A glob
+        refspec, so a missing branch is no error and one round trip answers both questions."""
+        ref, mirror = f"refs/heads/{branch}", tracking(f"refs/spark/heads/{branch}")
         with self._cache():
-            self.remote.fetch_refs({ref: tracking(f"refs/spark/heads/{branch}")})
-        return self.git.rev_parse(tracking(f"refs/spark/heads/{branch}"))
+            self.remote.fetch_refs({f"{ref}*": f"{mirror}*"})
+            return self.git.rev_parse(mirror)
 
     def names(self, prefix: str) -> dict[str, Sha]:
         """Every remote ref under `prefix` (e.g. refs/spark/tasks/) -> its commit, from the mirror."""
