@@ -60,9 +60,11 @@ class Remote:
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
-    def fetch_refs(self, refs: dict[str, str]) -> None:
-        """Fetches remote ref -> local ref (forced); a plain ref must exist on the remote, a glob need not."""
-        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, *(f"+{a}:{b}" for a, b in refs.items()), check=False)
+    def fetch_refs(self, refs: dict[str, str], *, force: bool = True) -> None:
+        """Fetches remote ref -> local ref (forced: mirrors; not forced: only created or fast-forwarded);
+        a plain ref must exist on the remote, a glob need not."""
+        plus = "+" if force else ""
+        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, *(f"{plus}{a}:{b}" for a, b in refs.items()), check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 

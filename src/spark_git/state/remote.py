@@ -129,7 +129,7 @@ class RemoteStore(LocalStore):
         have = self.refs.remote.ls("refs/heads/*") if want else {}
         refs = {branch_ref(b): branch_ref(b) for b in want if branch_ref(b) in have}
         if refs:
-            self.refs.remote.fetch_refs(refs)
+            self.refs.remote.fetch_refs(refs, force=False)  # a branch made here meanwhile is never overwritten
     def release_task(self, task: str) -> None:
         ref = TASKS + task
 
