@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from spark_git.core.errors import Blocked, GitError
+from spark_git.core.errors import Blocked, CorruptState, GitError
 from spark_git.core.git import ZERO_SHA, Git, branch_ref
 from spark_git.core.gitremote import TRACKING
 from spark_git.core.layout import Layout
@@ -57,7 +57,12 @@ class RemoteStore(LocalStore):
 
     def read_task(self, task: str) -> TaskFile | None:
         got = self.refs.read(TASKS + task, TASK_FILE)
-        return TaskFile.model_validate_json(got[1]) if got else None
+        if got is None:
+            return None
+        try:
+            return TaskFile.model_validate_json(got[1])
+        except ValueError as e:
+            raise CorruptState(f"{TASKS + task} ({got[0][:12]}) on remote {self.refs.remote.name!r}: {TASK_FILE}", str(e), task=task) from e
 
     def write_task(self, tf: TaskFile) -> None:
         self._renew(tf, f"spark-git {tf.task_name}: {tf.state}")
@@ -71,7 +76,7 @@ class RemoteStore(LocalStore):
             return _dump(tf), self.refs.lease(tf.session_id, **lease_extra)
 
         if self.refs.advance(TASKS + tf.task_name, TASK_FILE, make, message, extra=self._trail(tf.task_name)) is None:
-            self.refs.holder_check(None, what)
+            self.refs.gone(what)
 
     def _trail(self, task: str) -> dict[str, str]:
         """The audit trail as it stands, kept in the lock's commit: every machine sees the task's history."""
@@ -82,8 +87,7 @@ class RemoteStore(LocalStore):
         """Renews this machine's lease on `task` (long gates); refuses if another machine holds it."""
         tf = self.read_task(task)
         if tf is None:
-            self.refs.holder_check(None, f"task {task!r}")
-            raise AssertionError("unreachable")
+            self.refs.gone(f"task {task!r}")
         self._renew(tf, f"spark-git heartbeat {task}")
         return self.lease_of(task) or self.refs.lease(tf.session_id)
 
@@ -183,7 +187,7 @@ class RemoteStore(LocalStore):
             return _dump(lock), self.refs.lease(lock.session_id)
 
         if self.refs.advance(MAIN_LOCK, MAIN_FILE, make, "spark-git main lock") is None:
-            self.refs.holder_check(None, "the main lock")
+            self.refs.gone("the main lock")
         super().write_main_lock(lock)
 
     def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:

@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
-from spark_git.core.errors import Blocked
+from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import ZERO_SHA, Sha
 from spark_git.core.gitremote import Remote, make_commit, read_files, tracking
 from spark_git.core.layout import Layout
@@ -90,7 +90,10 @@ class RemoteRefs:
         if sha is None:
             return None
         files = read_files(self.git, sha, [name, LEASE])
-        lease = Lease.model_validate_json(files[LEASE] or "{}")
+        try:
+            lease = Lease.model_validate_json(files[LEASE] or "{}")
+        except ValueError as e:
+            raise CorruptState(f"{ref} ({sha[:12]}) on remote {self.remote.name!r}: {LEASE}", str(e)) from e
         return Sha(sha), files[name] or "", lease
 
     def fetch_branch(self, branch: str) -> Sha | None:
@@ -183,14 +186,16 @@ class RemoteRefs:
             return True
         return self.remote.ls(ref).get(ref) == sha
 
+    def gone(self, what: str) -> NoReturn:
+        raise Blocked(f"{what} has no lock on remote {self.remote.name!r} any more (ended or taken away)",
+                      hint="see `spark-git remote status`", next=["spark-git remote status"])
+
     def holder_check(self, lease: Lease | None, what: str) -> None:
         """Refuses (exit 3) unless this machine holds the lock: who holds it, and why if it was broken."""
         if lease is None:
-            raise Blocked(f"{what} has no lock on remote {self.remote.name!r} any more (ended or taken away)",
-                          hint="see `spark-git remote status`", next=["spark-git remote status"])
+            self.gone(what)
         if lease.machine != self.machine:
             why = f"; taken over by `lock break`: {lease.broken.get('why')}" if lease.broken else ""
             raise Blocked(f"{what} is held on remote {self.remote.name!r} by {lease.who()}, not by this machine "
                           f"({self.machine!r}){why}", hint="see `spark-git remote status`", next=["spark-git remote status"],
                           details={"holder": lease.model_dump(mode="json")})
-
