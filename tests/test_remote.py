@@ -78,8 +78,10 @@ def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with
     r = _run(a, "sa", "heartbeat", "t1")
     assert r.returncode == 3 and "m0 went offline" in r.json["summary"] and "'m1'" in r.json["summary"], r
     commit(tmp_path / "m0.tasks" / "t1" / "code", {"x.txt": "x\n"}, "work")
+    before = (git(a, "ls-remote", "origin"), (tmp_path / "m0.tasks" / "t1" / "task.json").read_bytes())
     r = _run(a, "sa", "approve", "t1", "--changes")
     assert r.returncode == 3 and "m0 went offline" in r.json["summary"], r
+    assert (git(a, "ls-remote", "origin"), (tmp_path / "m0.tasks" / "t1" / "task.json").read_bytes()) == before  # the refusal changed nothing
     problem = spark(a, "--json", "status").json["data"]["tasks"][0]["problem"]
     assert "machine m1" in problem and "m0 went offline" in problem
     r = _run(b, "sb", "start", "t1")  # the new holder resumes here: its own worktrees, the remote's branches

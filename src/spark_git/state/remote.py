@@ -56,9 +56,12 @@ class RemoteStore(LocalStore):
         return True
 
     def read_task(self, task: str) -> TaskFile | None:
+        """The task as the remote has it; HeldElsewhere (exit 3) if another machine holds it, so a
+        command of the old holder is refused before it changes anything."""
         got = self.refs.read(TASKS + task, TASK_FILE)
         if got is None:
             return None
+        self.refs.holder_check(got[2], f"task {task!r}")
         try:
             return TaskFile.model_validate_json(got[1])
         except ValueError as e:

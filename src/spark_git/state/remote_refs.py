@@ -27,6 +27,15 @@ FETCH_MUTEX = "remote-fetch"  # fetches and cache updates of one clone touch the
 RETRIES = 8  # rejected pushes in a row before a refusal: each one means another writer moved first
 
 
+class HeldElsewhere(CorruptState):
+    """Another machine holds the lock: this clone's copy of the task must not be used (exit 3, the
+    holder and the `lock break` reason named). A CorruptState, so every reader that reports an
+    unusable task (the session-start hook, doctor) reports this one too."""
+
+    def __init__(self, message: str, details: dict[str, Any]) -> None:
+        Blocked.__init__(self, message, hint="see `spark-git remote status`", next=["spark-git remote status"], details=details)
+
+
 class Lease(BaseModel):
     """Who holds a remote lock: machine, session, process, and until when without a renewal."""
 
@@ -196,6 +205,5 @@ class RemoteRefs:
             self.gone(what)
         if lease.machine != self.machine:
             why = f"; taken over by `lock break`: {lease.broken.get('why')}" if lease.broken else ""
-            raise Blocked(f"{what} is held on remote {self.remote.name!r} by {lease.who()}, not by this machine "
-                          f"({self.machine!r}){why}", hint="see `spark-git remote status`", next=["spark-git remote status"],
-                          details={"holder": lease.model_dump(mode="json")})
+            raise HeldElsewhere(f"{what} is held on remote {self.remote.name!r} by {lease.who()}, not by this machine "
+                                f"({self.machine!r}){why}", details={"holder": lease.model_dump(mode="json")})
