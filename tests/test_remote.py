@@ -54,6 +54,15 @@ def test_a_task_held_on_one_machine_is_held_for_every_other(tmp_path: Path) -> N
     assert _run(a, "sa", "start", "t1", "--agents", "x").returncode == 0
     heads = git(b, "ls-remote", "origin", "refs/heads/t1", "refs/heads/task-t1-agent-x", "refs/spark/tasks/t1")
     assert len(heads.splitlines()) == 3  # lock and branches moved together
+    assert _run(a, "sa", "start", "t2", "--agents", "").returncode == 0
+    commit(tmp_path / "m0.tasks" / "t2" / "code", {"w.txt": "w\n"}, "work")
+    git(a, "push", "--quiet", "origin", "t2")  # somebody's work on t2's branch
+    assert _run(a, "sa", "abandon", "t2", "--why", "not needed").returncode == 0
+    ended = git(b, "ls-remote", "origin", "refs/spark/ended/t2/*", "refs/spark/tasks/t2", "refs/heads/t2").splitlines()
+    assert [ln.split("\t")[1].split("/")[2] for ln in ended] == ["t2", "ended"]  # the record kept, the lock gone, the pushed branch kept
+    assert _run(a, "sa", "start", "t3", "--agents", "").returncode == 0
+    assert _run(a, "sa", "abandon", "t3", "--why", "not needed").returncode == 0
+    assert git(b, "ls-remote", "origin", "refs/heads/t3") == ""  # still at the base start pushed: removed
     r = _run(b, "sb", "start", "t1", "--agents", "x")
     assert r.returncode == 3, r
     r = spark(b, "--json", "remote", "status")

@@ -149,8 +149,19 @@ class RemoteStore(LocalStore):
 
         head = self.refs.head(ref)
         if head is not None:
+            tf = self.read_task(task)
             self.refs.advance(ref, TASK_FILE, make, f"spark-git end {task}", delete_to=f"{ENDED}{task}/{head[:12]}-{time.time_ns()}")
+            if tf is not None:
+                self._drop_untouched_branches(tf)
         super().release_task(task)
+
+    def _drop_untouched_branches(self, tf: TaskFile) -> None:
+        """The branches `start` pushed, deleted on the remote only if they are still at the base
+        commit pushed then (a lease): a branch somebody pushed work to stays."""
+        refs = [branch_ref(b) for b in tf.created_branches]
+        if refs and not self.refs.remote.push(dict.fromkeys(refs), dict.fromkeys(refs, tf.base_commit)).ok:
+            for r in refs:  # one moved (or is gone): the others still go, each on its own lease
+                self.refs.remote.push({r: None}, {r: tf.base_commit})
 
     def has_task(self, task: str) -> bool:
         return self.refs.head(TASKS + task) is not None
