@@ -183,3 +183,20 @@ def test_unreachable_remote_is_exit_3_saying_so_never_local_state(tmp_path: Path
 def test_remote_commands_refuse_in_local_mode(repo: Path, command: list[str]) -> None:
     r = spark(repo, "--json", *command)
     assert r.returncode == 2 and "remote mode is off" in r.json["summary"], r
+
+
+def test_a_verdict_recorded_on_one_machine_is_seen_on_another(tmp_path: Path) -> None:
+    a, b = _shared(tmp_path, 2)
+    tree = git(a, "rev-parse", "HEAD^{tree}")
+    open_store(Layout.discover(a)).add_verdict(tree, {"gate": "final", "passed": True})
+    assert open_store(Layout.discover(b)).verdicts(tree) == [{"gate": "final", "passed": True}]
+
+
+def test_switching_modes_with_a_live_task_is_refused(tmp_path: Path) -> None:
+    a, = _shared(tmp_path, 1)
+    assert _run(a, "sa", "start", "t1", "--agents", "").returncode == 0
+    r = spark(a, "--json", "remote", "disable")
+    assert r.returncode == 3 and "t1" in r.json["summary"], r
+    git(a, "remote", "rename", "origin", "elsewhere")
+    r = _run(a, "sa", "heartbeat", "t1")
+    assert r.returncode == 3 and "no remote 'origin'" in r.json["summary"] and r.json["next"] == [], r

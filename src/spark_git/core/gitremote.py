@@ -44,8 +44,7 @@ class Remote:
         r = self.git.run("remote", "get-url", self.name, check=False)
         if r.returncode != 0:
             raise Blocked(f"remote mode is on but there is no remote {self.name!r}: {r.stderr}",
-                          hint=f"add it (`git remote add {self.name} URL`) or run `spark-git remote disable`",
-                          next=["spark-git remote disable"])
+                          hint=f"add it (`git remote add {self.name} URL`), or, with no task running here, `spark-git remote disable`")
         return r.stdout.strip()
 
     def _unreachable(self, what: str, stderr: str) -> Unreachable:
