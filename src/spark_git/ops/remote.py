@@ -101,7 +101,7 @@ def _view(task: str, state: str | None, lease: Lease, me: str) -> LeaseView:
 def remote_store(layout: Layout) -> RemoteStore:
     store = open_store(layout)
     if not isinstance(store, RemoteStore):
-        raise BadInput("remote mode is off in this clone", hint="spark-git remote enable origin", next=["spark-git remote enable origin"])
+        raise BadInput("remote mode is off in this clone", hint="with no task running here: spark-git remote enable <remote>")
     return store
 
 
