@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -116,6 +117,22 @@ def _report_with_evidence(c: Contract, tmp: Path, root: Path) -> None:
     c.check("evidence", json.loads((root / "t1" / "agents" / "a2" / "status.json").read_text())["evidence"])
 
 
+def _remote_commands(c: Contract, tmp: Path) -> None:
+    """Remote mode against a bare repository on file://."""
+    shared = tmp / "shared.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(shared)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", f"file://{shared}"], cwd=c.repo, check=True)
+    subprocess.run(["git", "push", "--quiet", "origin", "main"], cwd=c.repo, check=True)
+    c.run("remote check", "remote", "check", "origin")
+    c.run("remote enable", "remote", "enable", "origin", "--machine", "m1")
+    c.run("start", "start", "t3", "--agents", "")
+    c.run("heartbeat", "heartbeat", "t3")
+    c.run("remote status", "remote", "status")
+    c.run("remote sync", "remote", "sync")
+    c.run("abandon", "abandon", "t3", "--why", "schema test done")
+    c.run("remote disable", "remote", "disable")
+
+
 def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", "app.py": "x = 1\n"}, config=CONFIG)
     root = tmp_path / "repo.tasks"
@@ -180,6 +197,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     refs = c.run("archive list", "archive", "list")["data"]
     if "doctor" in c.schemas:
         c.run("doctor", "doctor")
+    _remote_commands(c, tmp_path)
 
     # every schema the registry offers was exercised by a real command or file
     untested = set(c.schemas) - c.checked - {"envelope", "archive restore"}

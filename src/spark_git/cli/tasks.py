@@ -13,6 +13,7 @@ from spark_git.state.locks import session_from
 
 if TYPE_CHECKING:
     from spark_git.ops.provision import ProvisionReport
+    from spark_git.ops.remote_views import RemoteStatusData
     from spark_git.ops.status import TaskView
 
 
@@ -104,6 +105,8 @@ def status(
 
             ml = d.main_lock
             out.print(f"main lock: {'held by ' + str(ml.session_id) + ' (' + str(ml.idle) + ')' if ml.held else 'free'}")
+            if d.remote is not None:
+                _render_remote(out, d.remote)
             for t in d.tasks:
                 if t.state == "ENDED":
                     out.print(f"[bold]{t.task}[/bold]  [dim]ended (no lock, no worktree; audit trail kept)[/dim]")
@@ -137,6 +140,14 @@ def status(
         return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human)
 
     execute(ctx, action)
+
+
+def _render_remote(out: Out, r: RemoteStatusData) -> None:
+    out.print(f"remote {r.remote}: {len(r.tasks)} task lock(s) on the shared remote; this machine is {r.machine}")
+    for t in r.tasks:
+        stale = "  [red]STALE: lease expired (`spark-git lock break " + t.task + " --why ...` takes it over)[/red]" if t.stale else ""
+        out.print(f"  {t.task}  {t.state}  held by {'this machine' if t.mine else t.machine} (session {t.session}, pid {t.pid}), "
+                  f"lease renewed {t.lease_age_s:.0f}s ago{stale}")
 
 
 def _render_next_states(out: Out, t: TaskView) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +180,12 @@ class ArchiveConfig(_Strict):
         10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
 
 
+class SyncConfig(_Strict):
+    remote: str | None = Field(None, description="Remote mode: the git remote holding task locks, state, queue and notes (off when unset).")
+    machine: str | None = Field(None, description="This machine's name in remote leases; default: the host name.")
+    lease_s: float = Field(900.0, gt=0, description="Seconds a remote lock's lease lasts; renewed by every mutating command and `heartbeat`.")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -199,6 +206,7 @@ class Config(_Strict):
     rules: RulesConfig = Field(default_factory=RulesConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    sync: SyncConfig = Field(default_factory=SyncConfig)
 
     @field_validator("task_branch_template")
     @classmethod
@@ -272,6 +280,19 @@ def defaults() -> Config:
         if isinstance(f.default_factory, type) and issubclass(f.default_factory, _Strict)
     }
     return Config.model_construct(**sections)
+
+
+def with_local_sync(config: Config, path: Path) -> Config:
+    """This clone's own `[sync]` keys (`spark-git remote enable/disable`, kept in the git directory:
+    a machine's name and switch are not the repository's) over the repository's."""
+    if not path.is_file():
+        return config
+    try:
+        local = tomllib.loads(path.read_text()).get("sync", {})
+        merged = SyncConfig.model_validate({**config.sync.model_dump(exclude_unset=False), **local})
+    except (tomllib.TOMLDecodeError, ValidationError) as e:
+        raise BadInput(f"cannot read {path}: {e}", hint="rewrite it with `spark-git remote enable NAME` or `spark-git remote disable`") from e
+    return config.model_copy(update={"sync": merged})
 
 
 def load_config(main_worktree: Path) -> tuple[Config, str | None]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NewType
 
 from spark_git.core import paths
-from spark_git.core.config import Config, check_tasks_root, load_config
+from spark_git.core.config import Config, check_tasks_root, load_config, with_local_sync
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git, LocalBranch, RepoInfo
 from spark_git.core.paths import NAME_RE, RESERVED_TASK_NAMES
@@ -15,6 +15,7 @@ from spark_git.core.paths import NAME_RE, RESERVED_TASK_NAMES
 TaskName = NewType("TaskName", str)
 AgentName = NewType("AgentName", str)
 
+LOCAL_SYNC = "remote.toml"  # this clone's [sync] keys, under <git-common-dir>/spark/
 NAME_RULE = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters, no '..', not ending in '.lock'"
 
 
@@ -56,11 +57,15 @@ class Layout:
     config_source: str | None
     tasks_root: Path
     wait: bool = True  # False (`--no-wait`): a held task/main/worktrees mutex refuses at once (exit 3)
+    # What one command opens once (the remote store, which fetches the remote's locks once): per
+    # Layout, so per command, never per process.
+    cache: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def discover(cls, start: Path) -> Layout:
         info = Git(start).discover()
         config, source = load_config(info.main_worktree)
+        config = with_local_sync(config, info.common_dir / "spark" / LOCAL_SYNC)
         root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)
         check_tasks_root(root, info.main_worktree, info.common_dir, configured=bool(config.tasks_root))
         return cls(info, config, source, root)

@@ -90,13 +90,18 @@ def hold(store: Store | Layout, session: str, reason: str, *, task: str | None =
     Our own lock left by a killed run of the same session and reason is taken over; a lock this
     session holds for another reason (`lock main`) is used and left in place."""
     store = as_store(store)
+    wait = store.layout.config.queue.wait_s
     with store.mutex(MAIN):
         held = store.read_main_lock()
+        if held is not None and held.session_id != session and held.reason == reason:
+            held = store.await_main_lock(reason, wait)  # remote mode: another machine's landing ends soon
         took = held is not None and held.session_id == session and held.reason == reason
         if held is not None and held.session_id != session:
             require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
         if held is None:
             took = store.create_main_lock(MainLock(session_id=session, reason=reason, pid=os.getpid()))
+            if not took and store.await_main_lock(reason, wait) is None:  # remote mode: taken between our read and our push
+                took = store.create_main_lock(MainLock(session_id=session, reason=reason, pid=os.getpid()))
         try:
             yield
         finally:

@@ -52,6 +52,12 @@ COMMANDS: dict[str, str] = {
     "hooks install": "spark_git.clients.settings:HooksSetData",
     "hooks uninstall": "spark_git.clients.settings:HooksSetData",
     "hooks check": "spark_git.ops.hooksetup:HooksCheckData",
+    "remote enable": "spark_git.ops.remote:RemoteData",
+    "remote disable": "spark_git.ops.remote:RemoteData",
+    "remote status": "spark_git.ops.remote:RemoteStatusData",
+    "remote check": "spark_git.ops.remote:RemoteCheckData",
+    "remote sync": "spark_git.ops.remote:RemoteStatusData",
+    "heartbeat": "spark_git.ops.remote:HeartbeatData",
 }
 
 # Files spark-git writes (and the config it reads) → model.

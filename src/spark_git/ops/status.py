@@ -18,6 +18,7 @@ from spark_git.core.layout import Layout
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
 from spark_git.ops import mainlock
+from spark_git.ops.remote_views import RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
@@ -90,6 +91,7 @@ class StatusData(_View):
     main_lock: mainlock.MainLockData
     tasks: list[TaskView]
     warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
+    remote: RemoteStatusData | None = None  # remote mode: every machine's locks on the shared remote, leases, stale ones
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -133,7 +135,26 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
-    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=warnings)
+    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=warnings,
+                                      remote=_remote(layout, live))
+
+
+def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
+    """Remote mode: every machine's locks; a task kept here whose remote lock is another's says so."""
+    if not layout.config.sync.remote:
+        return None
+    from spark_git.ops import remote  # lazy: local mode never loads the remote backend
+
+    data = remote.status(layout)
+    held = {t.task: t for t in data.tasks}
+    for view, _tf in live:
+        lock = held.get(view.task)
+        if lock is None:
+            view.problem = f"no lock on remote {data.remote} (ended, or taken away): this copy is stale"
+        elif not lock.mine:
+            why = f" by `lock break`: {lock.broken_why}" if lock.broken_why else ""
+            view.problem = f"held on remote {data.remote} by machine {lock.machine} (session {lock.session}){why}; this copy is stale"
+    return data
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]

@@ -83,6 +83,9 @@ class LocalStore:
     def release_main_lock(self) -> None:
         self.layout.main_lock().unlink(missing_ok=True)
 
+    def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:
+        return self.read_main_lock()
+
     # -- agent reports -----------------------------------------------------------------------
 
     def read_status(self, task: str, agent: str) -> AgentStatus | None:
@@ -199,8 +202,6 @@ class LocalStore:
     def write_ports(self, pf: PortsFile) -> None:
         write_atomic(self.layout.tasks_root / "ports.json", pf)
 
-
-
     # -- merge queue -------------------------------------------------------------------------
 
     def enqueue(self, task: str, sha: str) -> QueueEntry:
@@ -227,6 +228,12 @@ class LocalStore:
             if git.rev_parse(entry.ref) is not None:
                 raise
             return False
+        return True
+
+    def sync_base(self, branch: str) -> None:
+        return None
+
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
         return True
 
     def read_queue_log(self) -> QueueLog:

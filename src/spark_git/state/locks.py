@@ -33,7 +33,7 @@ MAIN = "main"
 
 # Held for milliseconds around one file or ref write: always waited for, silently unless it takes long.
 LEAVES = (NOTES, "ports")
-LEAF_PREFIXES = ("audit-",)
+LEAF_PREFIXES = ("audit-", "remote-")
 MOMENT_S = 2.0  # a wait longer than this is reported even when stderr is not a terminal
 
 

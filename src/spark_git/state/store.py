@@ -68,6 +68,9 @@ class Store(Protocol):
     def read_main_lock(self) -> MainLock | None: ...
     def write_main_lock(self, lock: MainLock) -> None: ...
     def release_main_lock(self) -> None: ...
+    def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:
+        """The main lock once no other machine holds it for `reason` (remote mode waits, polling the
+        remote, at most `timeout` s); local: at once (a lock here is a live session's or a killed one's)."""
 
     # -- agent reports -------------------------------------------------------------------
     def read_status(self, task: str, agent: str) -> AgentStatus | None: ...
@@ -118,6 +121,11 @@ class Store(Protocol):
         """Every entry, in queue order."""
     def dequeue(self, entry: QueueEntry) -> bool:
         """Removes the entry if it still points at its sha; False if it was gone already."""
+    def sync_base(self, branch: str) -> None:
+        """Brings the local base branch up to the shared one before a batch is built (local: nothing)."""
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
+        """Moves the shared base from `old` (the gated base) to `new` together with the removal of the
+        landed queue entries, all or nothing; False if the base moved (local: True, nothing shared)."""
     def read_queue_log(self) -> QueueLog: ...
     def write_queue_log(self, log: QueueLog) -> None:
         """Written only by the process holding the queue-drain mutex."""

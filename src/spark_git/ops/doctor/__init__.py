@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from spark_git.core.errors import CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.doctor import checks, halfway, queue, repo
+from spark_git.ops.doctor import checks, halfway, machines, queue, repo
 from spark_git.ops.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.ops.worktrees import Progress, quiet
@@ -65,6 +65,8 @@ def observe(layout: Layout, only: str | None, *, session: str | None, progress: 
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
         queue.check_queue(ctx)
+        if layout.config.sync.remote:
+            machines.check_machines(ctx)
     halfway.check_task_worktrees(ctx, tfs)
     return ctx, seen
 

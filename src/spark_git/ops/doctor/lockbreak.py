@@ -82,6 +82,10 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
+    if layout.config.sync.remote:
+        from spark_git.ops.remote import break_remote
+
+        return LockBreakData(**break_remote(layout, task, why, session), **_who())
     from spark_git.ops.taskfile import save_task
     from spark_git.state.files import create_exclusive
 

@@ -95,6 +95,7 @@ def _base_of(store: Store, e: QueueEntry) -> str | None:
 
 def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
     git, base = layout.git(), _base_of(store, batch[0]) or ""
+    store.sync_base(base)  # remote mode: another machine may have landed since
     old = git.branch_head(base)
     if old is None:
         for e in batch:

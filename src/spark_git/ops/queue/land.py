@@ -57,6 +57,8 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
         faults.point("complete-before-ff")
         if git.branch_head(base) != cand.old_base:
             raise BaseMoved(f"{base} moved while the batch was gated")
+        if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts]):
+            raise BaseMoved(f"{base} moved on the shared remote while the batch was gated")
         main_wt = base_worktree(git, base)
         try:
             if main_wt is not None:

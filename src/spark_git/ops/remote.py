@@ -1,0 +1,162 @@
+"""`spark-git remote enable|disable|status|check|sync` and `spark-git heartbeat`: the switch of remote
+mode, the cross-machine view of the remote's locks, a host check, and the lease renewal of long gates."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+from pydantic import BaseModel
+
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.gitremote import Remote
+from spark_git.core.layout import LOCAL_SYNC, Layout
+from spark_git.ops.remote_views import LeaseView, RemoteStatusData
+from spark_git.state.backends import open_store
+from spark_git.state.files import write_text_atomic
+from spark_git.state.notes import NOTES_REF
+from spark_git.state.remote import RemoteStore
+from spark_git.state.remote_refs import Lease
+from spark_git.state.store import VERDICTS_REF
+
+
+class RemoteData(BaseModel):
+    enabled: bool
+    remote: str | None
+    url: str | None = None
+    machine: str
+    lease_s: float
+    config_file: str  # this clone's own switch (the repository's [sync] section is the default)
+
+
+class HeartbeatData(BaseModel):
+    task: str
+    machine: str
+    expires_at: str
+
+
+class RemoteCheckData(BaseModel):
+    remote: str
+    url: str
+    custom_refs: bool  # refs/spark/* can be pushed, fetched and deleted
+    notes_refs: bool  # refs/notes/* can be pushed and fetched
+    atomic: bool  # one refused lease in an --atomic push moved no ref at all
+
+
+def _sync_file(layout: Layout) -> str:
+    return str(layout.spark_dir / LOCAL_SYNC)
+
+
+def _write_switch(layout: Layout, remote: str, machine: str | None) -> None:
+    lines = ["# spark-git remote enable/disable: this clone's [sync] keys (over the repository's config)", "[sync]",
+             f"remote = {json.dumps(remote)}"]
+    if machine:
+        lines.append(f"machine = {json.dumps(machine)}")
+    layout.spark_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(layout.spark_dir / LOCAL_SYNC, "\n".join(lines) + "\n")
+
+
+def show(layout: Layout, remote: str | None = None, machine: str | None = None) -> RemoteData:
+    sync = layout.config.sync
+    name = remote if remote is not None else sync.remote
+    url = Remote(layout.git(), name).url() if name else None
+    return RemoteData(enabled=bool(name), remote=name or None, url=url, machine=machine or sync.machine or socket.gethostname(),
+                      lease_s=sync.lease_s, config_file=_sync_file(layout))
+
+
+def _live(layout: Layout) -> list[str]:
+    """Tasks whose lock file is here (ended ones keep only their records)."""
+    return [t for t in layout.task_names() if layout.task_json(t).is_file()]
+
+
+def enable(layout: Layout, name: str, machine: str | None) -> RemoteData:
+    """Switches this clone to remote mode after checking the remote answers (nothing written otherwise)."""
+    if not name or name.startswith("-"):
+        raise BadInput(f"bad remote name {name!r}")
+    if _live(layout):
+        raise Blocked(f"this clone has tasks kept locally ({', '.join(_live(layout))}): end them before switching modes",
+                      hint="finish them (`spark-git complete`) or `spark-git abandon` them first")
+    r = Remote(layout.git(), name)
+    r.url()
+    r.ls("refs/spark/main-lock")  # unreachable: refused here, not at the first task
+    _write_switch(layout, name, machine or layout.config.sync.machine)
+    return show(layout, name, machine)
+
+
+def disable(layout: Layout) -> RemoteData:
+    if layout.config.sync.remote and _live(layout):
+        raise Blocked(f"this clone holds remote tasks ({', '.join(_live(layout))}): end them before switching modes")
+    _write_switch(layout, "", layout.config.sync.machine)
+    return show(layout, "")
+
+
+def _view(task: str, state: str | None, lease: Lease, me: str) -> LeaseView:
+    return LeaseView(task=task, state=state, machine=lease.machine, session=lease.session, pid=lease.pid, lease_age_s=round(lease.age_s(), 1),
+                     expires_at=lease.expires_at, stale=lease.expired(), mine=lease.machine == me,
+                     broken_why=str(lease.broken.get("why")) if lease.broken else None)
+
+
+def remote_store(layout: Layout) -> RemoteStore:
+    store = open_store(layout)
+    if not isinstance(store, RemoteStore):
+        raise BadInput("remote mode is off in this clone", hint="with no task running here: spark-git remote enable <remote>")
+    return store
+
+
+def status(layout: Layout) -> RemoteStatusData:
+    store = remote_store(layout)
+    me = store.machine
+    tasks = [_view(t, tf.state if tf else None, lease, me) for t, (tf, lease) in store.remote_tasks().items()]
+    main = store.refs.read("refs/spark/main-lock", "main-lock.json")
+    return RemoteStatusData(remote=store.refs.remote.name, machine=me, tasks=tasks, main_lock=_view("main", None, main[2], me) if main else None,
+                            queue=[e.task for e in store.queue_entries()])
+
+
+def heartbeat(layout: Layout, task: str) -> HeartbeatData:
+    store = remote_store(layout)
+    lease = store.heartbeat(task)
+    return HeartbeatData(task=task, machine=lease.machine, expires_at=lease.expires_at)
+
+
+def sync(layout: Layout) -> RemoteStatusData:
+    """Merges and pushes both notes refs (a write whose push kept being refused goes out here)."""
+    store = remote_store(layout)
+    for ref in (NOTES_REF, VERDICTS_REF):
+        if layout.git().rev_parse(ref) is not None:
+            store.sync_notes(ref)
+    return status(layout)
+
+
+def check(layout: Layout, name: str | None) -> RemoteCheckData:
+    """Pushes, reads back and deletes probe refs: custom namespaces, notes, and --atomic honoured."""
+    git = layout.git()
+    r = Remote(git, name or layout.config.sync.remote or "origin")
+    url, head = r.url(), git.rev_parse("HEAD")
+    if head is None:
+        raise BadInput("the host check pushes probe refs at HEAD: commit something first")
+    probe = f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
+    a, b, n = f"refs/spark/check/{probe}/a", f"refs/spark/check/{probe}/b", f"refs/notes/spark-check-{probe}"
+    custom = r.push({a: head}, {a: None}).ok and r.ls(a).get(a) == head
+    notes = r.push({n: head}, {n: None}).ok and r.ls(n).get(n) == head
+    # b must not exist, a must: a's lease is wrong on purpose, so an honoured --atomic moves neither.
+    refused = r.push({b: head, a: None}, {b: None, a: "0" * 39 + "1"})
+    atomic = not refused.ok and b not in r.ls(b) and r.ls(a).get(a) == head
+    made = {x: head for x in (a, n) if r.ls(x).get(x) == head}
+    if made:
+        r.push(dict.fromkeys(made), dict(made))
+    return RemoteCheckData(remote=r.name, url=url, custom_refs=custom, notes_refs=notes, atomic=atomic)
+
+
+def break_remote(layout: Layout, task: str, why: str, session: str) -> dict[str, object]:
+    """`lock break` in remote mode: this machine takes the task over with a lease on the commit it saw
+    (a holder that moved in between makes the push fail: run it again); logged in the audit trail and
+    the lock's own history, and the old holder's next command is refused with `why`."""
+    store = remote_store(layout)
+    before, _tf = store.take_over(task, session, why)
+    store.event(task, "lock_broken", session, previous_owner=before.session, previous_machine=before.machine, new_owner=session,
+                new_machine=store.machine, why=why, lease_expired=before.expired())
+    return {"task": task, "previous_owner": f"{before.session} on {before.machine}", "new_owner": session,
+            "idle": f"{before.age_s():.0f}s", "why": why, "owner_alive": None if before.expired() else True, "owner_pid": before.pid,
+            "broken_by": session}

@@ -1,0 +1,108 @@
+"""Remote mode under contention, against real servers on 127.0.0.1 (fixtures/servers.py): 3 machines
+(clones) x 10 racing OS processes take one task lock per round, 100 rounds over file:// and a few
+over smart HTTP (lighttpd + git http-backend) and SSH (sshd): exactly one owner each round; and the
+host check (custom refs, notes refs, --atomic honoured) on both servers."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.repo import git, spark
+from fixtures.servers import bare, http_server, machine, seed, ssh_server
+
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+from spark_git.state.models import TaskFile
+
+MACHINES, RACERS = 3, 10
+pytestmark = pytest.mark.slow
+
+
+def _racer(clone: str, base: str, rounds: int, who: str, barrier: Any, results: Any) -> None:
+    """One racer: the same store code a `start` runs, on its machine's clone, released by a barrier."""
+    store = open_store(Layout.discover(Path(clone)))
+    for r in range(rounds):
+        task = f"race-{r}"
+        tf = TaskFile(task_name=task, session_id=who, base_branch="main", base_commit=base, task_branch=task,
+                      worktree=f"/nowhere/{task}", created_branches=[task])
+        barrier.wait()
+        try:
+            won = store.create_task(tf)
+        except Exception as e:  # reported to the parent, which fails the test with it
+            results.put((r, who, f"error: {e}"))
+            continue
+        results.put((r, who, won))
+
+
+def _race(root: Path, url: str, rounds: int, ssh_cmd: str | None = None) -> None:
+    seed(root, url, {"README.md": "# race\n"}, ssh_cmd=ssh_cmd)
+    clones = [machine(root, url, f"m{i}", ssh_cmd) for i in range(MACHINES)]
+    base = git(clones[0], "rev-parse", "origin/main")
+    ctx = mp.get_context("fork")
+    barrier, results = ctx.Barrier(MACHINES * RACERS), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(str(c), base, rounds, f"{c.name}-{i}", barrier, results))
+             for c in clones for i in range(RACERS)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=600) for _ in range(rounds * len(procs))]
+    for p in procs:
+        p.join(timeout=60)
+    errors = [g for g in got if isinstance(g[2], str)]
+    assert not errors, errors[:5]
+    winners = {r: [w for rr, w, won in got if rr == r and won] for r in range(rounds)}
+    assert all(len(w) == 1 for w in winners.values()), {r: w for r, w in winners.items() if len(w) != 1}
+    remote = git(clones[0], "ls-remote", "origin", "refs/spark/tasks/*", "refs/heads/race-*").splitlines()
+    assert len(remote) == 2 * rounds  # one lock and one branch per round, nothing else
+    for r, (w,) in winners.items():  # the lock on the remote names the winner
+        lock = git(clones[0], "fetch", "--quiet", "origin", f"refs/spark/tasks/race-{r}") or git(clones[0], "show", "FETCH_HEAD:task.json")
+        assert f'"session_id": "{w}"' in lock
+
+
+def test_3_machines_x_10_racers_100_rounds_over_file_exactly_one_owner(tmp_path: Path) -> None:
+    _race(tmp_path, f"file://{bare(tmp_path)}", 100)
+
+
+def test_racers_over_smart_http_exactly_one_owner(tmp_path: Path) -> None:
+    bare(tmp_path)
+    with http_server(tmp_path) as base:
+        _race(tmp_path, f"{base}/shared.git", 5)
+
+
+def test_racers_over_ssh_exactly_one_owner(tmp_path: Path) -> None:
+    bare(tmp_path)
+    with ssh_server(tmp_path) as (base, ssh_cmd):
+        _race(tmp_path, f"{base}/shared.git", 2, ssh_cmd)
+
+
+@contextmanager
+def _file(root: Path) -> Iterator[tuple[str, str | None]]:
+    yield f"file://{root}", None
+
+
+@contextmanager
+def _http(root: Path) -> Iterator[tuple[str, str | None]]:
+    with http_server(root) as base:
+        yield base, None
+
+
+@contextmanager
+def _ssh(root: Path) -> Iterator[tuple[str, str | None]]:
+    with ssh_server(root) as (base, cmd):
+        yield base, cmd
+
+
+@pytest.mark.parametrize("server", [_file, _http, _ssh], ids=["file", "http", "ssh"])
+def test_host_check_custom_refs_notes_and_atomic_are_honoured(tmp_path: Path, server: Callable[[Path], AbstractContextManager[tuple[str, str | None]]]) -> None:
+    bare(tmp_path)
+    with server(tmp_path) as (base, ssh_cmd):
+        seed(tmp_path, f"{base}/shared.git", {"README.md": "# check\n"}, ssh_cmd=ssh_cmd)
+        m = machine(tmp_path, f"{base}/shared.git", "m0", ssh_cmd)
+        r = spark(m, "--json", "remote", "check")
+        assert r.returncode == 0, r
+        assert r.json["data"] | {"url": None} == {"remote": "origin", "url": None, "custom_refs": True, "notes_refs": True, "atomic": True}
+        assert git(m, "ls-remote", "origin", "refs/spark/*", "refs/notes/*") == ""  # the probes are gone
