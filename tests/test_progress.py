@@ -28,7 +28,8 @@ def shown(out: str) -> str:
 
 
 def test_progress_on_a_terminal(prepo: Path) -> None:
-    rc, out = run_on_pty(prepo, ["start", "t1", "--agents", "a1,a2"])
+    # 80 columns: a step longer than that (a worktree path) is cut, never the elapsed time beside it
+    rc, out = run_on_pty(prepo, ["start", "t1", "--agents", "a1,a2"], cols=80)
     text = shown(out)
     assert rc == 0, text
     for step in ("[1/3] worktree", "[3/3] worktree", "checking out 3 worktree(s)", "checked out", "setup 1/1 in"):

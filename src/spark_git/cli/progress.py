@@ -33,9 +33,11 @@ class TerminalProgress:
 
         if self._bar is None:
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
-            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                 console=self.console, transient=True)
+            # A long step (a worktree path) is cut, never the spinner or the elapsed time beside it.
+            text = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+            self._bar = Progress(SpinnerColumn(), text, TimeElapsedColumn(), console=self.console, transient=True, expand=True)
             self._bar.start()
             self._task = self._bar.add_task(escape(msg), total=None)
         else:
