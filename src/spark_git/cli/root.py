@@ -32,6 +32,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "cleanup": ("cleanup", "abandon", "doctor", "archive"),
     "agents": ("env", "schema"),
     "hooks": ("hook", "hooks"),
+    "statusline": ("statusline",),
 }
 
 

@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "hooks install": "spark_git.clients.settings:HooksSetData",
     "hooks uninstall": "spark_git.clients.settings:HooksSetData",
     "hooks check": "spark_git.ops.hooksetup:HooksCheckData",
+    "statusline": "spark_git.ops.statusline:StatuslineData",
 }
 
 # Files spark-git writes (and the config it reads) → model.
