@@ -77,3 +77,18 @@ def test_ended_tasks_only_with_all(tmp_path: Path) -> None:
     assert "t2" not in out.replace("1 ended task not shown", "") and "1 ended task not shown (spark-git status --all lists them)" in out, out
     out = p.spark("status", "--all").stdout
     assert re.search(r"^t2\s+ENDED", out, re.M), out
+
+
+def test_queue_position_in_the_summary_and_json(tmp_path: Path) -> None:
+    from fixtures.repo import git
+
+    p = P(tmp_path, agents="a1", config=LIGHT)
+    assert p.spark("start", "t2", "--agents", "").returncode == 0
+    # Queue entries as the Store names them (refs/spark/queue/<seq>-<task>), landing in seq order.
+    git(p.repo, "update-ref", f"refs/spark/queue/{1:020d}-t2", git(p.repo, "rev-parse", "t2"))
+    git(p.repo, "update-ref", f"refs/spark/queue/{2:020d}-t1", git(p.repo, "rev-parse", "t1"))
+    rows = {t["task"]: t["queue_position"] for t in p.ok("status")["data"]["tasks"]}
+    assert rows == {"t1": 2, "t2": 1}
+    out = p.spark("status").stdout
+    assert re.search(r"^t1\s+INIT\s+s1\s+\S+ \S+\s+1\s+#2\s", out, re.M) and re.search(r"^t2\s+INIT\s+s1\s+\S+ \S+\s+0\s+#1\s", out, re.M), out
+    assert "queue #2" in p.spark("status", "t1").stdout
