@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,8 +35,11 @@ USAGE = 129  # git's exit code for a usage error: a git older than 2.38 has no `
 def scratch_objects(objects: Path) -> Iterator[dict[str, str]]:
     """An environment in which git writes new objects to a temporary directory (deleted on exit) and
     reads the repository's `objects` as an alternate: a trial merge leaves nothing behind, not even
-    dangling trees for `git fsck` to report."""
-    with tempfile.TemporaryDirectory(prefix="spark-merge-tree-") as tmp:
+    dangling trees for `git fsck` to report. In memory (/dev/shm) where there is one: writing a few
+    dozen loose objects to a disk under load cost the radar 50-90 ms, in memory 2-5 ms."""
+    shm = "/dev/shm"
+    parent = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="spark-merge-tree-", dir=parent) as tmp:
         yield {"GIT_OBJECT_DIRECTORY": tmp, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
 
 
