@@ -163,23 +163,34 @@ def _radar_lines(t: TaskView, w: int | None) -> list[str]:
 
 def next_lines(t: TaskView, w: int | None) -> list[str]:
     from spark_git.protocol import command_to
+    from spark_git.protocol.unmet import FIX_ARROW
 
     lines = fit.wrap(f"risk {t.risk}, variant {t.variant}, protocol {t.protocol}", w, "  ") if t.risk else []
     for n in t.next_states:
         cmd = command_to(t.task, n.state, t.state)
-        # The command on a line of its own, never wrapped: it is meant to be pasted.
         if not n.blockers:
-            lines += [f"  next: {n.state} ready:", f"    {cmd}"]
+            lines += _ready(f"next: {n.state} ready", cmd, w)
         elif t.protocol == "light" and _advance_waives(t, n.state):
             # Under the light protocol `advance` records these conditions as waived and goes through.
             k = len(n.blockers)
-            lines += fit.wrap(f"next: {n.state} ready under protocol light ({k} unmet condition{'s' if k != 1 else ''} recorded as waived):", w, "  ")
-            lines.append(f"    {cmd}")
+            lines += _ready(f"next: {n.state} ready under protocol light, {k} unmet condition{'s' if k != 1 else ''} recorded as waived", cmd, w)
         else:
             lines.append(f"  next: {n.state} blocked by:")
             for b in n.blockers:
-                lines += fit.wrap(f"- {b}", w, "    ", hang="  ")
+                condition, arrow, fix = b.partition(FIX_ARROW)
+                lines += fit.wrap(f"- {condition}", w, "    ", hang="  ")
+                if arrow:
+                    lines.append(f"      → {fix}")  # whole: a command to paste
     return lines
+
+
+def _ready(text: str, cmd: str, w: int | None) -> list[str]:
+    """`text (cmd)` on one line when it fits; else the command on a line of its own, whole: it is
+    meant to be pasted."""
+    one = f"  {text} ({cmd})"
+    if w is None or len(one) <= w:
+        return [one]
+    return [*fit.wrap(f"{text}:", w, "  "), f"    {cmd}"]
 
 
 def _advance_waives(t: TaskView, to: str) -> bool:
