@@ -51,6 +51,15 @@ for a in architecture-reviewer api-implementation-updater test-writer security-r
   SPARK_SESSION_ID=b41d07c6-coordinator-bob "${SG[@]}" report rename-config-keys-everywhere --agent "$a" --status WORKING >/dev/null
 done
 
+# upgrade-http-client and t4: approved and in the landing queue (complete --no-wait enqueues only)
+for t in upgrade-http-client t4; do
+  sess=7f3c9a2e-coordinator-alice; [ "$t" = t4 ] && sess=b41d07c6-coordinator-bob
+  printf 'line 1\n%s\nline 3\n' "$t" > "$T/$t/code/src/api/auth.py"
+  git -C "$T/$t/code" commit -qam "$t work"
+  SPARK_SESSION_ID=$sess "${SG[@]}" approve "$t" --changes >/dev/null
+  SPARK_SESSION_ID=$sess "${SG[@]}" complete "$t" --no-wait >/dev/null
+done
+
 capture() {  # capture COLUMNS FILE ARGS...: the command line and what it printed
   local cols="$1" file="$2"
   shift 2
