@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from fixtures.repo import Run, commit, spark
+from fixtures.repo import commit, spark
 
 from tests.protokit import P
 
@@ -26,14 +26,10 @@ def _five(tmp_path: Path) -> P:
 
 
 def _lines(p: P, *args: str, columns: int) -> list[str]:
-    r = _with_columns(p, columns, *args)
+    """`status ARGS` as a terminal `columns` wide would show it (COLUMNS is what a shell exports)."""
+    r = spark(p.repo, "status", *args, env={**os.environ, "SPARK_SESSION_ID": "s1", "COLUMNS": str(columns)})
     assert r.returncode == 0, r
     return r.stdout.splitlines()
-
-
-def _with_columns(p: P, columns: int, *args: str) -> Run:
-    env = {**os.environ, "SPARK_SESSION_ID": "s1", "COLUMNS": str(columns)}
-    return spark(p.repo, "status", *args, env=env)
 
 
 def test_one_line_per_task_fits_80_and_160_columns(tmp_path: Path) -> None:
