@@ -72,6 +72,8 @@ def conflicts_many(git: Git, pairs: list[tuple[str, str]], objects: Path) -> lis
         raise GitError(["git", "merge-tree", "--stdin"], r.returncode, r.stderr, str(git.cwd))
     # Per merge: "<1 if clean else 0>\0<tree>\0<file>\0…\0" and one more \0 (file names are never empty).
     blocks = r.stdout.split("\0\0")[: len(pairs)]
+    if len(blocks) < len(pairs) or any(b.count("\0") < 1 for b in blocks):
+        raise GitError(["git", "merge-tree", "--stdin"], r.returncode, f"unexpected output for {len(pairs)} merges: {r.stdout[:200]!r}", str(git.cwd))
     out: list[list[str]] = []
     for block in blocks:
         clean, _tree, *files = block.split("\0")
