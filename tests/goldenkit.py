@@ -29,6 +29,7 @@ _VOLATILE = [
     (re.compile(r"\d{4}-?\d\d-?\d\dT\d\d:?\d\d:?\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)?s\b"), "<dur>"),  # gate durations
     (re.compile(r"idle \d+ ?[a-z]+"), "idle <idle>"),
+    (re.compile(r"(?<=  )\d+ (s|min)(?=  )"), "<idle>"),  # the IDLE column of `status`
     (re.compile(r"(?<=\S) {2,}(?=\S)"), "  "),  # column padding follows the tmp path's length
     (re.compile(r" +$", re.M), ""),
 ]

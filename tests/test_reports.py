@@ -75,7 +75,7 @@ def test_status_flags_agents_and_shows_next_states(tmp_path: Path) -> None:
     assert any("spark-git classify t1" in b for b in t["next_states"][0]["blockers"])
     r = p.spark("status", p.task)
     assert r.returncode == 0
-    for text in ("a-reviewer: never reported", "b-updater: ERROR: cannot import numpy", "c-updater: WORKING without an update",
+    for text in ("never reported: a-reviewer", "b-updater: ERROR: cannot import numpy", "c-updater: WORKING without an update",
                  "next: CLASSIFIED blocked by:", "risk level and agent set are not decided"):
         assert text in r.stdout, r.stdout
     p.ok("classify", p.task, "--files", "README.md")

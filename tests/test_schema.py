@@ -159,6 +159,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("hooks install", "hooks", "install", "--scope", "user")  # (the sealed HOME)
     c.run("hooks check", "hooks", "check")
     c.run("hooks uninstall", "hooks", "uninstall", "--scope", "user")
+    c.run("statusline", "statusline", input=json.dumps({"cwd": str(root / "t1" / "agents" / "a1" / "code")}))
     c.run("hooks uninstall", "hooks", "uninstall")
     wt = {"session_id": "nobody", "cwd": str(repo), "hook_event_name": "WorktreeCreate", "name": "scratch"}
     made = c.run("hook worktree-create", "hook", "worktree-create", input=json.dumps(wt))["data"]["path"]

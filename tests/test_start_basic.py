@@ -135,8 +135,10 @@ def test_abandon_untouched_task_removes_everything_but_the_audit_trail(repo: Pat
     trail = json.loads((root / "audit-trail.json").read_text())
     ev = trail["events"][-1]
     assert ev["kind"] == "abandoned" and ev["why"] == "not needed"
-    (row,) = cli("status", "--json").json["data"]["tasks"]
+    (row,) = cli("status", "--all", "--json").json["data"]["tasks"]
     assert row["task"] == "t1" and row["state"] == "ENDED" and row["problem"] is None
+    d = cli("status", "--json").json["data"]  # ended tasks only with --all
+    assert d["tasks"] == [] and d["ended_hidden"] == ["t1"]
     # The name can be used again.
     r = cli("start", "t1", "--agents", "a1", "--json", session="s3")
     assert r.returncode == 0 and r.json["data"]["session_id"] == "s3", r

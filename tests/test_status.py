@@ -57,7 +57,13 @@ def test_status_human_output(repo: Path, cli) -> None:
     assert r.returncode == 0, r
     out = r.stdout
     assert "main lock: held by s9" in out
+    # one line per task by default; "never reported" counted, not repeated per agent
+    assert re.search(r"t1\s+INIT\s+s1\s+\d+ (s|min)\s+2 \(1 unmerged, 1 dirty\)\s+-\s+2 never reported", out), out
+    assert re.search(r"t2\s+INIT\s+s2\s+\d+ (s|min)\s+0\s+-\s+-", out), out
+    assert "task-t1-agent-a1" not in out
+    out = cli("status", "--agents").stdout  # the full picture
     assert re.search(r"t1\s+INIT\s+owner s1 \(idle \d+", out), out
+    assert out.count("never reported") == 1 and "never reported: a1, a2" in out, out
     assert re.search(r"a1\s+task-t1-agent-a1\s+2\s+1\s+clean", out), out
     assert re.search(r"a2\s+task-t1-agent-a2\s+0\s+1\s+dirty", out), out
     assert re.search(r"t2\s+INIT\s+owner s2", out), out

@@ -57,6 +57,13 @@ def _main(args: list[str]) -> int:
         rc = hook_main(args[1:])
         if rc >= 0:
             return rc
+    if args[:1] == ["statusline"]:
+        # Fast path too: Claude Code runs it after every assistant message.
+        from spark_git.clients.statusline import main as statusline_main
+
+        rc = statusline_main(args)
+        if rc >= 0:
+            return rc
     # Hooks and gates must never act on a repository other than the one they were asked about.
     from spark_git.core.gittypes import GIT_LOCATION_ENV
 

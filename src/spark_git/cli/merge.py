@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -59,18 +60,28 @@ def merge(
         if (agent is None) == (not all_):
             raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
         if all_:
-            return _merge_all_result(m.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx)))
+            return _merge_all_result(m.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx)))
         assert agent is not None  # exactly one of --agent/--all, checked above
-        d = m.merge(layout, task, agent, session=session_from(session), rerun=rerun, ticker=ticker(ctx))
+        d = m.merge(layout, task, agent, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
         return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d))
 
     execute(ctx, action)
 
+
+def _warner(ctx: typer.Context) -> Callable[[str], None] | None:
+    """Warnings on stderr as they happen (before a long gate), terminal or not; under --json the
+    result's data carries them instead."""
+    if state(ctx).json:
+        return None
+    return lambda msg: print(f"warning: {msg}", file=sys.stderr, flush=True)
+
+
 def _conflict_lines(out: Out, files: list[str]) -> None:
     for f in files:
         out.print(f"  conflict: {_esc(f)}")
+
 
 def _merge_all_result(d: MergeAllData) -> Result:
     landed = [x for x in d.merged if x.landed]

@@ -33,6 +33,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "agents": ("env", "schema"),
     "hooks": ("hook", "hooks"),
     "remote": ("remote", "heartbeat"),
+    "statusline": ("statusline",),
 }
 
 

@@ -14,7 +14,6 @@ from spark_git.state.locks import session_from
 if TYPE_CHECKING:
     from spark_git.ops.provision import ProvisionReport
     from spark_git.ops.remote_views import RemoteStatusData
-    from spark_git.ops.status import TaskView
 
 
 agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
@@ -89,52 +88,26 @@ def start(
 @app.command()
 def status(
     ctx: typer.Context,
-    task: Annotated[str | None, typer.Argument(help="Only this task.", show_default=False)] = None,
+    task: Annotated[str | None, typer.Argument(help="Only this task, in full.", show_default=False)] = None,
+    agents: Annotated[bool, typer.Option("--agents", help="Every task in full: agents, flags, conflict radar, next states.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Also the ended tasks (cleaned up or abandoned).")] = False,
+    no_radar: Annotated[bool, typer.Option("--no-radar", help="Skip the conflict radar (`git merge-tree` of the unmerged branches).")] = False,
 ) -> None:
-    """Every task: state, owner and idle time, agents ahead/behind and dirty; the main lock. Reads only."""
+    """One line per live task (state, owner, idle, agents, queue, problems); a task name or --agents for the full picture. Reads only."""
     from spark_git.core.layout import task_name
     from spark_git.ops import status as status_mod
 
     def action(layout: Layout) -> Result:
         if task is not None:
             task_name(task)
-        d = status_mod.collect(layout, task)
+        d = status_mod.collect(layout, task, with_radar=not no_radar, ended=all_)
 
         def human(out: Out) -> None:
-            from rich.table import Table
+            from spark_git.cli import fit, statusview
 
-            ml = d.main_lock
-            out.print(f"main lock: {'held by ' + str(ml.session_id) + ' (' + str(ml.idle) + ')' if ml.held else 'free'}")
             if d.remote is not None:
                 _render_remote(out, d.remote)
-            for t in d.tasks:
-                if t.state == "ENDED":
-                    out.print(f"[bold]{t.task}[/bold]  [dim]ended (no lock, no worktree; audit trail kept)[/dim]")
-                    continue
-                if t.problem:
-                    out.print(f"[bold]{t.task}[/bold]  [red]{t.problem}[/red]")
-                    continue
-                dirty = "dirty" if t.dirty else ("clean" if t.dirty is not None else "missing")
-                out.print(
-                    f"[bold]{t.task}[/bold]  {t.state}  owner {t.session_id} ({t.idle})  "
-                    f"{t.task_branch} @ {(t.head or '?')[:12]} +{t.commits_beyond_base}  worktree {dirty}"
-                    + (f"  gate {t.gate.token}" if t.gate else "")
-                )
-                if t.provisioning == "in_progress":
-                    out.print(f"  [yellow]start running or interrupted: worktrees may be missing; the owner runs `spark-git start {t.task}` again to finish[/yellow]")
-                if t.agents:
-                    tbl = Table(box=None, padding=(0, 2), show_edge=False)
-                    for col in ("agent", "branch", "ahead", "behind", "tree", "report"):
-                        tbl.add_column(col)
-                    for a in t.agents:
-                        tree = "missing" if not a.exists else ("dirty" if a.dirty else "clean")
-                        rep = a.report.status if a.report else "-"
-                        tbl.add_row(a.name, a.branch, str(a.ahead if a.ahead is not None else "?"), str(a.behind if a.behind is not None else "?"), tree, rep)
-                    out.print(tbl)
-                    for a in t.agents:
-                        for f in a.flags:
-                            out.print(f"  [yellow]⚑ {a.name}: {f}[/yellow]")
-                _render_next_states(out, t)
+            statusview.render(out, d, detail=agents or task is not None, width=fit.width())
 
         n = len(d.tasks)
         return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human)
@@ -148,22 +121,6 @@ def _render_remote(out: Out, r: RemoteStatusData) -> None:
         stale = "  [red]STALE: lease expired (`spark-git lock break " + t.task + " --why ...` takes it over)[/red]" if t.stale else ""
         out.print(f"  {t.task}  {t.state}  held by {'this machine' if t.mine else t.machine} (session {t.session}, pid {t.pid}), "
                   f"lease renewed {t.lease_age_s:.0f}s ago{stale}")
-
-
-def _render_next_states(out: Out, t: TaskView) -> None:
-    from rich.markup import escape
-
-    from spark_git.protocol import command_to
-
-    if t.risk:
-        out.print(f"  risk {t.risk}, variant {t.variant}, protocol {t.protocol}")
-    for n in t.next_states:
-        if not n.blockers:
-            out.print(f"  next: {n.state} [green]ready[/green] ({command_to(t.task, n.state, t.state)})")
-            continue
-        out.print(f"  next: {n.state} blocked by:")
-        for b in n.blockers:
-            out.print(f"    - {escape(b)}")
 
 
 @agent_app.command("add")

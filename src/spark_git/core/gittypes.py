@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NewType
 
+# Re-exported: defined in gitlite, where the status line imports it without this module's cost.
+from spark_git.core.gitlite import GIT_LOCATION_ENV as GIT_LOCATION_ENV
+
 LocalBranch = NewType("LocalBranch", str)  # short name, e.g. "add-oauth"
 Sha = NewType("Sha", str)
 
 ZERO_SHA = Sha("0" * 40)
 
-# Environment that would point git at some other repository than the one we were asked about.
-GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
 @dataclass(frozen=True)

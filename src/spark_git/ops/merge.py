@@ -5,6 +5,7 @@ checked out; the commit that passed the build gate is the commit that lands."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -14,6 +15,7 @@ from spark_git.core.errors import SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
+from spark_git.ops import radar
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.prepare import prepare, unmet_blocked
 from spark_git.ops.merging.record import (
@@ -24,6 +26,7 @@ from spark_git.ops.merging.record import (
 )
 from spark_git.ops.merging.rewrite import rebase, stamp
 from spark_git.ops.merging.verify import verify
+from spark_git.ops.radar import Clash
 from spark_git.ops.taskfile import load_task, save_task
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name
@@ -51,6 +54,7 @@ class MergeData(BaseModel):
     second_pass: bool = False
     landed_after: list[str] = []
     first_refusal: str | None = None
+    radar: list[Clash] = []  # other agents' unmerged work this agent's would conflict with (warned before the gate)
 
 
 class MergeRefusal(BaseModel):
@@ -74,7 +78,10 @@ class MergeAllData(BaseModel):
     refused: list[MergeRefusal]
 
 
-def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None) -> MergeData:
+Warn = Callable[[str], None]
+
+
+def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None, warn: Warn | None = None) -> MergeData:
     task = task_name(task)
     agent = agent_name(agent)
     store = open_store(layout)
@@ -83,13 +90,13 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: 
     with store.mutex(task_mutex_name(task)):
         tf = load_task(layout, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-        data = _merge_locked(layout, store, tf, agent, session, rerun, ticker)
+        data = _merge_locked(layout, store, tf, agent, session, rerun, ticker, warn)
         if data.landed or data.recovered:
             save_task(layout, tf)
         return data
 
 
-def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None) -> MergeAllData:
+def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None, warn: Warn | None = None) -> MergeAllData:
     """Every agent of the task, in the order they joined, each through the whole `merge` (its own
     gates, its own task-mutex hold). One agent's refusal does not stop the others; the protocol's
     and the owner's refusals are the same for every agent, so they stop the batch before it starts.
@@ -106,7 +113,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     first: list[tuple[str, int, SparkError]] = []  # refused agent, landings before its attempt, why
     for agent in tf.agents:
         try:
-            _merged(data, landings, merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker))
+            _merged(data, landings, merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker, warn=warn))
         except SparkError as e:
             first.append((agent, len(landings), e))
     for agent, mark, why in first:
@@ -115,7 +122,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
             data.refused.append(_refusal(agent, why, passes=1))
             continue
         try:
-            d = merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker)
+            d = merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker, warn=warn)
         except SparkError as again:
             data.refused.append(_refusal(agent, again, passes=2))
             continue
@@ -134,7 +141,9 @@ def _refusal(agent: str, e: SparkError, passes: int) -> MergeRefusal:
     return MergeRefusal(agent=agent, status=e.status, exit_code=e.exit_code, error=e.message, hint=e.hint, details=e.details, next=e.next, passes=passes)
 
 
-def _merge_locked(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None, rerun: bool, ticker: Ticker | None) -> MergeData:
+def _merge_locked(
+    layout: Layout, store: Store, tf: TaskFile, agent: str, session: str | None, rerun: bool, ticker: Ticker | None, warn: Warn | None
+) -> MergeData:
     plan = prepare(layout, store, tf, agent, session)
     if not plan.new:
         plan.recovered += record_unrecorded_landing(plan)
@@ -143,9 +152,29 @@ def _merge_locked(layout: Layout, store: Store, tf: TaskFile, agent: str, sessio
     stamp(plan)
     if not plan.new:  # everything was already upstream after the rebase
         return _data(plan, [], None)
-    ev = verify(plan, rerun=rerun, ticker=ticker)
+    clashes = _clashes(plan, warn)
+    try:
+        ev = verify(plan, rerun=rerun, ticker=ticker)
+    except SparkError as e:
+        e.details.setdefault("radar", [c.model_dump(mode="json") for c in clashes])
+        raise
     land(plan)
-    return _data(plan, record(plan, ev), ev)
+    data = _data(plan, record(plan, ev), ev)
+    data.radar = clashes
+    return data
+
+
+def _clashes(plan: Plan, warn: Warn | None) -> list[Clash]:
+    """The other agents' unmerged work this agent's would conflict with, told to `warn` before the
+    gate runs (a conflict found now is cheaper than one found after the gate and the next merge)."""
+    try:
+        found = radar.added_by(plan.git, plan.layout.repo.common_dir / "objects", plan.task_head, {a: e.branch for a, e in plan.tf.agents.items()}, plan.agent)
+    except SparkError:
+        return []  # the radar is advice: a merge never fails because of it
+    for c in found:
+        if warn is not None:
+            warn(f"{plan.agent} conflicts with {c.other}'s unmerged work in {', '.join(c.files)}: whichever lands second will need `spark-git sync`")
+    return found
 
 
 def _data(plan: Plan, landed: list[LandedCommit], ev: gates.GateEvidence | None) -> MergeData:

@@ -58,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "remote check": "spark_git.ops.remote:RemoteCheckData",
     "remote sync": "spark_git.ops.remote:RemoteStatusData",
     "heartbeat": "spark_git.ops.remote:HeartbeatData",
+    "statusline": "spark_git.ops.statusline:StatuslineData",
 }
 
 # Files spark-git writes (and the config it reads) → model.

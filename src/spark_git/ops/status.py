@@ -12,17 +12,21 @@ from pydantic import BaseModel, ConfigDict
 
 from spark_git import protocol
 from spark_git.clients.loading import hook_warnings
-from spark_git.core.errors import BadInput, CorruptState
+from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
-from spark_git.ops import mainlock
+from spark_git.ops import mainlock, radar
+from spark_git.ops.radar import Radar
 from spark_git.ops.remote_views import RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.queuelog import QUEUE_PREFIX
+
+NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
 
 
 class _View(BaseModel):
@@ -84,6 +88,8 @@ class TaskView(_View):
     next_states: list[NextState] = []  # legal next states and what blocks each
     gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
+    queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
+    radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
 
 
 class StatusData(_View):
@@ -92,6 +98,7 @@ class StatusData(_View):
     tasks: list[TaskView]
     warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
     remote: RemoteStatusData | None = None  # remote mode: every machine's locks on the shared remote, leases, stale ones
+    ended_hidden: list[str] = []  # ended tasks left out (`status --all` lists them)
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -101,7 +108,16 @@ def _dirty(path: Path) -> list[str] | None:
     return [str(e) for e in Git(path, env={"GIT_OPTIONAL_LOCKS": "0"}).status()]
 
 
-def collect(layout: Layout, only: str | None = None) -> StatusData:
+def collect(layout: Layout, only: str | None = None, *, with_radar: bool = True, ended: bool = True) -> StatusData:
+    """Every task (or `only`); ended tasks only with `ended` (or when asked for by name)."""
+    data = _collect(layout, only, with_radar)
+    if not ended and only is None:
+        data.ended_hidden = [t.task for t in data.tasks if t.state == "ENDED"]
+        data.tasks = [t for t in data.tasks if t.state != "ENDED"]
+    return data
+
+
+def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     if only and not layout.task_dir(only).is_dir():
         raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     names = [only] if only else layout.task_names()
@@ -112,7 +128,7 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
     with ThreadPoolExecutor(max_workers=4) as pool:
         # Every git process starts as soon as what it needs is known: the branch heads and each
         # worktree's `git status` while the task files are read, the head comparisons after.
-        heads_job = pool.submit(git.refs, "refs/heads/") if names else None
+        heads_job = pool.submit(git.refs, "refs/heads/", QUEUE_PREFIX) if names else None
         for name in names:
             view, tf = _task_view(layout, name)
             views.append(view)
@@ -121,14 +137,18 @@ def collect(layout: Layout, only: str | None = None) -> StatusData:
                 jobs += _status_jobs(pool, view, tf)
                 jobs.append((view, "gate", pool.submit(last_gate, layout, name)))
         heads = heads_job.result() if heads_job else {}
+        queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
+            view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
         for view, tf in live:  # while the git processes run
             _protocol_view(layout, view, tf)
         for obj, attr, fut in jobs:
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
+    if with_radar:
+        _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts)
     elsewhere = layout.tasks_elsewhere() if not only else None
@@ -234,6 +254,20 @@ def last_gate(layout: Layout, task: str) -> GateView | None:
     )
 
 
+def _radars(git: Git, objects: Path, views: list[TaskView]) -> None:
+    """Every task's conflict radar, from one git process for all of them (none without unmerged work)."""
+    tasks = []
+    for v in views:
+        known = [(a.name, a.head, a.ahead, a.behind or 0) for a in v.agents if a.head and a.ahead is not None]
+        tasks.append((radar.pairs(v.head, known) if v.head else [], {a.name: a.behind or 0 for a in v.agents}))
+    try:
+        found = radar.scan_many(git, objects, tasks)
+    except SparkError as e:  # status never fails because of the radar
+        found = [Radar(checked=[], note=f"conflict radar failed: {e.message}") for _ in views]
+    for v, r in zip(views, found, strict=True):
+        v.radar = r
+
+
 def _main_lock(layout: Layout) -> mainlock.MainLockData:
     try:
         return mainlock.view(layout, mainlock.read(layout))
@@ -243,7 +277,6 @@ def _main_lock(layout: Layout) -> mainlock.MainLockData:
 
 def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
     """Next legal states with their blockers, and the agents that need a look."""
-    from spark_git.core.errors import SparkError
     from spark_git.state.locks import human_duration
     from spark_git.state.models import now, parse_time
 
@@ -256,7 +289,7 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
     for av in view.agents:
         r = av.report
         if r is None or r.status == "NEW":
-            av.flags.append("never reported")
+            av.flags.append(NEVER_REPORTED)
             continue
         if r.status in ("ERROR", "BLOCKED"):
             av.flags.append(f"{r.status}: {r.feedback or '(no message)'}")

@@ -12,6 +12,9 @@ STATE_LOG_MISMATCH = "state-log-mismatch"  # task.json's state is not where its 
 NOTHING_CHANGED = "nothing was changed"
 
 
+FIX_ARROW = "  → "  # between a condition and the command that fixes it (status draws the command on its own line)
+
+
 @dataclass(frozen=True)
 class Unmet:
     condition: str  # what does not hold, in a sentence
@@ -19,7 +22,7 @@ class Unmet:
     kind: str = CONDITION
 
     def __str__(self) -> str:
-        return f"{self.condition}" + (f"  → {self.fix}" if self.fix else "")
+        return f"{self.condition}" + (f"{FIX_ARROW}{self.fix}" if self.fix else "")
 
 
 def refuse(what: str, unmet: list[Unmet], task: str, hint: str | None = None, *,

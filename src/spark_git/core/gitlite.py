@@ -1,0 +1,46 @@
+"""Read-only git for the paths that must answer at interpreter speed (`spark-git statusline`, run by
+Claude Code after every message): several git processes at once, standard library only. core/git.py
+stays the runner for everything else; its `subprocess` and dataclass-based types cost more start-up
+than the whole status line may (issue 13: <= 30 ms over bare Python)."""
+
+from __future__ import annotations
+
+import os
+
+# Variables that would point git at another repository than the one asked about (defined here, where
+# importing them costs nothing; core/gittypes.py re-exports them).
+GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+
+
+def run_all(cwd: str, commands: list[list[str]]) -> list[tuple[int, str]]:
+    """(exit code, stdout) of each `git <args>`, run side by side in `cwd`, stderr dropped (a status
+    line has nowhere to show it). Reads only: no optional locks, so an agent's `git add` never trips
+    on an index.lock of ours."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C"})
+    started = []
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for args in commands:
+            r, w = os.pipe()
+            fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, w, 1), (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, r)]
+            try:
+                pid = os.posix_spawnp("git", ["git", "-C", cwd, *args], env, file_actions=fa)
+            except OSError:
+                os.close(r)
+                pid = -1
+            os.close(w)
+            started.append((pid, r))
+        return [_collect(pid, r) for pid, r in started]
+    finally:
+        os.close(devnull)
+
+
+def _collect(pid: int, r: int) -> tuple[int, str]:
+    if pid < 0:
+        return 127, ""
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        chunks.append(f.read())
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
