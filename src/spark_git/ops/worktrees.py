@@ -4,6 +4,7 @@ failed call created."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,12 +74,14 @@ def ensure_worktree(
     if path.exists() and any(path.iterdir()):
         raise Blocked(f"{path} exists and is not a registered worktree; move it away first")
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Ours from here (it was absent or empty): a Ctrl-C that also stops `git worktree add` half-way
+    # must still find it in `created` for the undo.
+    created.worktrees.append(path)
     if checkout:
         git.worktree_add(path, branch)
         init_submodules(path)  # best effort: a submodule git cannot fetch leaves the worktree usable
     else:  # checkout_new checks it out and unlocks it
         git.worktree_add(path, branch, checkout=False, lock_reason="initializing")
-    created.worktrees.append(path)
 
 
 def init_submodules(path: Path) -> str | None:
@@ -130,8 +133,10 @@ def undo(store: Store, created: Created) -> None:
         for path in reversed(created.worktrees):
             try:  # twice --force: ours may still be locked "initializing"
                 git.run("worktree", "remove", "--force", "--force", str(path))
-            except SparkError:
-                pass
+            except SparkError:  # `worktree add` stopped before registering it: only its own files are there
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                git.run("worktree", "prune", check=False)
         for ref, sha in reversed(created.branches):
             try:
                 git.delete_ref(ref, sha, message="spark-git start: undo")
