@@ -149,6 +149,30 @@ def test_one_doctor_fix_repairs_a_rebase_killed_with_its_index_lock_and_a_stray_
     assert again.returncode == 0 and again.json["data"]["broken"] == 0, again
 
 
+@pytest.mark.parametrize("repair", ["doctor", "merge"])
+def test_a_rebase_killed_mid_pick_leaves_a_stray_of_the_agents_own_commit_and_is_still_repaired(lrepo: Path, repair: str) -> None:
+    """Found by scripts/chaos (merge SIGTERMed at 0.34 s): the killed rebase had written the agent's new
+    file without indexing it, and `rebase --abort` refused to overwrite that untracked file."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    a1, a2 = root / "agents/a1/code", root / "agents/a2/code"
+    commit(a1, {"one.txt": "from a1\n"}, "[a1] one")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    mine = commit(a2, {"two.txt": "from a2\n"}, "[a2] two")
+    upstream = git(lrepo, "rev-parse", "t1")
+    # The state: a rebase in progress, HEAD back at the onto commit, two.txt on disk but not indexed.
+    git(a2, "rebase", "-q", "--exec", "false", upstream, check=False)
+    git(a2, "reset", "-q", "--mixed", upstream)
+    assert git(a2, "status", "--porcelain") == "?? two.txt"
+    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    if repair == "doctor":
+        assert run(lrepo, "doctor", "--fix", "--json").json["data"]["broken"] == 0
+        assert git(a2, "rev-parse", "HEAD") == mine and git(a2, "status", "--porcelain") == ""
+    ok(run(lrepo, "merge", "t1", "--agent", "a2"))
+    assert (root / "code" / "two.txt").read_text() == "from a2\n"
+    assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
+
+
 # -- 11: doctor re-checks under the task mutex before each fix -------------------------------------
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from spark_git.core.git import ZERO_SHA, Git, Worktree, branch_ref
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, parses
+from spark_git.ops.merging.strays import abort_rebase
 from spark_git.ops.worktrees import created_by_spark
 from spark_git.state import audit
 from spark_git.state.files import read_optional, write_atomic
@@ -89,10 +90,10 @@ def abort(ctx: Ctx, task: str, label: str, path: Path, op: str, branch: str) -> 
     head = wg.rev_parse("HEAD")
     if head and not ctx.contained(head, branch_ref(branch)):
         archive.keep(ctx.layout, task, f"{op}-head-{label}", head, f"HEAD of the {op} left in {path}", ctx.session)
-    onto = _rebase_onto(path) if op == "rebase" else None
-    wg.abort_operation(op)
-    if onto is not None:
-        _drop_onto_strays(wg, onto)
+    if op == "rebase":
+        abort_rebase(wg)
+    else:
+        wg.abort_operation(op)
     if label != "task":
         from spark_git.ops.merging.rewrite import MARKER
 
@@ -106,33 +107,6 @@ def recreate_branch(ctx: Ctx, task: str, branch: str, head: str) -> None:
             return  # re-created by someone since we looked
         ctx.git.update_ref(branch_ref(branch), head, ZERO_SHA, message=f"spark-git doctor: recover deleted {branch} from its worktree's reflog")
     audit.event(ctx.layout, task, "doctor_recovered_branch", ctx.session, branch=branch, head=head)
-
-
-def _rebase_onto(worktree: Path) -> str | None:
-    d = _admin_dir(worktree)
-    for sub in ("rebase-merge", "rebase-apply"):
-        try:
-            return (d / sub / "onto").read_text().strip() if d is not None else None
-        except OSError:
-            continue
-    return None
-
-
-def _drop_onto_strays(wg: Git, onto: str) -> None:
-    """A rebase killed mid-checkout leaves files of the onto commit that the index never recorded: after
-    the abort they are untracked and block the next merge. Removed only when byte-identical to the
-    onto commit's blob (git keeps that content; the worktree's state was archived before the abort)."""
-    untracked = [e.path for e in wg.status() if e.code == "??" and not e.path.endswith("/")]
-    if not untracked:
-        return
-    out = wg.run("ls-tree", "-r", "-z", "--format=%(objectname) %(path)", onto, "--", *untracked).stdout
-    known = {path: sha for sha, _, path in (item.partition(" ") for item in out.split("\0") if item)}
-    if not known:
-        return
-    hashes = wg.run("hash-object", "--stdin-paths", input="".join(p + "\n" for p in known)).lines
-    for rel, sha in zip(known, hashes, strict=True):
-        if known[rel] == sha:
-            (Path(wg.cwd) / rel).unlink()
 
 
 def switch(ctx: Ctx, task: str, label: str, path: Path, branch: str) -> None:

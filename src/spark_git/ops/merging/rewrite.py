@@ -14,6 +14,7 @@ from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import attribution
 from spark_git.ops.merging.plan import Plan
+from spark_git.ops.merging.strays import abort_rebase
 from spark_git.state.files import write_atomic
 from spark_git.state.models import now
 from spark_git.state.store import archive_ref_for
@@ -42,7 +43,7 @@ def recover_rebase(marker: Path, wt: Git, who: str) -> list[str]:
     done: list[str] = []
     if marker.exists():
         if wt.rebase_in_progress():
-            wt.rebase_abort()  # back to the head recorded when the rebase started (also archived)
+            abort_rebase(wt)  # back to the head recorded when the rebase started (also archived)
             done.append(f"aborted the rebase a killed {who} left in {wt.cwd}")
         marker.unlink(missing_ok=True)
     return done
