@@ -116,6 +116,7 @@ class ErrorData(BaseModel):
     returncode: int | None = None
     stderr: str | None = None
     cwd: str | None = None
+    remote: str | None = Field(default=None, description="The git remote ([sync] remote) that failed.")
     command: Any = None
     exit_code: int | None = None
     timed_out: bool | None = None
