@@ -83,7 +83,8 @@ def test_shell_completion_for_bash_zsh_and_fish(tmp_path: Path) -> None:
     assert scripts["zsh"].startswith("#compdef spark-git")
     assert "complete --command spark-git" in scripts["fish"]
     # what the installed scripts ask the program: commands, then a command's options
-    assert run({"_SPARK_GIT_COMPLETE": "complete_bash", "COMP_WORDS": "spark-git sta", "COMP_CWORD": "1"}).split() == ["start", "status"]
+    words = run({"_SPARK_GIT_COMPLETE": "complete_bash", "COMP_WORDS": "spark-git sta", "COMP_CWORD": "1"}).split()
+    assert {"start", "status"} <= set(words) and all(w.startswith("sta") for w in words), words
     assert "--all" in run({"_SPARK_GIT_COMPLETE": "complete_bash", "COMP_WORDS": "spark-git merge --a", "COMP_CWORD": "2"}).split()
     assert "add" in run({"_SPARK_GIT_COMPLETE": "complete_fish", "_TYPER_COMPLETE_ARGS": "spark-git agent ", "_TYPER_COMPLETE_FISH_ACTION": "get-args"})
 
