@@ -128,6 +128,7 @@ class ErrorData(BaseModel):
     batch: list[str] | None = None
     queue_ref: str | None = None
     sent_back_to_implementation: bool | None = None
+    radar: list[dict[str, Any]] | None = Field(default=None, description="A refused merge: the conflict radar's clashes with other agents' unmerged work (schema `status`, Clash).")
     traceback: str | None = Field(default=None, description="An internal error's (exit 70) traceback.")
 
 
