@@ -96,9 +96,10 @@ class Contract:
         assert not validate(env, self.schemas["envelope"], self.schemas["envelope"]), env
         if ok:
             assert r.returncode == 0 and env["status"] == "OK", r
+            assert env["data_schema"] == name, env["data_schema"]  # the envelope says which shape `data` has
             self.check(name, env["data"])
         else:
-            assert r.returncode != 0 and env["status"] in ("BLOCKED", "FAIL"), r
+            assert r.returncode != 0 and env["status"] in ("BLOCKED", "FAIL") and env["data_schema"] == "error", r
             self.check("error", env["data"])
         return env
 

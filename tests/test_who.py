@@ -81,3 +81,23 @@ def test_who_log_and_audit_after_the_task_ended(tmp_path: Path) -> None:
     assert audit.returncode == 0 and audit.json["data"]["state"] is None and audit.json["data"]["timeline"], audit
     human = t.spark("who", "t1")
     assert human.returncode == 0 and "a1" in human.stdout and "a2" in human.stdout
+
+
+def test_every_commit_a_merge_brought_is_landed_and_history_survives_abandon(tmp_path: Path) -> None:
+    """`log --json` "landed": every commit a merge put on the task branch, not only its tip; `who`,
+    `log` and `audit` still answer once the task is abandoned (unmerged work archived, not listed)."""
+    t = Task(tmp_path, ["a1"], config())
+    t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
+    t.commit("a1", {"b.txt": "b\n"}, "[a1] b")
+    assert t.merge("a1").returncode == 0
+    got = [(c["subject"], c["landed"]) for c in t.spark("--json", "log", "t1").json["data"]["commits"]]
+    assert got == [("[a1] b", True), ("[a1] a", True)], got
+    t.commit("a1", {"c.txt": "c\n"}, "[a1] c, never merged")
+    before = t.spark("--json", "log", "t1").json["data"]
+    assert t.spark("--json", "abandon", "t1", "--why", "changed our minds").returncode == 0
+    log = t.spark("--json", "log", "t1")
+    assert log.returncode == 0 and log.json["data"] == before, log
+    who = t.spark("--json", "who", "t1")
+    assert who.returncode == 0 and [(w["agent"], len(w["commits"])) for w in who.json["data"]["agents"]] == [("a1", 2)], who
+    audit = t.spark("--json", "audit", "t1")
+    assert audit.returncode == 0 and audit.json["data"]["timeline"], audit

@@ -38,7 +38,8 @@ def _ctrl_c_raises_interrupted() -> object:
 
 def _say_interrupted(json_mode: bool) -> None:
     if json_mode:
-        env = {"status": "FAIL", "summary": INTERRUPTED_MESSAGE, "task": None, "data": {"error": INTERRUPTED_MESSAGE}, "next": ["spark-git doctor"]}
+        env = {"status": "FAIL", "summary": INTERRUPTED_MESSAGE, "task": None, "data": {"error": INTERRUPTED_MESSAGE}, "next": ["spark-git doctor"],
+               "data_schema": "error"}
         print(json.dumps(env), flush=True)
     else:
         sys.stderr.write(f"error: {INTERRUPTED_MESSAGE}\n")
@@ -74,15 +75,12 @@ def _main(args: list[str]) -> int:
     if json_mode:
         args = [a for a in args[:end] if a != "--json"] + args[end:]
     _without_pydantic_plugins()
-    from spark_git.cli.common import AppState
-    from spark_git.cli.root import command_of, load
+    from spark_git.cli.entry import run
 
-    app = load(command_of(args))
     try:
-        app(args=args, prog_name="spark-git", obj=AppState(json=json_mode), standalone_mode=True)
+        return run(args, json_mode)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
 
 
 def _without_pydantic_plugins() -> None:

@@ -3,6 +3,7 @@ cli/mainlock.py beside the other lock commands."""
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -33,7 +34,7 @@ def _end_result(d: EndData, verb: str, again: str) -> Result:
         summary = f"dry run, nothing changed: task {d.task} would be {verb}: " + counts.replace(" removed", " to remove").replace(" deleted", " to delete")
     else:
         summary = f"task {d.task} {verb}: {counts}; audit trail kept"
-    nxt = [again] if d.dry_run and not d.already_done else [f"cd {d.go_to}"] if d.go_to else []
+    nxt = [again] if d.dry_run and not d.already_done else [f"cd {shlex.quote(str(d.go_to))}"] if d.go_to else []
     if (d.archived or d.kept_paths) and not d.dry_run:
         nxt.append(f"spark-git archive list {d.task}")
     words = ("would archive", "would remove", "would delete", "would keep") if d.dry_run else ("archived", "removed", "deleted", "kept")
@@ -71,8 +72,6 @@ def cleanup(
     session: SessionOpt = None,
 ) -> None:
     """End a COMPLETE task: archive unmerged heads, write audit-snapshot.json, remove worktrees and merged branches, release the lock."""
-    import shlex
-
     from spark_git.ops import cleanup as mod
 
     def action(layout: Layout) -> Result:
@@ -94,8 +93,6 @@ def abandon(
     session: SessionOpt = None,
 ) -> None:
     """Stop a task at any state: archive every unmerged head and uncommitted work, remove worktrees, release the lock."""
-    import shlex
-
     from spark_git.ops import cleanup as mod
 
     def action(layout: Layout) -> Result:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 from pydantic import BaseModel
 
-from spark_git.core.errors import INTERNAL, SparkError
+from spark_git.core.errors import BROKEN_PIPE, INTERNAL, INTERRUPTED, INTERRUPTED_MESSAGE, SparkError
 from spark_git.core.layout import Layout
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ class AppState:
     cwd: Path = field(default_factory=Path.cwd)
     no_wait: bool = False  # --no-wait: a held task/main mutex refuses at once (exit 3)
     progress: Closable | None = None  # the running command's terminal progress, stopped before rendering
+    answered: bool = False  # an envelope was written (cli/entry.py writes one if nothing else did)
+    envelope_log: str | None = None  # $SPARK_GIT_ENVELOPE_LOG, taken out of the environment gates and hooks inherit
 
 
 class Closable(Protocol):
@@ -121,6 +123,15 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
     become exit codes."""
     st = state(ctx)
     try:
+        code = _execute(ctx, st, action, needs_repo)
+    except BrokenPipeError:  # a closed stdout is the reader's choice, not a bug
+        code = stdout_closed()
+    if code:
+        raise typer.Exit(code)
+
+
+def _execute(ctx: typer.Context, st: AppState, action: Callable[[Layout], Result], needs_repo: bool) -> int:
+    try:
         layout = Layout.discover(st.cwd) if needs_repo else None
         if layout is not None and st.no_wait:
             layout = dataclasses.replace(layout, wait=False)
@@ -128,22 +139,25 @@ def execute(ctx: typer.Context, action: Callable[[Layout], Result], *, needs_rep
     except SparkError as e:
         _stop_progress(st)
         _render_error(st, e)
-        raise typer.Exit(e.exit_code) from None
-    except typer.Exit:
+        return e.exit_code
+    except (typer.Exit, BrokenPipeError):
         raise
+    except KeyboardInterrupt:
+        _stop_progress(st)
+        emit(st, lambda: envelope("FAIL", INTERRUPTED_MESSAGE, None, {"error": INTERRUPTED_MESSAGE}, ["spark-git doctor"], "error"))
+        return INTERRUPTED
     except Exception as e:  # a bug: say so, keep the traceback, exit 70
         _stop_progress(st)
         tb = traceback.format_exc()
-        if st.json:
-            print(json.dumps({"status": "FAIL", "summary": f"internal error: {e!r}", "task": None, "data": {"traceback": tb}, "next": []}))
-        else:
+        data = {"error": f"internal error: {e!r}", "hint": "please report this with the traceback", "traceback": tb}
+        emit(st, lambda: envelope("FAIL", data["error"], None, data, [], "error"))
+        if not st.json:
             sys.stderr.write(tb)
             sys.stderr.write(f"spark-git: internal error ({type(e).__name__}): please report this with the traceback above\n")
-        raise typer.Exit(INTERNAL) from None
+        return INTERNAL
     _stop_progress(st)
-    _render(st, result)
-    if result.exit_code:
-        raise typer.Exit(result.exit_code)
+    _render(st, result, ctx)
+    return result.exit_code
 
 
 def _stop_progress(st: AppState) -> None:
@@ -152,15 +166,55 @@ def _stop_progress(st: AppState) -> None:
         st.progress = None
 
 
-def envelope(status: str, summary: str, task: str | None, data: Any, next_: list[str]) -> dict[str, Any]:
+def stdout_closed() -> int:
+    """The reader went away (`spark-git schema | head`): not an error to report. stdout points at
+    /dev/null from here on, so Python's own flush at exit does not complain again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (in-process callers)
+        pass
+    return BROKEN_PIPE
+
+
+# Set by automation (and the test suite) to keep every result: each envelope is appended to this
+# file as one line, with or without --json.
+ENVELOPE_LOG = "SPARK_GIT_ENVELOPE_LOG"
+
+
+def emit(st: AppState, build: Callable[[], dict[str, Any]]) -> None:
+    """The one writer of envelopes: stdout under --json, and a line of $SPARK_GIT_ENVELOPE_LOG when
+    set. `build` makes the envelope, called only when someone reads it."""
+    log = st.envelope_log
+    st.answered = True
+    if not (st.json or log):
+        return
+    line = json.dumps(build())
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    if st.json:
+        print(line, flush=True)
+
+
+def envelope(status: str, summary: str, task: str | None, data: Any, next_: list[str], data_schema: str | None) -> dict[str, Any]:
+    """`data_schema` names the schema (`spark-git schema NAME`) that `data` follows: "error" for a
+    refusal or failure raised as an error, else the command's own (also when it is BLOCKED or FAIL)."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json", by_alias=True)
-    return {"status": status, "summary": summary, "task": task, "data": data if data is not None else {}, "next": next_}
+    return {"status": status, "summary": summary, "task": task, "data": data if data is not None else {}, "next": next_, "data_schema": data_schema}
 
 
-def _render(st: AppState, r: Result) -> None:
+def _data_schema(ctx: typer.Context, data: object) -> str | None:
+    from spark_git.ops.schema import name_of
+
+    return name_of(ctx.command_path.partition(" ")[2], data)  # "spark-git agent add" → "agent add"
+
+
+def _render(st: AppState, r: Result, ctx: typer.Context | None = None) -> None:
+    emit(st, lambda: envelope(r.status, r.summary, r.task, r.data, r.next, _data_schema(ctx, r.data) if ctx else None))
     if st.json:
-        print(json.dumps(envelope(r.status, r.summary, r.task, r.data, r.next), indent=None))
         return
     mark = {"OK": "✓", "BLOCKED": "■"}.get(r.status, "✗")
     if r.human is None and _plain(sys.stdout, [r.summary, *r.next]):
@@ -175,9 +229,8 @@ def _render(st: AppState, r: Result) -> None:
 
 
 def _render_error(st: AppState, e: SparkError) -> None:
+    emit(st, lambda: envelope(e.status, e.message, e.task, {"error": e.message, "hint": e.hint, **e.details}, e.next, "error"))
     if st.json:
-        data = {"error": e.message, "hint": e.hint, **e.details}
-        print(json.dumps(envelope(e.status, e.message, e.task, data, e.next)))
         return
     label = "blocked" if e.status == "BLOCKED" else "error"
     items = [(k, [str(i) for i in v]) for k, v in e.details.items() if not _drawn_elsewhere(k, e.details) and isinstance(v, list) and v]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from shlex import quote
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -81,6 +82,8 @@ def _warner(ctx: typer.Context) -> Callable[[str], None] | None:
 def _conflict_lines(out: Out, files: list[str]) -> None:
     for f in files:
         out.print(f"  conflict: {_esc(f)}")
+    # the prose the `next` commands leave out; GIT_EDITOR=true: an agent cannot use the editor git opens
+    out.print("  [dim]hint:[/] edit the conflicting files and `git add` them, then continue the rebase")
 
 
 def _merge_all_result(d: MergeAllData) -> Result:
@@ -122,7 +125,7 @@ def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt
             return Result(
                 f"{d.agent} rebased onto {d.task_head[:12]} with conflicts in {len(d.conflicts)} file(s): resolve them in {wt}",
                 d, task=d.task, status="BLOCKED", exit_code=3,
-                next=[f"cd {wt}", "edit the conflicting files, then: git add <files>", "git rebase --continue", f"spark-git merge {d.task} --agent {d.agent}"],
+                next=[f"cd {quote(str(wt))}", "git status", "GIT_EDITOR=true git rebase --continue", f"spark-git merge {d.task} --agent {d.agent}"],
                 human=lambda out: _conflict_lines(out, d.conflicts),
             )
         if not d.rebased:
@@ -148,7 +151,7 @@ def update(
             return Result(
                 f"{d.task} stopped rebasing onto {d.base_branch} with conflicts in {len(d.conflicts)} file(s): resolve them in {wt}",
                 d, task=d.task, status="BLOCKED", exit_code=3,
-                next=[f"cd {wt}", "edit the conflicting files, then: git add <files>", "git rebase --continue", f"spark-git update {d.task}"],
+                next=[f"cd {quote(str(wt))}", "git status", "GIT_EDITOR=true git rebase --continue", f"spark-git update {d.task}"],
                 human=lambda out: _conflict_lines(out, d.conflicts),
             )
 
@@ -234,7 +237,7 @@ def complete(
             if d.main_worktree_updated:
                 out.print("  the main worktree was fast-forwarded too")
 
-        return Result(f"task {d.task} landed on {d.base_branch} at {(d.new_base or '?')[:12]}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
+        return Result(f"task {d.task} landed on {d.base_branch} at {(d.new_base or '?')[:12]}", d, task=d.task, human=human, next=[f"spark-git cleanup {d.task}"])
 
     execute(ctx, action)
 

@@ -35,8 +35,10 @@ def advance(
                 out.print(f"  [yellow]not enforced (protocol light):[/yellow] {w}")
             out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")
 
+        # awaiting the human: their approval comes before `complete` can land anything
+        first = [f"spark-git approve {d.task} --changes"] if d.to == protocol.State.AWAITING_USER_APPROVAL else []
         return Result(f"task {d.task}: {d.from_state} → {d.to}", d, task=d.task, human=human,
-                      next=[f"spark-git status {d.task}"] + [protocol.command_to(d.task, s, d.to) for s in d.next_states[:1]])
+                      next=[f"spark-git status {d.task}", *first] + [protocol.command_to(d.task, s, d.to) for s in d.next_states[:1]])
 
     execute(ctx, action)
 
@@ -147,7 +149,7 @@ def brief(
             print(json.dumps(d.model_dump(mode="json"), indent=2))
             raise typer.Exit(0)
         return Result(f"brief for {d.agent} on {d.task.id} ({len(d.task.session_changed_files)} changed file(s))", d, task=d.task.id,
-                      next=[f"spark-git report {d.task.id} --agent {d.agent} --status COMPLETE --evidence <output.json>"])
+                      next=[f"spark-git report {d.task.id} --agent {d.agent} --status COMPLETE --evidence output.json"])  # output.json: the agent's Output JSON
 
     execute(ctx, action)
 

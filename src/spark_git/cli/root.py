@@ -16,7 +16,8 @@ app = typer.Typer(
     name="spark-git",
     help="Coordinate several AI coding agents on one git repository: task locks, agent worktrees, gated merges.",
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -66,7 +67,7 @@ def command_of(args: list[str]) -> str | None:
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("--help", "--version", "-V"):
+        if a in ("--help", "-h", "--version", "-V"):
             return None
         i += 2 if a == "-C" else 1
         if not a.startswith("-"):

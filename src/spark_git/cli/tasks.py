@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,17 +21,12 @@ agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=Tru
 app.add_typer(agent_app, name="agent")
 
 
-def _setup_failed(reports: list[ProvisionReport], nxt: list[str]) -> str | None:
-    """The setup failure line (and a retry command in `nxt`) when a post-create command failed."""
+def _setup_failed(reports: list[ProvisionReport]) -> str | None:
+    """The setup failure line (it names the log) when a post-create command failed. No retry hint in
+    `next`: the setup command is not a spark-git command (data.provisioning[].failed has it)."""
     from spark_git.ops.provision import failure_summary, failures
 
-    bad = failures(reports)
-    for r in bad:
-        assert r.failed is not None  # failures() keeps only reports with a failed run
-        cmd = r.failed.command if isinstance(r.failed.command, str) else " ".join(r.failed.command)
-        nxt.append(f"cat {r.failed.log}")
-        nxt.append(f"(cd {r.worktree} && {cmd})")
-    return (failure_summary(reports) + " — the worktree is kept") if bad else None
+    return (failure_summary(reports) + " — the worktree is kept") if failures(reports) else None
 
 
 def _split(csv: str | None) -> list[str]:
@@ -65,7 +61,7 @@ def start(
 
             sources.write_objective(layout.task_md(d.task), ttl or d.task, src)
         verb = "resumed" if d.resumed else "started"
-        nxt = [f"cd {d.task_worktree}"]
+        nxt = [f"cd {shlex.quote(str(d.task_worktree))}"]
         if d.session_minted:
             nxt.insert(0, d.export)
         nxt.append(f"spark-git status {d.task}")
@@ -77,7 +73,7 @@ def start(
             out.print(f"  session        {d.session_id}" + ("  [yellow](new: export it)[/yellow]" if d.session_minted else ""))
             out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
 
-        failed = _setup_failed(d.provisioning, nxt)
+        failed = _setup_failed(d.provisioning)
         if failed:
             return Result(f"task {d.task} {verb} with {len(d.worktrees) - 1} agent(s), but {failed}", d, task=d.task, next=nxt, human=human, status="FAIL", exit_code=1)
         return Result(f"task {d.task} {verb} with {len(d.worktrees) - 1} agent(s)", d, task=d.task, next=nxt, human=human)
@@ -140,11 +136,11 @@ def agent_add(
         from spark_git.protocol import agent_add_guard
 
         d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
-        nxt = [f"cd {d.worktree}"]
-        failed = _setup_failed(d.provisioning, nxt)
+        nxt = [f"cd {shlex.quote(str(d.worktree))}"]
+        failed = _setup_failed(d.provisioning)
         if failed:
             return Result(f"agent {d.agent} added to {d.task} at {d.worktree}, but {failed}", d, task=d.task, next=nxt, status="FAIL", exit_code=1)
-        return Result(f"agent {d.agent} added to {d.task} ({d.role}) at {d.worktree}", d, task=d.task, next=[f"cd {d.worktree}"])
+        return Result(f"agent {d.agent} added to {d.task} ({d.role}) at {d.worktree}", d, task=d.task, next=[f"cd {shlex.quote(str(d.worktree))}"])
 
     execute(ctx, action)
 

@@ -3,6 +3,7 @@ tasks it owns, where each stands, what it waits for and what to run next."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -46,16 +47,16 @@ def _waiting(tf: TaskFile, head: str | None) -> str | None:
 def _next(tf: TaskFile, waiting: str | None) -> list[str]:
     t = tf.task_name
     by_state = {
-        "IMPLEMENTATION": [f"spark-git merge {t} --agent <A>"],
+        "IMPLEMENTATION": [f"spark-git merge {t} --all"],
         "VALIDATION": [f"spark-git status {t}"],
         "REVIEW": [f"spark-git status {t}"],
-        "AWAITING_USER_APPROVAL": [f"spark-git approve {t} --changes  (the human, on a terminal)", f"spark-git complete {t}"],
+        "AWAITING_USER_APPROVAL": [f"spark-git approve {t} --changes", f"spark-git complete {t}"],  # approve: the human, on a terminal
         "COMPLETE": [f"spark-git cleanup {t}"],
     }
-    nxt = [f"cd {tf.worktree}", f"spark-git status {t}"]
+    nxt = [f"cd {shlex.quote(tf.worktree)}", f"spark-git status {t}"]
     nxt += [c for c in by_state.get(tf.state, []) if c not in nxt]
-    if waiting and "plan approval" in waiting:
-        nxt.append("ask the human to review and approve task.md's plan")
+    if waiting and tf.state == "SYNTHESIS":  # waiting for the plan approval: the human's command (`waiting` says so in words)
+        nxt.append(f"spark-git approve {t} --plan")
     return nxt
 
 

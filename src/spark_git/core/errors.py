@@ -10,6 +10,7 @@ USAGE = 2
 BLOCKED = 3
 INTERNAL = 70
 INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, what shells and CI expect
+BROKEN_PIPE = 141  # stdout closed by its reader (`| head`), as a shell reports SIGPIPE
 INTERRUPTED_MESSAGE = "interrupted (Ctrl-C); run `spark-git doctor` to see whether anything was left half-done"
 
 

@@ -26,7 +26,7 @@ class CommitView(BaseModel):
     removed: int
     gates: list[dict] = []  # type: ignore[type-arg]  # gate evidence of this commit; a bare dict keeps the pinned schema
     approvals: list[dict] = []  # type: ignore[type-arg]  # a bare dict keeps the pinned schema
-    landed: bool = False  # tip of an agent merge
+    landed: bool = False  # on the task branch through an agent merge: its tip, or a commit it brought
 
 
 class AgentWork(BaseModel):
@@ -91,7 +91,7 @@ def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]
     recs = git.log_fields(rng, ["%H", "%s", "%B"], "--first-parent")
     stats = git.numstat(rng)
     by_sha = store.notes_in(rng)
-    views = []
+    views: list[CommitView] = []
     for sha, subject, body in recs:
         objs = by_sha.get(sha, [])
         agent, source = agent_of(body, objs)
@@ -101,7 +101,8 @@ def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]
             added=sum(f[0] for f in files), removed=sum(f[1] for f in files),
             gates=[{k: o.get(k) for k in ("gate", "passed", "exit_code", "duration_s", "tree", "log_path", "tests", "agent")} for o in objs if o.get("kind") == "gate"],
             approvals=[{k: o.get(k) for k in ("what", "by", "via", "time")} for o in objs if o.get("kind") == "approval"],
-            landed=any(o.get("kind") == "landed" for o in objs),
+            # newest first along first parents: everything below a merge's tip came with it (or before it)
+            landed=any(o.get("kind") == "landed" for o in objs) or any(v.landed for v in views),
         ))
     return tf, head, views
 

@@ -3,6 +3,8 @@ the agent to resolve (unlike `merge`, which restores everything)."""
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import BaseModel
 
 from spark_git.core.errors import Blocked
@@ -37,7 +39,7 @@ def sync(layout: Layout, task: str, agent: str, *, session: str | None) -> SyncD
             raise Blocked(
                 f"a rebase is already in progress in {awt.cwd}",
                 hint="resolve the conflicts, `git add` them and `git rebase --continue`",
-                details={"conflicts": awt.conflicted_files()}, next=[f"cd {awt.cwd} && git status"], task=task,
+                details={"conflicts": awt.conflicted_files()}, next=[f"cd {shlex.quote(str(awt.cwd))} && git status"], task=task,
             )
         gates.check_clean(awt, f"agent {agent}'s worktree", task)
         task_head = git.branch_head(tf.task_branch)

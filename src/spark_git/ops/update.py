@@ -9,6 +9,8 @@ rebase did not change is carried to the new head; a changed patch voids it (ops.
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import BaseModel
 
 from spark_git.core import faults
@@ -68,7 +70,7 @@ def _task_worktree(layout: Layout, tf: TaskFile) -> tuple[Git, list[str]]:
         raise Blocked(
             f"a rebase is in progress in the task worktree {twt.cwd} (from `update --leave-conflict` or by hand)",
             hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then update again",
-            details={"conflicts": twt.conflicted_files()}, next=[f"cd {twt.cwd} && git status"], task=task,
+            details={"conflicts": twt.conflicted_files()}, next=[f"cd {shlex.quote(str(twt.cwd))} && git status"], task=task,
         )
     branch, dirty = twt.branch_and_status()
     if branch != tf.task_branch:

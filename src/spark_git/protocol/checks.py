@@ -25,7 +25,7 @@ def status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None
     if st is None or st.status == "NEW":
         return Unmet(f"agent {agent} has not reported (no status)", report_cmd(ctx, agent))
     if st.status in ("ERROR", "BLOCKED"):
-        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", f"resolve it, then: {report_cmd(ctx, agent)}")
+        return Unmet(f"agent {agent} reports {st.status}: {st.feedback or '(no message)'}", report_cmd(ctx, agent), how="resolve it")
     if st.status != "COMPLETE":
         return Unmet(f"agent {agent} reports {st.status}, not COMPLETE", report_cmd(ctx, agent))
     return evidence_problem(ctx, agent, st)
@@ -48,7 +48,7 @@ def requirements_reports(ctx: Ctx) -> list[Unmet]:
         size = len(p.read_bytes().strip()) if p.is_file() else None
         if size is None or size == 0 or size < minimum:
             what = "does not exist" if size is None else "is empty" if size == 0 else f"has {size} bytes, fewer than rules.requirements_min_bytes = {minimum}"
-            out.append(Unmet(f"agent {a}'s requirements report {p} {what}", f"write it, then: {report_cmd(ctx, a, f' --report {p}')}"))
+            out.append(Unmet(f"agent {a}'s requirements report {p} {what}", report_cmd(ctx, a, f" --report {p}"), how="write it"))
     return out
 
 

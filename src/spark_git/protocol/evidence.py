@@ -12,7 +12,7 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
     ev = st.evidence
     if ev is None:
         return None
-    hint = f"fix it, then: spark-git report {ctx.task} --agent {agent} --status COMPLETE --evidence <file>"
+    fix = f"spark-git report {ctx.task} --agent {agent} --status COMPLETE --evidence output.json"
     problem = None
     if ev.output is not None and ev.output.status != "OK":
         problem = f"status is {ev.output.status}, not OK (004 output JSON): {ev.output.summary or '(no summary)'}"
@@ -30,4 +30,4 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
             problem = f"quality.step_6_testing.coverage is {'missing' if cov is None else f'{cov:.1%}'}, below evidence.coverage_min {minimum:.1%}"
     if problem is None:
         return None
-    return Unmet(f"agent {agent} reports COMPLETE but its evidence says otherwise: {problem}", hint)
+    return Unmet(f"agent {agent} reports COMPLETE but its evidence says otherwise: {problem}", fix, how="fix it, write the output JSON to output.json")

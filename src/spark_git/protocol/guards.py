@@ -4,6 +4,7 @@ of VALIDATION → REVIEW, is handed in by the caller (`Ctx.run_build`)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def _task_md(ctx: Ctx) -> list[Unmet]:
     heads = task_md_sections(p.read_text(errors="replace"))
     missing = [s for s in TASK_MD_SECTIONS if not any(s.lower() in h.lower() for h in heads)]
     if missing:
-        return [Unmet(f"{p} lacks the section(s) {', '.join(missing)}", f"add `## {missing[0]}` to {p}")]
+        return [Unmet(f"{p} lacks the section(s) {', '.join(missing)}", how=f"add `## {missing[0]}` to {p}")]
     return []
 
 
@@ -98,7 +99,7 @@ def _plan(ctx: Ctx) -> list[Unmet]:
     for a in _agents(ctx):
         body = plan_section(sections, a)
         if not body:
-            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", f"add a `## Implementation Plan: {a}` section to {p}"))
+            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", how=f"add a `## Implementation Plan: {a}` section to {p}"))
     pa = ctx.tf.plan_approval
     if pa is None or not pa.approved:
         out.append(Unmet("the human has not approved the plan", f"spark-git approve {ctx.task} --plan"))
@@ -170,7 +171,7 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
         ev = last if last and ctx.holds(str(last.get("commit") or ""), None) else None
     if ev is None:
         return [Unmet(f"no passing gates.build result for the task head {head[:12]}" + (" since entering VALIDATION" if since else ""),
-                      f"spark-git merge {ctx.task} --agent <agent>" if not since else ctx.advance_cmd(State.REVIEW))]
+                      f"spark-git merge {ctx.task} --all" if not since else ctx.advance_cmd(State.REVIEW))]
     ctx.evidence["build"] = {k: ev.get(k) for k in ("at", "commit", "tree", "log_path", "ran")}
     return []
 
@@ -199,7 +200,7 @@ def _build_or_run(ctx: Ctx, out: list[Unmet]) -> list[Unmet]:
     unclean = _clean_task_worktree(ctx)
     if unclean:
         return missing + unclean
-    return _build_now(ctx, ctx.run_build, f"spark-git merge {ctx.task} --agent <agent>", "no passing gates.build result for the task head: it ran now and ")
+    return _build_now(ctx, ctx.run_build, f"spark-git merge {ctx.task} --all", "no passing gates.build result for the task head: it ran now and ")
 
 
 def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
@@ -209,9 +210,9 @@ def _clean_task_worktree(ctx: Ctx) -> list[Unmet]:
     g = Git(wt)
     dirty = g.status()
     if dirty:
-        return [Unmet(f"the task worktree is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit or remove the changes in {wt}")]
+        return [Unmet(f"the task worktree is not clean: {', '.join(str(d) for d in dirty[:10])}", how=f"commit or remove the changes in {wt}")]
     if g.head() != task_head(ctx):
-        return [Unmet(f"the task worktree is not at the task head {(task_head(ctx) or '?')[:12]}", f"cd {wt} && git checkout {ctx.tf.task_branch}")]
+        return [Unmet(f"the task worktree is not at the task head {(task_head(ctx) or '?')[:12]}", f"cd {shlex.quote(str(wt))} && git checkout {ctx.tf.task_branch}")]
     return []
 
 
@@ -242,6 +243,11 @@ def g_awaiting(ctx: Ctx) -> list[Unmet]:
     return owner(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
 
 
+def _a_reviewer(ctx: Ctx) -> str:
+    """A reviewer to name in a hint (the first; a hint is a command, not a placeholder)."""
+    return next(iter(_agents(ctx, "reviewer")), "reviewer")
+
+
 def rejecters(ctx: Ctx) -> list[tuple[str, AgentStatus]]:
     return [(a, st) for a in _agents(ctx, "reviewer") if (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED"]
 
@@ -250,7 +256,7 @@ def _rejected(ctx: Ctx) -> list[Unmet]:
     rej = rejecters(ctx)
     ctx.evidence["feedback"] = {a: st.feedback for a, st in rej}
     if not rej:
-        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --feedback '...'")]
+        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent {_a_reviewer(ctx)} --status COMPLETE --decision REJECTED --feedback '...'")]
     return []
 
 
@@ -262,9 +268,11 @@ def g_scope(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx) + _rejected(ctx)
     for a, st in rejecters(ctx):
         if not (getattr(st, "blocking", None) or getattr(st, "deferrable", None)):
-            out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW|DEFER"))
+            out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW",
+                             how="list the items; --scope DEFER defers the DEFERRABLE ones"))
         if getattr(st, "scope_decision", None) not in ("RESOLVE_NOW", "DEFER"):
-            out.append(Unmet(f"reviewer {a} has not recorded a scope decision", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope RESOLVE_NOW|DEFER"))
+            out.append(Unmet(f"reviewer {a} has not recorded a scope decision", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope RESOLVE_NOW",
+                             how="decide RESOLVE_NOW or DEFER"))
     return out
 
 
@@ -288,7 +296,7 @@ def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
     resolve = [a for a, d in _scope_decisions(ctx).items() if d == "RESOLVE_NOW"]
     ruler = _ruler(ctx)
     if not resolve:
-        out.append(Unmet("no rejecting reviewer decided RESOLVE_NOW", f"spark-git report {ctx.task} --agent <reviewer> --status COMPLETE --decision REJECTED --scope RESOLVE_NOW"))
+        out.append(Unmet("no rejecting reviewer decided RESOLVE_NOW", f"spark-git report {ctx.task} --agent {_a_reviewer(ctx)} --status COMPLETE --decision REJECTED --scope RESOLVE_NOW"))
     elif all(_overruled(ctx, a, ruler) for a in resolve):
         out.append(Unmet(f"reviewer {ruler} has the final say and decided DEFER (over {', '.join(resolve)})", ctx.advance_cmd(State.AWAITING_USER_APPROVAL)))
     return out

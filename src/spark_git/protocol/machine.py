@@ -135,4 +135,4 @@ def command_to(task: str, state: str, frm: str | None = None) -> str:
 def path_to(tf: TaskFile, state: str) -> str:
     if state in next_states(tf):
         return command_to(tf.task_name, state, tf.state)
-    return f"spark-git advance {tf.task_name}  (from {tf.state}, towards {state})"
+    return f"spark-git advance {tf.task_name}"  # a step towards `state`; the refusal says where it leads

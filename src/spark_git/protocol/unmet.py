@@ -18,11 +18,13 @@ FIX_ARROW = "  → "  # between a condition and the command that fixes it (statu
 @dataclass(frozen=True)
 class Unmet:
     condition: str  # what does not hold, in a sentence
-    fix: str | None = None  # the command that would make it hold
+    fix: str | None = None  # the shell command that would make it hold (becomes a `next` hint)
     kind: str = CONDITION
+    how: str | None = None  # what to do when no command does it, in words (never a `next` hint)
 
     def __str__(self) -> str:
-        return f"{self.condition}" + (f"{FIX_ARROW}{self.fix}" if self.fix else "")
+        said = f"{self.condition}; {self.how}" if self.how else self.condition  # the words stay left of the arrow: right of it is a command
+        return said + (f"{FIX_ARROW}{self.fix}" if self.fix else "")
 
 
 def refuse(what: str, unmet: list[Unmet], task: str, hint: str | None = None, *,

@@ -5,6 +5,7 @@ merges reuses the same steps."""
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -77,7 +78,7 @@ def _check_worktrees(
         raise Blocked(
             f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
             hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
-            next=[f"cd {awt.cwd} && git status"], task=task,
+            next=[f"cd {shlex.quote(str(awt.cwd))} && git status"], task=task,
         )
     (a_branch, a_dirty), (t_branch, t_dirty) = a_state.get(), t_state.get()
     if a_branch != entry.branch:
@@ -136,6 +137,6 @@ def _check_base_not_merged(layout: Layout, tf: TaskFile, agent: str, awt: Git, t
             f"(a `git merge {tf.base_branch}` in its worktree?): merging would land them as {agent}'s; nothing was merged",
             hint=f"the task takes {tf.base_branch}'s commits through `spark-git update {task}`, not through an agent: "
                  f"in {awt.cwd} undo the merge (e.g. `git reset --hard` to {agent}'s last own commit), then merge again",
-            next=[f"git -C {awt.cwd} log --oneline --first-parent {task_head}..{a_head}"],
+            next=[f"git -C {shlex.quote(str(awt.cwd))} log --oneline --first-parent {task_head}..{a_head}"],
             details={"base_commits": sorted(theirs)}, task=task,
         )

@@ -33,7 +33,7 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
     if main_wt is not None:
         dirty = Git(main_wt).status()
         if dirty:
-            unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", f"commit, stash or remove them in {main_wt}"))
+            unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", how=f"commit, stash or remove them in {main_wt}"))
         unmet += ignored_in_the_way(main_wt, base_head, head)
     return unmet + protocol.complete_conditions(layout, tf, head)
 
@@ -46,7 +46,7 @@ def ignored_in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protoco
     if not there:
         return []
     return [protocol.Unmet(f"the task adds {len(there)} file(s) that exist, ignored, in {main_wt} and would be overwritten: {', '.join(there[:10])}",
-                           f"move them aside in {main_wt} (they are not in git)")]
+                           how=f"move them aside in {main_wt} (they are not in git)")]
 
 
 def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
@@ -69,7 +69,7 @@ def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     twt = Git(tf.worktree)
     dirty = twt.status()
     if dirty:
-        return [protocol.Unmet(f"the task worktree {tf.worktree} is not clean: {', '.join(str(d) for d in dirty[:10])}", "commit or remove the changes")]
+        return [protocol.Unmet(f"the task worktree {tf.worktree} is not clean: {', '.join(str(d) for d in dirty[:10])}", how=f"commit or remove the changes in {tf.worktree}")]
     if twt.head() != head:
         return [protocol.Unmet(f"the task worktree is not at the task head {head[:12]}")]
     return []
