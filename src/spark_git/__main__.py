@@ -10,7 +10,7 @@ import signal
 import sys
 import types
 
-from spark_git.core.errors import INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted
+from spark_git.core.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtrlC, Interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,11 +27,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ctrl_c_raises_interrupted() -> object:
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted()
-
     try:
-        return signal.signal(signal.SIGINT, handler)
+        return signal.signal(signal.SIGINT, CtrlC())
     except ValueError:  # not the main thread (an embedding caller): Ctrl-C stays theirs
         return None
 

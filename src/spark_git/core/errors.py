@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 OK = 0
@@ -17,6 +18,27 @@ INTERRUPTED_MESSAGE = "interrupted (Ctrl-C); run `spark-git doctor` to see wheth
 class Interrupted(BaseException):
     """Ctrl-C, raised by the entry point's SIGINT handler. Not a KeyboardInterrupt: click turns that into
     "Aborted!" and exit 1 when it strikes outside a command (parsing, loading the command's module)."""
+
+
+class CtrlC:
+    """The SIGINT handler the entry point installs: raises Interrupted, and remembers that it did.
+    Python drops an exception raised inside fork's at-fork callbacks ("Exception ignored in ..."),
+    which run whenever a child starts with a preexec function (core/proc.py): such a Ctrl-C would be
+    lost and the command would wait on its gate. `raise_if_dropped` raises it again."""
+
+    def __init__(self) -> None:
+        self.struck = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.struck = True
+        raise Interrupted()
+
+
+def raise_if_dropped() -> None:
+    """Raises Interrupted if Ctrl-C struck in this process's command and Python swallowed it."""
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, CtrlC) and handler.struck:
+        raise Interrupted()
 
 
 class SparkError(Exception):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from spark_git.core.config import Command
+from spark_git.core.errors import raise_if_dropped
 from spark_git.core.git import clean_env
 
 PR_SET_PDEATHSIG = 1
@@ -102,6 +103,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
         timed_out = False
         try:
+            raise_if_dropped()  # a Ctrl-C during the fork is lost by Python: raised here, the child is stopped
             started()
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
