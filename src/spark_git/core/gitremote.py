@@ -27,6 +27,7 @@ class PushResult:
     ok: bool
     rejected: list[str] = field(default_factory=list)  # refs the remote (or the lease check) refused
     stderr: str = ""
+    stale: list[str] = field(default_factory=list)  # refs whose lease the remote's advertisement already failed
 
 
 def tracking(ref: str) -> str:
@@ -85,7 +86,9 @@ class Remote:
         if r.returncode == 0:
             return PushResult(True)
         if rejected:
-            return PushResult(False, rejected, r.stderr)
+            # porcelain's summary: "[rejected] (stale info)" is git-push's own lease refusal (see its OUTPUT)
+            stale = [parts[1].partition(":")[2] for parts in lines if parts[0] == "!" and parts[2:3] == ["[rejected] (stale info)"]]
+            return PushResult(False, rejected, r.stderr, stale)
         if not lines:
             raise self._unreachable("push", r.stderr)
         raise GitError(["git", *argv], r.returncode, r.stderr, str(self.git.cwd), r.stdout)

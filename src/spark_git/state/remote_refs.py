@@ -150,7 +150,7 @@ class RemoteRefs:
         if res.ok:
             self.mirror(ref, new)
             return True
-        if ref in self.remote.ls(ref):
+        if ref in res.stale or ref in self.remote.ls(ref):  # stale: the remote had it when we pushed; no second round trip
             return False
         raise Blocked(f"cannot take {ref} on remote {self.remote.name!r}: {', '.join(sorted(also or {}))} exists there already",
                       hint="choose another name, or delete the stale branches on the remote", details={"stderr": res.stderr})
