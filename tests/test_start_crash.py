@@ -180,3 +180,29 @@ def test_unregistered_directory_in_the_way_is_reported_precisely(repo: Path, cli
     assert registered(repo, repo.parent / "repo.tasks" / "odd") == {}
     assert (repo.parent / "repo.tasks" / "odd" / "task.json").read_bytes() == lock
     assert (intruder / "notes.txt").read_text() == "mine\n"
+
+
+def test_ctrl_c_after_each_git_command_undoes_everything_or_resumes(repo: Path, cli) -> None:
+    """A Ctrl-C (SIGINT: the undo runs, unlike SIGKILL) after each git command of `start`: exit 130,
+    and either nothing is left (the undo removed the lock, branches and worktrees this call made) or
+    the lock says "done"; either way the same start then succeeds. Found by scripts/chaos: a Ctrl-C
+    right after a branch was created left it behind, and the next start refused the name (exit 2)."""
+    base = git(repo, "rev-parse", "main")
+    n = 0
+    while True:
+        n += 1
+        assert n < 60, "start never ran to the end"
+        task = f"i{n}"
+        r = cli("start", task, "--agents", ",".join(AGENTS), env={"SPARK_FAULT_KILL_AFTER_GIT": str(n), "SPARK_FAULT_SIGNAL": "INT"})
+        if r.returncode == 0:
+            assert_complete(repo, task, base)
+            break
+        assert r.returncode == 130, r
+        task_dir = repo.parent / "repo.tasks" / task
+        assert_files_parse(task_dir)
+        lock = task_dir / "task.json"
+        if not lock.exists() or json.loads(lock.read_text())["provisioning"] != "done":
+            assert not lock.exists() and task_branches(repo, task) == {} and registered(repo, task_dir) == {}, n
+        again = cli("start", task, "--agents", ",".join(AGENTS), "--json")
+        assert again.returncode == 0, (n, again)
+        assert_complete(repo, task, base)

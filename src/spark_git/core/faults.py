@@ -2,7 +2,8 @@
 
 - `SPARK_FAULT_KILL_AT=<name>`: at `point(name)` in the code.
 - `SPARK_FAULT_KILL_AFTER_GIT=<n>`: right after the n-th git subprocess this process ran finishes.
-Both are read from the environment on every check, so production runs pay one dict lookup.
+- `SPARK_FAULT_SIGNAL=INT` (or TERM): that signal instead of SIGKILL, e.g. a Ctrl-C, whose cleanup runs.
+All are read from the environment on every check, so production runs pay one dict lookup.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ _git_calls = itertools.count(1)
 
 
 def _die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
+    name = os.environ.get("SPARK_FAULT_SIGNAL", "KILL")
+    os.kill(os.getpid(), signal.Signals[f"SIG{name}"])
 
 
 def point(name: str) -> None:

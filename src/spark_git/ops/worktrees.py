@@ -60,8 +60,10 @@ def ensure_worktree(
 ) -> None:
     ref = branch_ref(branch)
     if (ref not in heads) if heads is not None else (git.rev_parse(ref) is None):
-        git.update_ref(ref, base_commit, ZERO_SHA, message=CREATE_MESSAGE + branch)
+        # Ours before git runs: a Ctrl-C right after `update-ref` (or one that stops it half-way) must
+        # find it for the undo, which deletes it only if it is still at `base_commit` (compare-and-swap).
         created.branches.append((ref, base_commit))
+        git.update_ref(ref, base_commit, ZERO_SHA, message=CREATE_MESSAGE + branch)
     wt = registered.get(path.resolve())
     if wt is not None and wt.locked and "initializing" in wt.extra.get("locked", ""):
         # `git worktree add` was killed mid-checkout: the directory holds no work of anyone's yet.
