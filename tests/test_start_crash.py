@@ -206,3 +206,25 @@ def test_ctrl_c_after_each_git_command_undoes_everything_or_resumes(repo: Path, 
         again = cli("start", task, "--agents", ",".join(AGENTS), "--json")
         assert again.returncode == 0, (n, again)
         assert_complete(repo, task, base)
+
+
+def test_a_worktree_add_killed_before_head_is_repaired_by_one_doctor_fix(repo: Path, cli) -> None:
+    """Found by scripts/chaos (start SIGKILLed at 0.345 s): `git worktree add` killed after it
+    registered the worktree but before it wrote HEAD leaves HEAD = the null id, locked "initializing";
+    git then fails every walk of all refs (`rev-list --all`, `gc`, `fsck`). One `doctor --fix`
+    removes that registration (it holds no commit, no file); the owner's start then resumes."""
+    base = git(repo, "rev-parse", "main")
+    r = cli("start", "half", "--agents", ",".join(AGENTS), env={"SPARK_FAULT_KILL_AT": "start-after-lock"})
+    assert r.returncode == -signal.SIGKILL, r
+    wt = repo.parent / "repo.tasks" / "half" / "code"
+    git(repo, "worktree", "add", "--no-checkout", "--lock", "--reason", "initializing", "-b", "half", str(wt), base)
+    admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+    (admin / "HEAD").write_text("0" * 40 + "\n")  # the kill's state: registered, HEAD not yet written
+    assert subprocess.run(["git", "rev-list", "--all"], cwd=repo, capture_output=True).returncode != 0
+    fixed = cli("--json", "doctor", "--fix")
+    assert any(f["kind"] == "worktree-add-interrupted" and f["fixed"] for f in fixed.json["data"]["findings"]), fixed
+    assert subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True).returncode == 0
+    assert git(repo, "rev-list", "--all", "--count") == "1"
+    again = cli("start", "half", "--agents", ",".join(AGENTS), "--json")
+    assert again.returncode == 0, again
+    assert_complete(repo, "half", base)

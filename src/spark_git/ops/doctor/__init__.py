@@ -62,6 +62,7 @@ def observe(layout: Layout, only: str | None, *, session: str | None, progress: 
     repo.check_main_lock(ctx)
     repo.check_tasks_elsewhere(ctx)
     repo.check_prunable(ctx, names if only else None)
+    repo.check_interrupted_adds(ctx, names if only else None)
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
         queue.check_queue(ctx)

@@ -1,18 +1,20 @@
-"""Doctor's repo-wide checks: the main-worktree lock, registered worktrees whose directory is gone,
-and git lock files left by killed git processes."""
+"""Doctor's repo-wide checks: the main-worktree lock, registered worktrees whose directory is gone or
+whose `git worktree add` was killed half-way, and git lock files left by killed git processes."""
 
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
 from spark_git.core.errors import Blocked, CorruptState
-from spark_git.core.git import Worktree
+from spark_git.core.git import ZERO_SHA, Worktree
 from spark_git.core.layout import Layout, within
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
 from spark_git.ops.queue.land import LANDING_REASON
+from spark_git.ops.start import start_mutex_name
 from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import MAIN, WORKTREES, idle_for, mutex
@@ -94,6 +96,29 @@ def check_prunable(ctx: Ctx, only: list[str] | None) -> None:
 
         ctx.add(Finding(where=t or "git", kind="worktree-dir-gone", problem=f"git lists worktree {p} but its directory is gone",
                         repair="--fix: git worktree prune (a detached HEAD is archived first)"), fix)
+
+
+def check_interrupted_adds(ctx: Ctx, only: list[str] | None) -> None:
+    """A `git worktree add` killed before it wrote HEAD leaves an admin entry whose HEAD is the null
+    id, locked "initializing" (git's own marker): git then fails every walk of all refs (`rev-list
+    --all`, `gc`, `fsck`: "bad object worktrees/X/HEAD"). It holds no commit and no file."""
+    for p, wt in ctx.registered.items():
+        if not (wt.head == ZERO_SHA and wt.locked and "initializing" in wt.extra.get("locked", "")):
+            continue
+        t, _ = ctx.layout.locate(p)
+        if only is not None and t not in only:
+            continue
+        ctx.add(Finding(where=t or "git", kind="worktree-add-interrupted", problem=f"a killed `git worktree add` left {p} registered with no HEAD "
+                        "(git fails `rev-list --all`, `gc` and `fsck` on it)", repair=f"--fix: git worktree remove --force --force {p}"),
+                partial(_remove_half_added, ctx, p, t))
+
+
+def _remove_half_added(ctx: Ctx, path: Path, task: str | None) -> None:
+    # A `start` still running holds its mutex and is about to write HEAD: wait for it, then look again.
+    with (mutex(ctx.layout, start_mutex_name(task)) if task else nullcontext()), mutex(ctx.layout, WORKTREES):
+        wt = next((w for w in ctx.git.worktrees() if w.path.resolve() == path.resolve()), None)
+        if wt is not None and wt.head == ZERO_SHA:
+            ctx.git.run("worktree", "remove", "--force", "--force", str(path))
 
 
 LOCK_GLOBS = ("*.lock", "refs/**/*.lock", "worktrees/*/*.lock", "logs/**/*.lock")
