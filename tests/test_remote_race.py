@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from fixtures.repo import git, spark
-from fixtures.servers import bare, http_server, machine, seed, ssh_server
+from fixtures.servers import bare, fetch_remote_ref, http_server, machine, remote_refs, seed, ssh_server
 
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
@@ -45,9 +45,9 @@ def _racer(clone: str, base: str, rounds: int, who: str, barrier: Any, results: 
         results.put((r, who, won))
 
 
-def _race(root: Path, url: str, rounds: int, ssh_cmd: str | None = None) -> None:
+def _race(root: Path, url: str, rounds: int, ssh_cmd: str | None = None, state_branch: str | None = None) -> None:
     seed(root, url, {"README.md": "# race\n"}, ssh_cmd=ssh_cmd)
-    clones = [machine(root, url, f"m{i}", ssh_cmd) for i in range(MACHINES)]
+    clones = [machine(root, url, f"m{i}", ssh_cmd, state_branch=state_branch) for i in range(MACHINES)]
     base = git(clones[0], "rev-parse", "origin/main")
     ctx = mp.get_context("fork")
     barrier, results = ctx.Barrier(MACHINES * RACERS), ctx.Queue()
@@ -62,15 +62,19 @@ def _race(root: Path, url: str, rounds: int, ssh_cmd: str | None = None) -> None
     assert not errors, errors[:5]
     winners = {r: [w for rr, w, won in got if rr == r and won] for r in range(rounds)}
     assert all(len(w) == 1 for w in winners.values()), {r: w for r, w in winners.items() if len(w) != 1}
-    remote = git(clones[0], "ls-remote", "origin", "refs/spark/tasks/*", "refs/heads/race-*").splitlines()
+    remote = remote_refs(clones[0], "refs/spark/tasks/*", "refs/heads/race-*").splitlines()
     assert len(remote) == 2 * rounds  # one lock and one branch per round, nothing else
     for r, (w,) in winners.items():  # the lock on the remote names the winner
-        lock = git(clones[0], "fetch", "--quiet", "origin", f"refs/spark/tasks/race-{r}") or git(clones[0], "show", "FETCH_HEAD:task.json")
-        assert f'"session_id": "{w}"' in lock
+        lock = fetch_remote_ref(clones[0], f"refs/spark/tasks/race-{r}", "refs/test/lock")
+        assert f'"session_id": "{w}"' in git(clones[0], "show", f"{lock}:task.json")
 
 
 def test_3_machines_x_10_racers_over_file_exactly_one_owner_each_round(tmp_path: Path) -> None:
     _race(tmp_path, f"file://{bare(tmp_path)}", ROUNDS)
+
+
+def test_3_machines_x_10_racers_through_a_state_branch_on_a_host_taking_branches_only(tmp_path: Path) -> None:
+    _race(tmp_path, f"file://{bare(tmp_path, branches_only=True)}", max(ROUNDS // 5, 5), state_branch="spark/state")
 
 
 def test_racers_over_smart_http_exactly_one_owner(tmp_path: Path) -> None:
@@ -110,5 +114,6 @@ def test_host_check_custom_refs_notes_and_atomic_are_honoured(tmp_path: Path, se
         m = machine(tmp_path, f"{base}/shared.git", "m0", ssh_cmd)
         r = spark(m, "--json", "remote", "check")
         assert r.returncode == 0, r
-        assert r.json["data"] | {"url": None} == {"remote": "origin", "url": None, "custom_refs": True, "notes_refs": True, "atomic": True}
+        assert r.json["data"] | {"url": None} == {"remote": "origin", "url": None, "custom_refs": True, "notes_refs": True, "atomic": True,
+                                                "needs_state_branch": False}
         assert git(m, "ls-remote", "origin", "refs/spark/*", "refs/notes/*") == ""  # the probes are gone

@@ -20,12 +20,14 @@ def enable(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The git remote every machine shares (e.g. origin).")],
     machine: Annotated[str | None, typer.Option("--machine", help="This machine's name in leases (default: the host name).")] = None,
+    state_branch: Annotated[str | None, typer.Option("--state-branch", help="Keep the state in this one branch (e.g. spark/state): for hosts refusing refs/spark/*.")] = None,
 ) -> None:
     """Switch this clone to remote mode (checks the remote answers first)."""
 
     def action(layout: Layout) -> Result:
-        d = remote.enable(layout, name, machine)
-        return Result(f"remote mode on: locks and state on {d.remote} ({d.url}), this machine is {d.machine!r}", d,
+        d = remote.enable(layout, name, machine, state_branch)
+        where = f"branch {d.state_branch} of {d.remote}" if d.state_branch else d.remote
+        return Result(f"remote mode on: locks and state on {where} ({d.url}), this machine is {d.machine!r}", d,
                       next=["spark-git remote status"])
 
     execute(ctx, action)
@@ -66,9 +68,13 @@ def check(
 
     def action(layout: Layout) -> Result:
         d = remote.check(layout, name)
-        ok = d.custom_refs and d.notes_refs and d.atomic
-        return Result(f"{d.remote} ({d.url}): custom refs {d.custom_refs}, notes refs {d.notes_refs}, atomic {d.atomic}", d,
-                      status="OK" if ok else "FAIL", exit_code=0 if ok else 1)
+        summary = f"{d.remote} ({d.url}): custom refs {d.custom_refs}, notes refs {d.notes_refs}, atomic {d.atomic}"
+        if not d.atomic:
+            return Result(summary + "; remote mode needs --atomic honoured", d, status="FAIL", exit_code=1)
+        if d.needs_state_branch:  # usable, with the state in one branch
+            fix = f"spark-git remote enable {d.remote} --state-branch spark/state"
+            return Result(f"{summary}; this host refuses custom refs: keep the state in a branch", d, next=[fix])
+        return Result(summary, d)
 
     execute(ctx, action)
 

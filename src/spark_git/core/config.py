@@ -184,6 +184,7 @@ class SyncConfig(_Strict):
     remote: str | None = Field(None, description="Remote mode: the git remote holding task locks, state, queue and notes (off when unset).")
     machine: str | None = Field(None, description="This machine's name in remote leases; default: the host name.")
     lease_s: float = Field(900.0, gt=0, description="Seconds a remote lock's lease lasts; renewed by every mutating command and `heartbeat`.")
+    state_branch: str | None = Field(None, description="Keep the remote's locks, queue and notes in this one branch (e.g. 'spark/state') instead of refs/spark/* and refs/notes/*: for hosts that refuse custom ref namespaces.")
 
 
 class Config(_Strict):

@@ -60,11 +60,12 @@ class Remote:
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
-    def fetch_refs(self, refs: dict[str, str], *, force: bool = True) -> None:
+    def fetch_refs(self, refs: dict[str, str], *, force: bool = True, prune: bool = False) -> None:
         """Fetches remote ref -> local ref (forced: mirrors; not forced: only created or fast-forwarded);
-        a plain ref must exist on the remote, a glob need not."""
-        plus = "+" if force else ""
-        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, *(f"{plus}{a}:{b}" for a, b in refs.items()), check=False)
+        a plain ref must exist on the remote, a glob need not (with `prune`, its vanished ones go)."""
+        plus, pruning = "+" if force else "", ["--prune"] if prune else []
+        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *pruning, self.name,
+                         *(f"{plus}{a}:{b}" for a, b in refs.items()), check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
@@ -105,14 +106,14 @@ class Remote:
         return res
 
 
-def make_commit(git: Git, files: dict[str, str], parent: str | None, message: str) -> Sha:
-    """A commit whose tree holds `files` (name -> ASCII text), on top of `parent`; touches no ref."""
+def make_commit(git: Git, files: dict[str, str], parents: list[str], message: str) -> Sha:
+    """A commit whose tree holds `files` (name -> ASCII text), on top of `parents`; touches no ref."""
     entries = []
     for name, text in sorted(files.items()):
         blob = git.run("hash-object", "-w", "--stdin", input=text).stdout.strip()
         entries.append(f"100644 blob {blob}\t{name}")
     tree = git.run("mktree", input="\n".join(entries) + "\n").stdout.strip()
-    return git.commit_tree(tree, [parent] if parent else [], message, COMMIT_ENV)
+    return git.commit_tree(tree, parents, message, COMMIT_ENV)
 
 
 def read_files(git: Git, rev: str, names: list[str]) -> dict[str, str | None]:

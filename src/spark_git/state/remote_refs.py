@@ -17,13 +17,13 @@ from pydantic import BaseModel, ConfigDict
 
 from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import ZERO_SHA, Sha
-from spark_git.core.gitremote import Remote, make_commit, read_files, tracking
+from spark_git.core.gitremote import make_commit, read_files, tracking
 from spark_git.core.layout import Layout
 from spark_git.state.locks import mutex
 from spark_git.state.models import now, parse_time
+from spark_git.state.remote_branch import FETCH_MUTEX, open_remote
 
 LEASE = "lease.json"
-FETCH_MUTEX = "remote-fetch"  # fetches and cache updates of one clone touch the same tracking refs
 RETRIES = 8  # rejected pushes in a row before a refusal: each one means another writer moved first
 
 
@@ -68,7 +68,7 @@ class RemoteRefs:
 
     def __init__(self, layout: Layout, remote: str, machine: str | None, lease_s: float) -> None:
         self.layout, self.git = layout, layout.git()
-        self.remote = Remote(self.git, remote)
+        self.remote = open_remote(layout, remote)
         self.machine = machine or socket.gethostname()
         self.lease_s = lease_s
         self._fresh = False
@@ -139,7 +139,7 @@ class RemoteRefs:
 
     def commit(self, name: str, text: str, lease: Lease, parent: str | None, message: str, extra: dict[str, str] | None = None) -> Sha:
         files = {**(extra or {}), name: text, LEASE: canonical(lease.model_dump(mode="json", exclude_none=True))}
-        return make_commit(self.git, files, parent, message)
+        return make_commit(self.git, files, [parent] if parent else [], message)
 
     def create(self, ref: str, name: str, text: str, lease: Lease, message: str, also: dict[str, str] | None = None) -> bool:
         """Takes the lock: the ref must not exist on the remote; `also` (ref -> sha, each must not exist
