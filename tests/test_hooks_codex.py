@@ -116,3 +116,13 @@ def test_patch_headers_are_every_path_once() -> None:
     write = c.parse_event('{"cwd": "/x", "tool_name": "Write", "tool_input": {"file_path": "w.py"}}')
     assert (write.kind, write.paths) == (EDIT, ("w.py",))
     assert c.parse_event('{"cwd": "/x", "tool_name": "Bash", "tool_input": {"command": "ls"}}').kind == SHELL
+
+
+def test_session_start_gives_the_session_its_task_as_context(world) -> None:
+    ev = client_event("codex-SessionStart", CWD=str(world["repo"]))
+    ev["session_id"] = "s1"  # the session that started t1
+    r = replay(ev, "codex", "session-start", env=world["env"])
+    assert r.returncode == 0 and "task t1" in r.stdout, r  # plain text on stdout: Codex adds it to the context
+    ev["session_id"] = "codex-stranger"
+    stranger = replay(ev, "codex", "session-start", env=world["env"])
+    assert (stranger.returncode, stranger.stdout) == (0, ""), stranger  # owns nothing: says nothing

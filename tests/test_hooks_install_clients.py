@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fixtures.repo import spark
 
 CODEX_USER = {"hooks": {
@@ -53,6 +55,50 @@ def test_codex_then_gemini_then_uninstall_gives_back_the_files_byte_for_byte(rep
     assert codex.read_text() == codex_text
     assert gemini.read_text() == gemini_text
     assert not (repo / ".claude").exists()
+
+
+# Settings files as people write them, not as json.dumps does (found by an audit of issue 13).
+HAND_WRITTEN = {
+    "crlf": '{\r\n  "hooks": {\r\n    "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]\r\n  }\r\n}\r\n',
+    "one-line groups": '{\n  "hooks": {\n    "PreToolUse": [ { "matcher": "Bash", "hooks": [ {"type": "command", "command": "audit"} ] } ]\n  }\n}\n',
+    "escapes": '{"model": "caf\\u00e9", "hooks": {}}\n',
+    "empty lists": '{\n\t"hooks": {\n\t\t"Stop": []\n\t}\n}',
+    "only an empty event": '{"hooks":{"Stop":[]}}',
+}
+
+
+@pytest.mark.parametrize("style", HAND_WRITTEN)
+def test_install_then_uninstall_gives_back_a_hand_written_file_byte_for_byte(repo: Path, cli, style: str) -> None:
+    codex = repo / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    original = HAND_WRITTEN[style].encode()
+    codex.write_bytes(original)
+    assert cli("hooks", "install", "--client", "codex", "--json").json["data"]["changed"] is True
+    assert _ours(codex)  # installed
+    r = cli("hooks", "uninstall", "--client", "codex", "--json")
+    assert r.returncode == 0 and r.json["data"]["changed"] is True, r
+    assert codex.read_bytes() == original
+
+
+def test_a_file_edited_after_install_loses_only_spark_gits_entries(repo: Path, cli) -> None:
+    codex = repo / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    codex.write_text('{"hooks": {"Stop": []}}')
+    cli("hooks", "install", "--client", "codex")
+    data = json.loads(codex.read_text())
+    data["hooks"]["Notification"] = [{"hooks": [{"type": "command", "command": "ding"}]}]  # the user's edit after install
+    codex.write_text(json.dumps(data, indent=2) + "\n")
+    r = cli("hooks", "uninstall", "--client", "codex", "--json")
+    assert r.returncode == 0 and r.json["data"]["files"][0]["removed_file"] is False, r
+    assert json.loads(codex.read_text()) == {"hooks": {"Stop": [], "Notification": [{"hooks": [{"type": "command", "command": "ding"}]}]}}
+
+
+def test_uninstall_of_a_file_install_created_removes_it(repo: Path, cli) -> None:
+    cli("hooks", "install", "--client", "gemini")
+    gemini = repo / ".gemini" / "settings.json"
+    assert _ours(gemini)
+    r = cli("hooks", "uninstall", "--client", "gemini", "--json")
+    assert r.json["data"]["files"][0]["removed_file"] is True and not gemini.exists(), r
 
 
 def test_default_clients_and_scopes(repo: Path, cli, sealed: dict[str, str]) -> None:

@@ -45,6 +45,8 @@ def test_the_coordinators_worktree_is_an_agent_worktree_of_its_task(world) -> No
     tf = task_json(world)
     assert tf["agents"]["feature-x"]["worktree"] == str(want)
     assert tf["agent_additions"][-1]["why"] == "created by claude for Feature X"
+    added = [e for e in json.loads((world["t"] / "audit-trail.json").read_text())["events"] if e["kind"] == "agent_added"]
+    assert [(e["agent"], e["session_id"]) for e in added] == [("feature-x", "s1")]  # recorded as added by the session
     again = create(world, world["code"], "Feature X")
     assert again.returncode == 0 and again.stdout == r.stdout  # the same name: the same worktree
     # The same session (a worktree-isolated subagent, EnterWorktree) now writes there as that agent.
@@ -84,7 +86,7 @@ def test_outside_any_task_a_plain_worktree_under_the_tasks_root(tmp_path: Path) 
     assert len(refs) == 1 and git(repo, "show", f"{refs[0]}:notes.txt") == "draft"
 
 
-def test_removal_archives_uncommitted_work_and_cleanup_removes_the_agents_worktree(world) -> None:
+def test_removal_archives_uncommitted_work_and_keeps_the_agents_worktree_until_cleanup(world) -> None:
     path = Path(create(world, world["code"], "wip").stdout.strip())
     (path / "src" / "app.py").write_text("print('changed')\n")
     (path / "new.txt").write_text("untracked\n")

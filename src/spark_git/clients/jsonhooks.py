@@ -114,8 +114,8 @@ def remove(hooks: dict[str, Any]) -> list[str]:
                 kept_groups.append(g if not ours else {**g, "hooks": kept})
             elif not g["hooks"]:
                 kept_groups.append(g)  # an empty group that was not ours
-        if kept_groups:
-            hooks[event] = kept_groups
+        if kept_groups or len(kept_groups) == len(hooks[event]):
+            hooks[event] = kept_groups  # an event list the user left empty stays
         else:
             del hooks[event]
     return removed

@@ -4,6 +4,7 @@ this (pydantic); client adapters import it inside install/uninstall."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import stat
@@ -12,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from spark_git.clients import jsonhooks
+from spark_git.clients import jsonhooks, originals
 from spark_git.core.errors import BadInput
 from spark_git.state.files import write_text_atomic
 
@@ -47,22 +48,35 @@ def _shown(p: Path) -> str:
 
 
 def install_file(path: Path, scope: str, client: str, wanted: list[jsonhooks.Wanted]) -> HooksData:
-    """spark-git's entries merged into the hooks object of `path` (nothing else dropped); idempotent."""
+    """spark-git's entries merged into the hooks object of `path` (nothing else dropped); idempotent.
+    The file's original text is remembered for uninstall (clients/originals.py)."""
     data = load(path)
+    clean = not jsonhooks.remove(copy.deepcopy(data.get("hooks", {})))
     changed = jsonhooks.merge(data.setdefault("hooks", {}), wanted)
     if changed:
+        before = originals.read_exact(path)
         save(path, data)
+        originals.remember(path, before, originals.read_exact(path) or "", clean)
     return HooksData(path=str(path), scope=scope, changed=changed, entries=[f"{w.event}: {w.command}" for w in wanted], client=client)
 
 
 def uninstall_file(path: Path, scope: str, client: str) -> HooksData:
-    """Only spark-git's entries removed (and the containers they emptied; the file too if it held
+    """The file as it was before install, byte for byte, while it is as install left it; else only
+    spark-git's entries removed (and the containers that removal emptied; the file too if it held
     nothing else)."""
     if not path.exists():
         return HooksData(path=str(path), scope=scope, changed=False, entries=[], client=client)
+    untouched, original = originals.original_if_untouched(path)
     data = load(path)
     hooks = data.get("hooks")
     removed = jsonhooks.remove(hooks) if isinstance(hooks, dict) else []
+    originals.forget(path)
+    if untouched and original is None:
+        path.unlink()  # install created it
+        return HooksData(path=str(path), scope=scope, changed=True, entries=removed, removed_file=True, client=client)
+    if untouched and original is not None:
+        _write(path, original)
+        return HooksData(path=str(path), scope=scope, changed=True, entries=removed, client=client)
     if not removed:
         return HooksData(path=str(path), scope=scope, changed=False, entries=[], client=client)
     if isinstance(hooks, dict) and not hooks:
@@ -103,12 +117,15 @@ def _indent(text: str) -> int | str | None:
 def save(path: Path, data: dict[str, Any]) -> None:
     """Written atomically in the file's own style (indentation, final newline, non-ASCII kept as
     text), through a symlink to its target, with the file's mode kept."""
+    old = originals.read_exact(path.resolve() if path.is_symlink() else path) or ""
+    text = json.dumps(data, indent=_indent(old), ensure_ascii=False)
+    _write(path, text + ("\n" if old.endswith("\n") or not old else ""))
+
+
+def _write(path: Path, text: str) -> None:
     target = path.resolve() if path.is_symlink() else path
-    old = target.read_text() if target.exists() else ""
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    indent = _indent(old)
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(target, text + ("\n" if old.endswith("\n") or not old else ""))
+    write_text_atomic(target, text)
     if mode is not None:
         os.chmod(target, mode)
