@@ -30,10 +30,10 @@ def output(status: str = "OK") -> dict:
     }
 
 
-def spark_state(violations: int = 0, can_proceed: bool = True, coverage: float = 0.97, failed: int = 0) -> dict:
+def spark_state(violations: int = 0, can_proceed: bool = True, coverage: float = 0.97, failed: int = 0, status: str = "completed") -> dict:
     return {
         "id": "spark_20251030_143022", "version": "4.3", "agent": "implementer-spark",
-        "state": {"status": "completed", "phase": 5, "started_at": "2025-10-30T14:30:22Z"},
+        "state": {"status": status, "phase": 5, "started_at": "2025-10-30T14:30:22Z"},
         "quality": {"step_1_architecture": {"imports": 0, "circular": 0},
                     "step_6_testing": {"coverage": coverage, "tests_total": 45, "tests_passed": 45 - failed, "tests_failed": failed},
                     "violations_total": violations, "can_proceed": can_proceed},
@@ -95,6 +95,8 @@ def test_output_status_other_than_ok_refuses_then_ok_passes(tmp_path: Path, stat
     ({"can_proceed": False}, "quality.can_proceed"),
     ({"violations": 51, "can_proceed": True}, "quality.violations_total"),
     ({"failed": 2}, "quality.step_6_testing.tests_failed"),
+    ({"status": "failed"}, "state.status is failed, not completed"),
+    ({"status": "running"}, "state.status is running, not completed"),
 ])
 def test_spark_state_quality_refuses(tmp_path: Path, state: dict, field: str) -> None:
     p = at_requirements(tmp_path)

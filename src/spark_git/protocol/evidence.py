@@ -20,7 +20,10 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
         q = ev.spark.quality
         cov = q.step_6_testing.coverage if q.step_6_testing else None
         minimum = ctx.layout.config.evidence.coverage_min
-        if not q.can_proceed:
+        run = ev.spark.state
+        if run is not None and run.status != "completed":  # 000 4.3: status == completed, with the two below
+            problem = f"state.status is {run.status}, not completed"
+        elif not q.can_proceed:
             problem = "quality.can_proceed is false"
         elif q.violations_total > 0:
             problem = f"quality.violations_total is {q.violations_total}, not 0"
