@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fixtures.repo import spark
 
 CODEX_USER = {"hooks": {
