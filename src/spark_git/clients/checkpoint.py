@@ -6,15 +6,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 
 
-class TaskCheckpoint(BaseModel):
+class TaskCheckpoint(Model):
     task: str
     state: str
     title: str | None = None
@@ -26,7 +25,7 @@ class TaskCheckpoint(BaseModel):
     next: list[str]
 
 
-class SessionStartData(BaseModel):
+class SessionStartData(Model):
     sessions: list[str]
     tasks: list[TaskCheckpoint]
     problems: list[str] = []

@@ -11,14 +11,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git.clients import jsonhooks, originals
 from spark_git.core.errors import BadInput
+from spark_git.core.model import Model
 from spark_git.state.files import write_text_atomic
 
 
-class HooksData(BaseModel):
+class HooksData(Model):
     path: str
     scope: str
     changed: bool
@@ -27,7 +26,7 @@ class HooksData(BaseModel):
     client: str = "claude"
 
 
-class HooksSetData(BaseModel):
+class HooksSetData(Model):
     """`hooks install|uninstall`: one settings file per client asked for."""
 
     changed: bool  # some file changed

@@ -7,19 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spark_git.core import configfiles
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
+from spark_git.core.model import Model
 
 Command = list[str] | str | None  # argv list, or a shell string
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     # strict: TOML has real types; `timeout_s = true` or `"10"` is a mistake, not 1 s or 10 s.
-    # defer_build: built on first use (a repo without a config file never validates one).
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _relative(v: str | None) -> str | None:

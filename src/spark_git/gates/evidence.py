@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.gates.reports import GateReports
 from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
 
-class GateEvidence(BaseModel):
+class GateEvidence(Model):
     gate: str  # "build" or "final"
     command: list[str] | str | None  # None: no gate configured, nothing ran
     ran: bool

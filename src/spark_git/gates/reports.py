@@ -14,15 +14,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
-
 from spark_git.core.config import ReportSpec
+from spark_git.core.model import Model
 
 Stamp = tuple[int, int, int]  # st_mtime_ns, st_size, st_ino
 FAILED_NAMES_MAX = 50  # names of failing tests kept in the evidence; the counts are always complete
 
 
-class TestCounts(BaseModel):
+class TestCounts(Model):
     __test__ = False  # not a pytest test class, whatever its name
     total: int
     passed: int
@@ -34,7 +33,7 @@ class TestCounts(BaseModel):
     source: Literal["junit", "pytest"] = "junit"  # pytest: no JUnit XML configured, its summary line was read
 
 
-class CoverageTotals(BaseModel):
+class CoverageTotals(Model):
     rate: float  # 0.0-1.0: (covered lines + covered branches) / (lines + branches), as coverage.py totals it
     lines_covered: int | None = None
     lines_valid: int | None = None
@@ -44,7 +43,7 @@ class CoverageTotals(BaseModel):
     format: Literal["xml", "json"]
 
 
-class GateReports(BaseModel):
+class GateReports(Model):
     tests: TestCounts | None = None
     coverage: CoverageTotals | None = None
     unmet: list[str] = []  # each names the config key and both values; a gate with any fails

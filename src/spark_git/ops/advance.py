@@ -7,11 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.gates import evidence as gate_evidence
 from spark_git.gates import verdicts
@@ -24,7 +23,7 @@ from spark_git.state.files import write_text_atomic
 from spark_git.state.models import TaskFile, Transition
 
 
-class AdvanceData(BaseModel):
+class AdvanceData(Model):
     task: str
     from_state: str
     to: str

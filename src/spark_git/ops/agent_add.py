@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.ops.provision import ProvisionReport
 from spark_git.ops.taskfile import role_of, updating
 from spark_git.ops.worktrees import Created, Progress, ensure_worktree, quiet, setup_new, undo
@@ -18,7 +17,7 @@ from spark_git.state.locks import WORKTREES
 from spark_git.state.models import AgentAddition, AgentEntry, AgentStatus, TaskFile
 
 
-class AgentAddData(BaseModel):
+class AgentAddData(Model):
     task: str
     agent: str
     branch: str

@@ -14,11 +14,10 @@ import socket
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.ops.advance import record_transition
 from spark_git.ops.presented import Presented, present
 from spark_git.ops.taskfile import load_task, updating
@@ -32,7 +31,7 @@ Kind = Literal["changes", "plan"]
 __all__ = ["ApproveData", "ChangesRequestedData", "approval_holds", "approve", "request_changes"]
 
 
-class ApproveData(BaseModel):
+class ApproveData(Model):
     task: str
     kind: str
     commit_sha: str
@@ -152,7 +151,7 @@ def _record(store: Store, task: str, cp: Checkpoint, sha_given: bool, session: s
     return cur_head
 
 
-class ChangesRequestedData(BaseModel):
+class ChangesRequestedData(Model):
     task: str
     commit_sha: str  # the head the decision refers to
     patch_id: str | None
@@ -218,7 +217,7 @@ def _back_rule(layout: Layout, tf: TaskFile) -> protocol.Rule | None:
         f"task {tf.task_name} is in {tf.state}; approve --request-changes needs {need}", protocol.path_to(tf, need))], tf.task_name)
 
 
-class PlanRejectedData(BaseModel):
+class PlanRejectedData(Model):
     task: str
     task_md_sha256: str | None
     why: str

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, GitError
 from spark_git.core.git import ZERO_SHA, Git, Sha, branch_ref
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.backends import as_store, open_store
 from spark_git.state.store import ARCHIVE_PREFIX, Store
 
@@ -21,7 +20,7 @@ FALLBACK_IDENT = {
 }
 
 
-class Archived(BaseModel):
+class Archived(Model):
     ref: str
     sha: str
     what: str  # "branch <name>", "uncommitted work in <path>", "detached HEAD of <path>"
@@ -32,7 +31,7 @@ class Archived(BaseModel):
 KEPT = "kept"  # <task>/kept/<label>/<path>: nested repositories moved out of a removed worktree
 
 
-class KeptPath(BaseModel):
+class KeptPath(Model):
     task: str
     path: str  # where the directory is now
     was: str | None = None  # where it was (inside a removed worktree); None when listed from disk
@@ -91,7 +90,7 @@ def keep_uncommitted(store: Store | Layout, task: str, label: str, path: Path, f
 # -- archive list / restore ---------------------------------------------------------------------
 
 
-class ArchiveEntry(BaseModel):
+class ArchiveEntry(Model):
     ref: str
     task: str
     name: str
@@ -100,7 +99,7 @@ class ArchiveEntry(BaseModel):
     subject: str
 
 
-class ArchiveListData(BaseModel):
+class ArchiveListData(Model):
     entries: list[ArchiveEntry]
     kept: list[KeptPath] = []  # nested repositories moved out of removed worktrees
 
@@ -122,7 +121,7 @@ def list_kept(layout: Layout, task: str | None) -> list[KeptPath]:
     return sorted(res, key=lambda k: k.path)
 
 
-class RestoreData(BaseModel):
+class RestoreData(Model):
     ref: str
     sha: str
     branch: str

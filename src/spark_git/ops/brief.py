@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.ops.taskfile import load_task
 from spark_git.protocol.context import plan_section, read_status, requirements_path, task_md_sections
 from spark_git.state.backends import open_store
@@ -26,13 +27,13 @@ FLAG_WORDS = {"security": ("security", "auth", "Security-sensitive"), "perf": ("
               "breaking-change": ("breaking",)}
 
 
-class ChangedFile(BaseModel):
+class ChangedFile(Model):
     path: str
     change_type: ChangeType
     old_path: str | None = None  # set when change_type is "renamed"
 
 
-class BriefTask(BaseModel):
+class BriefTask(Model):
     id: str
     title: str
     goal: str
@@ -44,7 +45,7 @@ class BriefTask(BaseModel):
     risk_flags: list[str]
 
 
-class RepoState(BaseModel):
+class RepoState(Model):
     branch: str
     ci_status: Literal["unknown", "green", "red"]
     last_failed_step: str | None = None
@@ -52,7 +53,7 @@ class RepoState(BaseModel):
     base_commit: str
 
 
-class BriefData(BaseModel):
+class BriefData(Model):
     """Seed 004's Universal Input JSON for one agent (plus who it is for)."""
 
     task: BriefTask

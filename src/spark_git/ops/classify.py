@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.core.config import RiskConfig
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.ops.agent_add import add_agent
 from spark_git.ops.complexity import assess, objective_text
 from spark_git.ops.sources import carried_objective, with_objective
@@ -23,14 +22,14 @@ LEVELS = ("LOW", "MEDIUM", "HIGH")
 CLASSIFY_STATES = (protocol.State.INIT, protocol.State.CLASSIFIED)
 
 
-class PathMatch(BaseModel):
+class PathMatch(Model):
     path: str
     level: str
     pattern: str | None  # None: no pattern matched (counted as HIGH: 003, "when uncertain, HIGH")
     list: str | None = None  # the `[risk]` list the pattern is in: tests, high, medium or low
 
 
-class Decision(BaseModel):
+class Decision(Model):
     level: str
     variant: str
     agents: list[str]
@@ -41,7 +40,7 @@ class Decision(BaseModel):
     reasons: list[str]
 
 
-class ClassifyData(BaseModel):
+class ClassifyData(Model):
     task: str
     decision: Decision
     complexity: Complexity

@@ -7,13 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name, within
+from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
@@ -29,7 +28,7 @@ from spark_git.state.store import Store
 ENDED = ("CLEANUP", "ABANDONED")
 
 
-class EndData(BaseModel):
+class EndData(Model):
     task: str
     final_state: str
     why: str | None = None

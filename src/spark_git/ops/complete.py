@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import Blocked, Failed
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.ops.queue import drain, enqueue, gate
@@ -19,7 +18,7 @@ from spark_git.state.backends import open_store
 from spark_git.state.queuelog import QueueOutcome
 
 
-class CompleteData(BaseModel):
+class CompleteData(Model):
     task: str
     result: Literal["landed", "queued"] = "landed"
     base_branch: str

@@ -9,11 +9,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.ops.taskfile import load_task
 from spark_git.state.backends import as_store
 from spark_git.state.models import PortEntry, PortsFile
@@ -22,7 +21,7 @@ from spark_git.state.store import Store
 PORTS = "ports"
 
 
-class EnvData(BaseModel):
+class EnvData(Model):
     task: str
     agent: str | None
     worktree: str

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.taskfile import load_task
 from spark_git.state.backends import open_store
@@ -16,7 +15,7 @@ from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 
-class CommitView(BaseModel):
+class CommitView(Model):
     sha: str
     subject: str
     agent: str | None  # None: not attributable
@@ -29,7 +28,7 @@ class CommitView(BaseModel):
     landed: bool = False  # on the task branch through an agent merge: its tip, or a commit it brought
 
 
-class AgentWork(BaseModel):
+class AgentWork(Model):
     agent: str
     commits: list[str]
     files: list[str]
@@ -37,7 +36,7 @@ class AgentWork(BaseModel):
     removed: int
 
 
-class WhoData(BaseModel):
+class WhoData(Model):
     task: str
     task_branch: str
     base_commit: str
@@ -46,7 +45,7 @@ class WhoData(BaseModel):
     unattributed: list[str]
 
 
-class LogData(BaseModel):
+class LogData(Model):
     task: str
     task_branch: str
     head: str

@@ -9,13 +9,12 @@ import os
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.clients import jsonhooks, registry, settings
 from spark_git.clients.base import Client
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.backends import open_store
 
 
@@ -61,7 +60,7 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
 # -- check -----------------------------------------------------------------------------------------
 
 
-class HookCheck(BaseModel):
+class HookCheck(Model):
     task: str
     agent: str
     worktree: str
@@ -71,7 +70,7 @@ class HookCheck(BaseModel):
     problem: str | None = None
 
 
-class HooksCheckData(BaseModel):
+class HooksCheckData(Model):
     spark_git: str | None  # `spark-git` as the hook's PATH resolves it; None: not found
     clients: list[str]
     checks: list[HookCheck]

@@ -7,17 +7,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.backends import as_store, open_store
 from spark_git.state.locks import MAIN, idle_for, require_owner
 from spark_git.state.models import MainLock, now
 from spark_git.state.store import Store
 
 
-class MainLockData(BaseModel):
+class MainLockData(Model):
     held: bool
     session_id: str | None = None
     created_at: str | None = None

@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from spark_git import protocol
 from spark_git.core.errors import SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.ops import radar
@@ -36,8 +35,7 @@ from spark_git.state.store import Store
 __all__ = ["LandedCommit", "MergeAllData", "MergeData", "merge", "merge_all"]
 
 
-class MergeData(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # built on first use: a run needs one of the three
+class MergeData(Model):
 
     task: str
     agent: str
@@ -57,8 +55,7 @@ class MergeData(BaseModel):
     radar: list[Clash] = []  # other agents' unmerged work this agent's would conflict with (warned before the gate)
 
 
-class MergeRefusal(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+class MergeRefusal(Model):
 
     agent: str
     status: str  # BLOCKED | FAIL, as the single-agent merge would have printed
@@ -70,8 +67,7 @@ class MergeRefusal(BaseModel):
     passes: int = 1  # 2: tried again after other agents landed, and refused again
 
 
-class MergeAllData(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+class MergeAllData(Model):
 
     task: str
     merged: list[MergeData]  # in the order tried; entries with no `landed` had nothing new

@@ -5,28 +5,27 @@ recorded."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git
+from spark_git.core.model import Model
 from spark_git.ops import history
 from spark_git.state.models import AgentStatus, TaskFile
 from spark_git.state.store import Store
 
 
-class PresentedCommit(BaseModel):
+class PresentedCommit(Model):
     sha: str
     agent: str | None  # None: not attributable
     subject: str
 
 
-class DiffFile(BaseModel):
+class DiffFile(Model):
     path: str
     added: int | None  # None: a binary file
     removed: int | None
 
 
-class GateResult(BaseModel):
+class GateResult(Model):
     gate: str  # "build" or "final"
     result: str  # "passed" or "failed"
     commit: str | None
@@ -36,7 +35,7 @@ class GateResult(BaseModel):
     on_this_commit: bool  # the gate ran on the commit being approved
 
 
-class ReviewerDecision(BaseModel):
+class ReviewerDecision(Model):
     agent: str
     status: str | None  # the reviewer's last report (None: never reported)
     decision: str | None  # APPROVED / REJECTED
@@ -45,7 +44,7 @@ class ReviewerDecision(BaseModel):
     feedback: str | None = None
 
 
-class Presented(BaseModel):
+class Presented(Model):
     task: str
     commit_sha: str
     base_branch: str

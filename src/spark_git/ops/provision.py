@@ -14,10 +14,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from spark_git.core import proc
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.ops import envs
 
 INCLUDE_FILE = ".worktreeinclude"
@@ -26,14 +27,14 @@ CLAUDE_LOCAL = ".claude/settings.local.json"
 CLIENT_SETTINGS = (CLAUDE_LOCAL, ".codex/hooks.json", ".gemini/settings.json")
 
 
-class SetupRun(BaseModel):
+class SetupRun(Model):
     command: list[str] | str
     exit_code: int | None  # None: killed at the timeout
     duration_s: float
     log: str
 
 
-class ProvisionReport(BaseModel):
+class ProvisionReport(Model):
     agent: str | None
     worktree: str
     copied: list[str] = Field(default_factory=list)

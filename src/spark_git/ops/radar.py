@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from spark_git.core import gitmerge
 from spark_git.core.git import Git, branch_ref
+from spark_git.core.model import Model
 
 OLD_GIT_NOTE = "conflict radar off: it needs git >= 2.38 (`git merge-tree --write-tree`)"
 
 
-class Clash(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+class Clash(Model):
 
     agent: str
     other: str | None  # another agent with unmerged work; None: the task head
@@ -25,8 +23,7 @@ class Clash(BaseModel):
     files: list[str]  # where merging the two would conflict; [] when it merges cleanly
 
 
-class Radar(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+class Radar(Model):
 
     checked: list[Clash]  # every pair with unmerged work on both sides (agents with nothing unmerged are skipped)
     note: str | None = None  # why nothing was checked (e.g. git too old)

@@ -8,11 +8,10 @@ import os
 import socket
 import time
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.gitremote import Remote
 from spark_git.core.layout import LOCAL_SYNC, Layout
+from spark_git.core.model import Model
 from spark_git.ops.remote_views import LeaseView, RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
@@ -22,7 +21,7 @@ from spark_git.state.remote_refs import Lease
 from spark_git.state.store import VERDICTS_REF
 
 
-class RemoteData(BaseModel):
+class RemoteData(Model):
     enabled: bool
     remote: str | None
     url: str | None = None
@@ -32,13 +31,13 @@ class RemoteData(BaseModel):
     config_file: str  # this clone's own switch (the repository's [sync] section is the default)
 
 
-class HeartbeatData(BaseModel):
+class HeartbeatData(Model):
     task: str
     machine: str
     expires_at: str
 
 
-class RemoteCheckData(BaseModel):
+class RemoteCheckData(Model):
     remote: str
     url: str
     custom_refs: bool  # refs/spark/* can be pushed, fetched and deleted

@@ -3,10 +3,10 @@ so `status` imports them without the remote backend."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from spark_git.core.model import Model
 
 
-class LeaseView(BaseModel):
+class LeaseView(Model):
     task: str
     state: str | None
     machine: str
@@ -19,7 +19,7 @@ class LeaseView(BaseModel):
     broken_why: str | None = None  # this holder took it over with `lock break`: the reason given
 
 
-class RemoteStatusData(BaseModel):
+class RemoteStatusData(Model):
     remote: str
     machine: str
     tasks: list[LeaseView]

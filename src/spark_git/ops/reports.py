@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.evidence import load_evidence
 from spark_git.ops.taskfile import updating
@@ -23,7 +22,7 @@ STATUSES = ("WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED
 DECISIONS = ("APPROVED", "REJECTED", "PENDING")
 
 
-class ReportData(BaseModel):
+class ReportData(Model):
     task: str
     agent: str
     role: str
@@ -101,13 +100,13 @@ def _usable_status(store: Store, task: str, agent: str) -> AgentStatus | None:
 # -- audit ----------------------------------------------------------------------------------------
 
 
-class TimelineEntry(BaseModel):
+class TimelineEntry(Model):
     at: str
     kind: str
     text: str
 
 
-class AgentInvocations(BaseModel):
+class AgentInvocations(Model):
     agent: str
     working_dir: str | None
     first_report: str
@@ -116,7 +115,7 @@ class AgentInvocations(BaseModel):
     last_status: str | None
 
 
-class AuditData(BaseModel):
+class AuditData(Model):
     task: str
     state: str | None
     head: str | None

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from spark_git.core.errors import BadInput
+from spark_git.core.model import Model
 
 # Command (as typed after `spark-git`) → model of the `data` it prints with --json on success;
 # "cmd --opt" where an option changes the shape of that data.
@@ -77,7 +78,7 @@ FILES: dict[str, str] = {
 }
 
 
-class ErrorData(BaseModel):
+class ErrorData(Model):
     """`data` of a refusal or failure raised as an error (`data_schema` "error"): the message, a hint,
     and the details that refusal gives; no other keys."""
 
@@ -132,7 +133,7 @@ class ErrorData(BaseModel):
     traceback: str | None = Field(default=None, description="An internal error's (exit 70) traceback.")
 
 
-class Envelope(BaseModel):
+class Envelope(Model):
     """Every command's --json output: one object on stdout."""
 
     model_config = {"extra": "forbid"}
@@ -147,7 +148,7 @@ class Envelope(BaseModel):
 GENERIC: dict[str, type[BaseModel]] = {"envelope": Envelope, "error": ErrorData}
 
 
-class SchemaData(BaseModel):
+class SchemaData(Model):
     names: list[str]
     schemas: dict[str, dict[str, Any]]
 

@@ -18,10 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import BadInput, Failed
 from spark_git.core.git import clean_env
+from spark_git.core.model import Model
 from spark_git.state.files import write_text_atomic
 
 GH_SHORT = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<num>\d+)$")
@@ -37,7 +36,7 @@ DIR_FIRST = ("README.md", "CLAUDE.md", "docs/requirements.md", ".cursorrules")
 TIMEOUT_S = 60.0
 
 
-class Source(BaseModel):
+class Source(Model):
     kind: str  # file | directory | github | jira | url | text
     ref: str  # what was given
     title: str

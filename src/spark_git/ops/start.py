@@ -8,14 +8,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git import protocol
 from spark_git.clients.loading import hook_warnings
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.ops.provision import ProvisionReport
 from spark_git.ops.taskfile import role_of, updating
 from spark_git.ops.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
@@ -26,13 +25,13 @@ from spark_git.state.models import AgentEntry, AgentStatus, TaskFile, Transition
 from spark_git.state.store import Store
 
 
-class WorktreeInfo(BaseModel):
+class WorktreeInfo(Model):
     agent: str | None
     branch: str
     path: str
 
 
-class StartData(BaseModel):
+class StartData(Model):
     task: str
     session_id: str
     session_minted: bool

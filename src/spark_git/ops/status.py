@@ -8,13 +8,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from spark_git import protocol
 from spark_git.clients.loading import hook_warnings
 from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
 from spark_git.ops import mainlock, radar
@@ -29,9 +30,8 @@ from spark_git.state.queuelog import QUEUE_PREFIX
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
 
 
-class _View(BaseModel):
-    # Built on first use: human output reads the attributes and never needs the validators.
-    model_config = ConfigDict(defer_build=True)
+class _View(Model):
+    pass  # one base for status's views
 
 
 class AgentView(_View):

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from spark_git.clients import statusline
+from spark_git.core.model import Model
 
 
-class StatuslineData(BaseModel):
+class StatuslineData(Model):
     line: str  # what `spark-git statusline` prints ("" outside a spark-git repo)
     task: str | None = None
     agent: str | None = None  # None: the task worktree (the coordinator's place)

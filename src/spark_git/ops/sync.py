@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shlex
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.ops.merging.prepare import agent_entry, existing_worktree
 from spark_git.ops.merging.rewrite import rebase_onto, recover
@@ -16,7 +15,7 @@ from spark_git.ops.taskfile import updating
 from spark_git.state.backends import open_store
 
 
-class SyncData(BaseModel):
+class SyncData(Model):
     task: str
     agent: str
     task_head: str

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import shlex
 
-from pydantic import BaseModel
-
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, GitError
 from spark_git.core.git import Git, Sha
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.ops.approvals import approval_holds
 from spark_git.ops.merging.prepare import existing_worktree
@@ -29,7 +28,7 @@ from spark_git.state.store import Store, archive_ref_for
 ENDED = ("COMPLETE", "CLEANUP", "ABANDONED")
 
 
-class AgentUpdate(BaseModel):
+class AgentUpdate(Model):
     agent: str
     old_head: str | None
     new_head: str | None
@@ -37,7 +36,7 @@ class AgentUpdate(BaseModel):
     why_not: str | None = None  # why the branch was left where it is
 
 
-class UpdateData(BaseModel):
+class UpdateData(Model):
     task: str
     base_branch: str
     base_head: str

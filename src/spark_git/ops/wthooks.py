@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.clients import identity
 from spark_git.core import paths
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.ops import archive
 from spark_git.ops.agent_add import add_agent
 from spark_git.state.backends import open_store
@@ -25,7 +24,7 @@ PLAIN_DIR = ".worktrees"  # <tasks_root>/.worktrees/<name>: not a task name (tho
 ENDED = ("COMPLETED", "ABANDONED")
 
 
-class WorktreeHookData(BaseModel):
+class WorktreeHookData(Model):
     path: str
     task: str | None = None  # None: a plain worktree, outside any task
     agent: str | None = None

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from spark_git.core.model import Model
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", defer_build=True)
+class _Open(Model):
+    model_config = ConfigDict(extra="allow")
 
 
 class OutputArtifacts(_Open):

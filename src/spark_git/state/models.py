@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from spark_git.core.model import Model
 from spark_git.state.evidence_models import Evidence
 
 SCHEMA_VERSION = 1
@@ -26,9 +27,8 @@ def parse_time(s: str) -> datetime:
     return datetime.fromisoformat(s.replace("Z", "+00:00"))
 
 
-class _File(BaseModel):
-    # defer_build: a model's validator is built the first time it is used, not at import (start-up).
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+class _File(Model):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
 class Transition(_File):
@@ -80,7 +80,7 @@ class Complexity(_File):
     protocol_in_effect: Literal["light", "full"] | None = None  # what the config says: the human's decision
 
 
-class QueueMark(BaseModel):
+class QueueMark(Model):
     """task.json's `queued` marker: the task waits in the merge queue and keeps its protocol state."""
 
     ref: str
@@ -201,8 +201,7 @@ class AuditSnapshot(_File):
     task_json: dict[str, Any] = Field(default_factory=dict)
 
 
-class PortEntry(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+class PortEntry(Model):
 
     port: int
     task: str
@@ -211,10 +210,8 @@ class PortEntry(BaseModel):
     allocated_at: str = Field(default_factory=now)
 
 
-class PortsFile(BaseModel):
+class PortsFile(Model):
     """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
-
-    model_config = ConfigDict(defer_build=True)
 
     schema_version: int = 1
     ports: list[PortEntry] = Field(default_factory=list)

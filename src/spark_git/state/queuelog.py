@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from spark_git.core.model import Model
 from spark_git.state.models import now
 
 QUEUE_PREFIX = "refs/spark/queue/"
@@ -20,14 +21,14 @@ class QueueEntry(NamedTuple):
     sha: str  # the task head that was queued
 
 
-class CandidatePart(BaseModel):
+class CandidatePart(Model):
     task: str
     ref: str
     head: str  # the queued task head
     tip: str  # the candidate commit once this task's commits are applied
 
 
-class QueueCandidate(BaseModel):
+class QueueCandidate(Model):
     """A batch being gated or landed: the base it was built on and each task's commits applied in order."""
 
     base_branch: str
@@ -40,7 +41,7 @@ class QueueCandidate(BaseModel):
     gate: dict[str, Any] | None = None  # the evidence of the run that passed `landing`
 
 
-class QueueOutcome(BaseModel):
+class QueueOutcome(Model):
     task: str
     ref: str
     head: str
@@ -60,7 +61,7 @@ class QueueOutcome(BaseModel):
     at: str = Field(default_factory=now)
 
 
-class QueueLog(BaseModel):
+class QueueLog(Model):
     candidate: QueueCandidate | None = None
     outcomes: list[QueueOutcome] = Field(default_factory=list)
     gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)

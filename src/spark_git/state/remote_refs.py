@@ -13,12 +13,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import ZERO_SHA, Sha
 from spark_git.core.gitremote import make_commit, read_files, tracking
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.locks import mutex
 from spark_git.state.models import now, parse_time
 from spark_git.state.remote_branch import FETCH_MUTEX, open_remote
@@ -36,7 +37,7 @@ class HeldElsewhere(CorruptState):
         Blocked.__init__(self, message, hint="see `spark-git remote status`", next=["spark-git remote status"], details=details)
 
 
-class Lease(BaseModel):
+class Lease(Model):
     """Who holds a remote lock: machine, session, process, and until when without a renewal."""
 
     model_config = ConfigDict(extra="allow")

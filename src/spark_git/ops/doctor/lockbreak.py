@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
 from spark_git.ops.doctor.scan import parses
 from spark_git.state import audit, chain
 from spark_git.state.files import read_optional
@@ -18,7 +17,7 @@ from spark_git.state.locks import idle_for, mutex, task_mutex_name
 from spark_git.state.models import MainLock, TaskFile, now
 
 
-class LockBreakData(BaseModel):
+class LockBreakData(Model):
     task: str
     previous_owner: str | None
     new_owner: str | None

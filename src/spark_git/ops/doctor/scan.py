@@ -16,11 +16,12 @@ from pydantic import BaseModel
 from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.state.files import read_optional
 from spark_git.state.models import TaskFile, parse_time
 
 
-class Finding(BaseModel):
+class Finding(Model):
     where: str  # task name, "main lock", "git"
     kind: str  # stable identifier, e.g. "worktree-missing"
     problem: str
@@ -32,7 +33,7 @@ class Finding(BaseModel):
     details: dict[str, Any] = {}
 
 
-class DoctorData(BaseModel):
+class DoctorData(Model):
     tasks_checked: int
     findings: list[Finding]
     broken: int  # problems that remain

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from spark_git.core import faults
 from spark_git.core.errors import CorruptState, Failed
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.merging.plan import Plan
@@ -19,7 +18,7 @@ from spark_git.state.models import AgentStatus, TaskFile, now
 from spark_git.state.store import Store
 
 
-class LandedCommit(BaseModel):
+class LandedCommit(Model):
     sha: str
     original_sha: str | None = None  # before rebase/stamping, when it was rewritten
     subject: str

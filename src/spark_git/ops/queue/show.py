@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from spark_git.core.layout import Layout
+from spark_git.core.model import Model
 from spark_git.ops.queue.drain import DRAIN, drain_locked
 from spark_git.ops.queue.gate import GateOpts
 from spark_git.state.backends import open_store
@@ -14,14 +13,14 @@ from spark_git.state.queuelog import QueueCandidate, QueueOutcome
 RECENT = 10
 
 
-class QueueItem(BaseModel):
+class QueueItem(Model):
     ref: str
     task: str
     head: str
     state: str | None = None  # the task's protocol state (it keeps it while queued)
 
 
-class QueueData(BaseModel):
+class QueueData(Model):
     entries: list[QueueItem]
     candidate: QueueCandidate | None = None  # the batch being gated or landed right now
     draining: bool  # another process holds the queue-drain mutex
@@ -30,7 +29,7 @@ class QueueData(BaseModel):
     batch_max: int
 
 
-class QueueRunData(BaseModel):
+class QueueRunData(Model):
     drained: bool  # False: another process was draining already
     outcomes: list[QueueOutcome]  # what this run decided
     repaired: list[str] = []  # what a killed drain had left, repaired first
