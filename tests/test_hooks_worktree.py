@@ -5,11 +5,13 @@ agent worktree of that task; removal archives uncommitted work first."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from fixtures.repo import git, make_repo, sealed_env, spark
 
+from spark_git.core.paths import NAME_RE
 from tests.hookutil import client_event, event, hook, put_in_state, replay
 
 
@@ -84,6 +86,12 @@ def test_outside_any_task_a_plain_worktree_under_the_tasks_root(tmp_path: Path) 
     assert gone.returncode == 0 and not want.exists(), gone
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/spark/archive/").split()
     assert len(refs) == 1 and git(repo, "show", f"{refs[0]}:notes.txt") == "draft"
+    # Not in any task's name: the archive made no task directory (it was `<root>/worktrees/`, with an
+    # audit trail that `status` counted as an ended task and a later task `worktrees` inherited).
+    assert sorted(p.name for p in (tmp_path / "repo.tasks").iterdir()) == [".worktrees"]
+    assert not re.match(NAME_RE, refs[0].split("/")[3]), refs
+    listed = spark(repo, "--json", "archive", "list", env=env).json["data"]["entries"]
+    assert [e["ref"] for e in listed] == refs
 
 
 def test_removal_archives_uncommitted_work_and_keeps_the_agents_worktree_until_cleanup(world) -> None:
