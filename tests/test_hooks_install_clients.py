@@ -147,3 +147,19 @@ def test_an_installed_crlf_file_keeps_its_line_endings(repo: Path, cli) -> None:
     assert cli("hooks", "uninstall", "--client", "gemini").returncode == 0
     after = gemini.read_bytes()
     assert b"spark-git" not in after and b"notify-send" in after and after.count(b"\r\n") == after.count(b"\n") > 0, after
+
+
+@pytest.mark.parametrize("memo", ['{"path":', "[]", '{"original": 3}'])
+def test_an_unreadable_memo_of_the_original_is_as_if_there_were_none(repo: Path, cli, sealed: dict[str, str], memo: str) -> None:
+    # A memo cut short (a full disk) or hand-edited crashed uninstall (exit 70): the hooks could not be removed.
+    codex = repo / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    codex.write_text(json.dumps(CODEX_USER, indent=2) + "\n")
+    assert cli("hooks", "install", "--client", "codex").returncode == 0
+    memos = list((Path(sealed["HOME"]) / ".local" / "state" / "spark-git" / "hooks-originals").iterdir())
+    assert len(memos) == 1
+    memos[0].write_text(memo)
+    r = cli("hooks", "uninstall", "--client", "codex")
+    assert r.returncode == 0 and json.loads(codex.read_text()) == CODEX_USER, r  # the structural removal
+    memos[0].write_text(memo)
+    assert cli("hooks", "install", "--client", "codex").returncode == 0 and _ours(codex)
