@@ -113,3 +113,28 @@ def test_removing_what_spark_git_did_not_make_is_refused(world) -> None:
     r = remove(world, world["code"])  # the task worktree
     assert r.returncode == 2 and "will not remove" in r.stderr, r
     assert world["code"].is_dir() and (world["t"] / "task.json").read_bytes() == before
+
+
+def test_naming_another_agents_worktree_does_not_make_the_session_that_agent(world) -> None:
+    # Agent a1's EnterWorktree("a2") (or the coordinator's) returned a2's worktree and claimed it for
+    # the session: a1 then wrote in a2's worktree as a2. An existing worktree is handed out, but it
+    # is judged as before: by where the session was launched.
+    a2 = world["t"] / "agents" / "a2" / "code"
+    assert spark(world["repo"], "agent", "add", "t1", "a2", "--why", "second", env={**world["env"], "SPARK_SESSION_ID": "s1"}).returncode == 0
+    for launched, session in ((world["a1"], "agent-a1-session"), (world["code"], "s1")):
+        env = {**world["env"], "CLAUDE_PROJECT_DIR": str(launched)}
+        r = replay(client_event("claude-WorktreeCreate", CWD=str(launched), NAME="a2", SESSION=session), "claude", "worktree-create", env=env)
+        assert r.returncode == 0 and r.stdout == f"{a2}\n", r
+        w = hook(event(a2, "Write", session=session, file_path="src/app.py"), env)
+        assert w.returncode == 2 and "agent a2's worktree" in w.stderr, (session, w)
+    # The worktree made for a session stays that session's (the same name again: the same claim).
+    mine = Path(create(world, world["a1"], "helper", session="agent-a1-session").stdout.strip())
+    env = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["a1"])}
+    assert create(world, world["a1"], "helper", session="agent-a1-session").stdout.strip() == str(mine)
+    assert hook(event(mine, "Write", session="agent-a1-session", file_path="x.py"), env).returncode == 0
+    # Another session naming it gets the path, not its identity.
+    other = create(world, world["code"], "helper", session="s1")
+    assert other.stdout.strip() == str(mine)
+    code_env = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["code"])}
+    assert hook(event(mine, "Write", session="s1", file_path="x.py"), code_env).returncode == 2
+    assert hook(event(mine, "Write", session="agent-a1-session", file_path="x.py"), env).returncode == 0

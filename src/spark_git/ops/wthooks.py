@@ -93,7 +93,9 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
-    if session:
+    if session and d.action == "created":
+        # Only a worktree made now is claimed: an existing one (another agent's, or made for another
+        # session) is handed out but judged as before, else naming it would take over its identity.
         identity.claim(layout.repo.common_dir, task, agent, session)
     return d
 
