@@ -138,3 +138,17 @@ def test_naming_another_agents_worktree_does_not_make_the_session_that_agent(wor
     code_env = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["code"])}
     assert hook(event(mine, "Write", session="s1", file_path="x.py"), code_env).returncode == 2
     assert hook(event(mine, "Write", session="agent-a1-session", file_path="x.py"), env).returncode == 0
+
+
+def test_a_claim_does_not_outlive_its_task(world) -> None:
+    # A worktree made for session s1 in task t1; t1 abandoned, then started again with an agent of
+    # that name: the new agent's worktree was still claimed for s1, so s1 wrote there as that agent.
+    made = Path(create(world, world["code"], "helper").stdout.strip())
+    launched = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["code"])}
+    assert hook(event(made, "Write", session="s1", file_path="x.py"), launched).returncode == 0
+    owner = {**world["env"], "SPARK_SESSION_ID": "s1"}
+    assert spark(world["repo"], "abandon", "t1", "--why", "again", env=owner).returncode == 0
+    assert spark(world["repo"], "start", "t1", "--agents", "helper", env=owner).returncode == 0
+    assert made.is_dir()
+    w = hook(event(made, "Write", session="s1", file_path="x.py"), launched)
+    assert w.returncode == 2 and "agent helper's worktree" in w.stderr, w
