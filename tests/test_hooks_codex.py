@@ -126,3 +126,29 @@ def test_session_start_gives_the_session_its_task_as_context(world) -> None:
     ev["session_id"] = "codex-stranger"
     stranger = replay(ev, "codex", "session-start", env=world["env"])
     assert (stranger.returncode, stranger.stdout) == (0, ""), stranger  # owns nothing: says nothing
+
+
+@pytest.mark.parametrize("argv", [
+    ["git", "-C", "{code}", "commit", "-am", "x"],  # Codex's shell tool takes an argv list
+    ["bash", "-lc", "git -C {code} commit -am x"],
+    ["/bin/bash", "-lc", "cd {code} && git commit -am 'a b'"],
+])
+def test_an_argv_list_command_is_judged_as_the_command_it_runs(world, argv: list[str]) -> None:
+    # A list joined line by line became one "command" per word: `git`, `-C`, `commit`… none of which
+    # writes, so a commit into the task worktree went through.
+    ev = client_event("codex-PreToolUse-Bash", CWD=str(world["a1"]))
+    ev["tool_input"]["command"] = [w.replace("{code}", str(world["code"])) for w in argv]
+    r = run(world, ev)
+    assert r.returncode == 2 and "spark-git: blocked:" in r.stderr and "task worktree" in r.stderr, r
+    ev["tool_input"]["command"] = ["git", "commit", "-am", "mine"]  # its own worktree
+    assert run(world, ev).returncode == 0
+
+
+def test_a_shell_workdir_is_where_the_command_starts(world) -> None:
+    # Codex's shell tool runs a command in `workdir` when given, like Gemini's dir_path.
+    ev = client_event("codex-PreToolUse-Bash", CWD=str(world["a1"]))
+    ev["tool_input"] = {"command": ["git", "commit", "-am", "x"], "workdir": str(world["code"])}
+    r = run(world, ev)
+    assert r.returncode == 2 and "task worktree" in r.stderr, r
+    ev["tool_input"]["workdir"] = "src"  # relative to cwd: still its own worktree
+    assert run(world, ev).returncode == 0

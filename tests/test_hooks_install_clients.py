@@ -132,3 +132,34 @@ def test_an_unknown_client_is_refused_by_every_hook_entry(repo: Path, sealed: di
         assert r.returncode == 2 and "vim" in r.stderr, (sub, r)
     ok = spark(repo, "hook", "pre-tool-use", "--client=codex", env=sealed, input='{"tool_name": "Read"}', process=True)
     assert (ok.returncode, ok.stdout) == (0, ""), ok
+
+
+def test_an_installed_crlf_file_keeps_its_line_endings(repo: Path, cli) -> None:
+    # While installed too: a Windows user's settings file stays CRLF (a rewrite had made it LF, a
+    # whole-file diff in git), and the structural uninstall after an edit keeps them as well.
+    gemini = repo / ".gemini" / "settings.json"
+    gemini.parent.mkdir()
+    gemini.write_bytes(HAND_WRITTEN["crlf"].encode())
+    assert cli("hooks", "install", "--client", "gemini").returncode == 0
+    raw = gemini.read_bytes()
+    assert raw.count(b"\n") > 5 and raw.count(b"\r\n") == raw.count(b"\n"), raw
+    gemini.write_bytes(raw.replace(b'"notify"', b'"notify-send"'))  # the user's edit: no byte-for-byte restore
+    assert cli("hooks", "uninstall", "--client", "gemini").returncode == 0
+    after = gemini.read_bytes()
+    assert b"spark-git" not in after and b"notify-send" in after and after.count(b"\r\n") == after.count(b"\n") > 0, after
+
+
+@pytest.mark.parametrize("memo", ['{"path":', "[]", '{"original": 3}'])
+def test_an_unreadable_memo_of_the_original_is_as_if_there_were_none(repo: Path, cli, sealed: dict[str, str], memo: str) -> None:
+    # A memo cut short (a full disk) or hand-edited crashed uninstall (exit 70): the hooks could not be removed.
+    codex = repo / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    codex.write_text(json.dumps(CODEX_USER, indent=2) + "\n")
+    assert cli("hooks", "install", "--client", "codex").returncode == 0
+    memos = list((Path(sealed["HOME"]) / ".local" / "state" / "spark-git" / "hooks-originals").iterdir())
+    assert len(memos) == 1
+    memos[0].write_text(memo)
+    r = cli("hooks", "uninstall", "--client", "codex")
+    assert r.returncode == 0 and json.loads(codex.read_text()) == CODEX_USER, r  # the structural removal
+    memos[0].write_text(memo)
+    assert cli("hooks", "install", "--client", "codex").returncode == 0 and _ours(codex)

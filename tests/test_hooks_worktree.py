@@ -5,11 +5,13 @@ agent worktree of that task; removal archives uncommitted work first."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from fixtures.repo import git, make_repo, sealed_env, spark
 
+from spark_git.core.paths import NAME_RE
 from tests.hookutil import client_event, event, hook, put_in_state, replay
 
 
@@ -84,6 +86,12 @@ def test_outside_any_task_a_plain_worktree_under_the_tasks_root(tmp_path: Path) 
     assert gone.returncode == 0 and not want.exists(), gone
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/spark/archive/").split()
     assert len(refs) == 1 and git(repo, "show", f"{refs[0]}:notes.txt") == "draft"
+    # Not in any task's name: the archive made no task directory (it was `<root>/worktrees/`, with an
+    # audit trail that `status` counted as an ended task and a later task `worktrees` inherited).
+    assert sorted(p.name for p in (tmp_path / "repo.tasks").iterdir()) == [".worktrees"]
+    assert not re.match(NAME_RE, refs[0].split("/")[3]), refs
+    listed = spark(repo, "--json", "archive", "list", env=env).json["data"]["entries"]
+    assert [e["ref"] for e in listed] == refs
 
 
 def test_removal_archives_uncommitted_work_and_keeps_the_agents_worktree_until_cleanup(world) -> None:
@@ -105,3 +113,42 @@ def test_removing_what_spark_git_did_not_make_is_refused(world) -> None:
     r = remove(world, world["code"])  # the task worktree
     assert r.returncode == 2 and "will not remove" in r.stderr, r
     assert world["code"].is_dir() and (world["t"] / "task.json").read_bytes() == before
+
+
+def test_naming_another_agents_worktree_does_not_make_the_session_that_agent(world) -> None:
+    # Agent a1's EnterWorktree("a2") (or the coordinator's) returned a2's worktree and claimed it for
+    # the session: a1 then wrote in a2's worktree as a2. An existing worktree is handed out, but it
+    # is judged as before: by where the session was launched.
+    a2 = world["t"] / "agents" / "a2" / "code"
+    assert spark(world["repo"], "agent", "add", "t1", "a2", "--why", "second", env={**world["env"], "SPARK_SESSION_ID": "s1"}).returncode == 0
+    for launched, session in ((world["a1"], "agent-a1-session"), (world["code"], "s1")):
+        env = {**world["env"], "CLAUDE_PROJECT_DIR": str(launched)}
+        r = replay(client_event("claude-WorktreeCreate", CWD=str(launched), NAME="a2", SESSION=session), "claude", "worktree-create", env=env)
+        assert r.returncode == 0 and r.stdout == f"{a2}\n", r
+        w = hook(event(a2, "Write", session=session, file_path="src/app.py"), env)
+        assert w.returncode == 2 and "agent a2's worktree" in w.stderr, (session, w)
+    # The worktree made for a session stays that session's (the same name again: the same claim).
+    mine = Path(create(world, world["a1"], "helper", session="agent-a1-session").stdout.strip())
+    env = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["a1"])}
+    assert create(world, world["a1"], "helper", session="agent-a1-session").stdout.strip() == str(mine)
+    assert hook(event(mine, "Write", session="agent-a1-session", file_path="x.py"), env).returncode == 0
+    # Another session naming it gets the path, not its identity.
+    other = create(world, world["code"], "helper", session="s1")
+    assert other.stdout.strip() == str(mine)
+    code_env = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["code"])}
+    assert hook(event(mine, "Write", session="s1", file_path="x.py"), code_env).returncode == 2
+    assert hook(event(mine, "Write", session="agent-a1-session", file_path="x.py"), env).returncode == 0
+
+
+def test_a_claim_does_not_outlive_its_task(world) -> None:
+    # A worktree made for session s1 in task t1; t1 abandoned, then started again with an agent of
+    # that name: the new agent's worktree was still claimed for s1, so s1 wrote there as that agent.
+    made = Path(create(world, world["code"], "helper").stdout.strip())
+    launched = {**world["env"], "CLAUDE_PROJECT_DIR": str(world["code"])}
+    assert hook(event(made, "Write", session="s1", file_path="x.py"), launched).returncode == 0
+    owner = {**world["env"], "SPARK_SESSION_ID": "s1"}
+    assert spark(world["repo"], "abandon", "t1", "--why", "again", env=owner).returncode == 0
+    assert spark(world["repo"], "start", "t1", "--agents", "helper", env=owner).returncode == 0
+    assert made.is_dir()
+    w = hook(event(made, "Write", session="s1", file_path="x.py"), launched)
+    assert w.returncode == 2 and "agent helper's worktree" in w.stderr, w

@@ -102,3 +102,15 @@ def test_a_git_without_merge_tree_write_tree_degrades_with_a_note(tmp_path: Path
     assert "conflict radar off: it needs git >= 2.38" in r.stdout, r
     r = spark(p.repo, "--json", "merge", p.task, "--agent", "a1", env=env, process=True)
     assert r.returncode == 0 and r.json["data"]["radar"] == [], r  # the merge itself goes on
+
+
+def test_merge_warns_before_the_gate_runs(tmp_path: Path) -> None:
+    # The gate fails: a warning given after it would never be seen. The refusal carries the radar too.
+    p = P(tmp_path, agents="a1,a2", config=LIGHT + '[gates]\nbuild = ["sh", "-c", "echo gate ran >&2; exit 1"]\n',
+          files={"README.md": "# demo\n", "src/app.py": BASE})
+    p.commit("a1", {"src/app.py": "one\nTWO by a1\nthree\n"}, "a1 edits line 2")
+    p.commit("a2", {"src/app.py": "one\ntwo by a2\nthree\n"}, "a2 edits line 2 too")
+    r = p.spark("merge", p.task, "--agent", "a1")
+    assert r.returncode == 1 and "warning: a1 conflicts with a2's unmerged work in src/app.py" in r.stderr, r
+    j = p.spark("--json", "merge", p.task, "--agent", "a1")
+    assert j.returncode == 1 and j.json["data"]["radar"] == [{"agent": "a1", "other": "a2", "conflict": True, "files": ["src/app.py"]}], j

@@ -25,8 +25,8 @@ class ToolCall:
         self.paths = paths  # write/edit targets as the client gave them (relative to cwd or absolute)
         self.command = command  # shell: the command line; None when the client gave none
         self.session_id = session_id  # the client's session, besides SPARK_SESSION_ID
-        # shell: the directory the command starts in when not cwd (Gemini's dir_path, relative to cwd);
-        # cwd stays the event's, which identity falls back to
+        # shell: the directory the command starts in when not cwd (Gemini's dir_path, Codex's workdir;
+        # relative to cwd); cwd stays the event's, which identity falls back to
         self.workdir = workdir
 
 

@@ -43,12 +43,18 @@ def read_event(raw: str) -> dict[str, Any]:
 
 
 def _text(value: object) -> str | None:
-    """tool_input.command as text: a string, or an argv list (["apply_patch", "<patch>"])."""
+    """tool_input.command as text: a string, or an argv list (Codex's shell tool takes one) as the
+    shell line that runs it (["git", "-C", "x", "commit"] is one command, not one per word); an
+    `apply_patch` argv keeps its patch as is (quoting would mangle the header lines)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
+        return None
+    if os.path.basename(value[0]) in patch.TOOLS:
         return "\n".join(value)
-    return None
+    import shlex  # only for the list form: the fast path does not pay for it otherwise
+
+    return shlex.join(value)
 
 
 class Codex:
@@ -73,7 +79,8 @@ class Codex:
             fed = patch.from_shell(command) if command is not None else None
             if fed is not None:  # `apply_patch <<EOF`: judged by the files it patches
                 return ToolCall(EDIT, "apply_patch", cwd, paths=patch.touched(fed), session_id=sid)
-            return ToolCall(SHELL, tool, cwd, command=command, session_id=sid)
+            workdir = tin.get("workdir")  # the shell tool's own `workdir`: where the command starts
+            return ToolCall(SHELL, tool, cwd, command=command, session_id=sid, workdir=workdir if isinstance(workdir, str) and workdir else None)
         return ToolCall(OTHER, str(tool), cwd, session_id=sid)
 
     def render(self, d: Decision) -> Reply:

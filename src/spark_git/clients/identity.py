@@ -54,6 +54,13 @@ def claim_path(common: Path, task: str, agent: str) -> Path:
     return common / "spark" / "claims" / task / (agent + ".json")
 
 
+def forget_claims(common: Path, task: str) -> None:
+    """Drops the claims of an earlier task of this name (a new task's agents are nobody's yet)."""
+    d = common / "spark" / "claims" / task
+    for f in d.glob("*.json") if d.is_dir() else []:
+        f.unlink(missing_ok=True)
+
+
 def claimed_by(common: Path, task: str, agent: str) -> str | None:
     """The session `hook worktree-create` made this agent worktree for, if any."""
     try:

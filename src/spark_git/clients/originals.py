@@ -22,6 +22,17 @@ def _memo(path: Path) -> Path:
     return _dir() / (hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32] + ".json")
 
 
+def _read(memo: Path) -> dict[str, str | None] | None:
+    """The memo, or None when there is none or it cannot be read (cut short, edited by hand): then
+    there is no original to give back, and uninstall removes spark-git's entries one by one."""
+    try:
+        old = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(old, dict) and isinstance(old.get("written"), str) and isinstance(old.get("original"), (str, type(None)))
+    return old if ok else None
+
+
 def _digest(text: str | None) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
 
@@ -36,7 +47,7 @@ def remember(path: Path, before: str | None, after: str, clean: bool) -> None:
     stays as spark-git left it; an original that already held spark-git's entries (`clean` False) or a
     file edited since the last install is not one to give back: the memo is dropped."""
     memo = _memo(path)
-    old = json.loads(memo.read_text()) if memo.exists() else None
+    old = _read(memo)
     if old is not None and old["written"] == _digest(before):
         original = old["original"]
     elif old is None and clean:
@@ -50,11 +61,8 @@ def remember(path: Path, before: str | None, after: str, clean: bool) -> None:
 def original_if_untouched(path: Path) -> tuple[bool, str | None]:
     """(True, the original text, None if there was no file) when `path` is exactly as the last install
     left it; (False, None) otherwise (no memo, or edited since: the caller removes entries one by one)."""
-    memo = _memo(path)
-    if not memo.exists():
-        return False, None
-    old = json.loads(memo.read_text())
-    if old["written"] != _digest(read_exact(path)):
+    old = _read(_memo(path))
+    if old is None or old["written"] != _digest(read_exact(path)):
         return False, None
     return True, old["original"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from spark_git.clients.calls import BadEvent
 
 BEGIN = "*** Begin Patch"
+TOOLS = ("apply_patch", "applypatch")  # the program a shell command feeds a patch to
 HEADERS = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
 
 
@@ -37,6 +38,6 @@ def from_shell(command: str) -> str | None:
     """The patch of a shell command that only feeds one to `apply_patch` (Codex runs it that way too:
     `apply_patch <<'EOF' … EOF`); None for any other command."""
     head = command.lstrip().split(None, 1)
-    if not head or head[0] not in ("apply_patch", "applypatch") or not is_patch(command):
+    if not head or head[0] not in TOOLS or not is_patch(command):
         return None
     return command

@@ -114,11 +114,11 @@ def _indent(text: str) -> int | str | None:
 
 
 def save(path: Path, data: dict[str, Any]) -> None:
-    """Written atomically in the file's own style (indentation, final newline, non-ASCII kept as
-    text), through a symlink to its target, with the file's mode kept."""
+    """Written atomically in the file's own style (indentation, line endings, final newline,
+    non-ASCII kept as text), through a symlink to its target, with the file's mode kept."""
     old = originals.read_exact(path.resolve() if path.is_symlink() else path) or ""
-    text = json.dumps(data, indent=_indent(old), ensure_ascii=False)
-    _write(path, text + ("\n" if old.endswith("\n") or not old else ""))
+    text = json.dumps(data, indent=_indent(old), ensure_ascii=False) + ("\n" if old.endswith("\n") or not old else "")
+    _write(path, text.replace("\n", "\r\n") if "\r\n" in old else text)  # json.dumps escapes newlines in strings
 
 
 def _write(path: Path, text: str) -> None:

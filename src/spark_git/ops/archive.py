@@ -37,10 +37,11 @@ class KeptPath(Model):
     was: str | None = None  # where it was (inside a removed worktree); None when listed from disk
 
 
-def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, session: str | None = None) -> Archived:
+def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> Archived:
     """Makes `sha` reachable from `refs/spark/archive/<task>/<name>/<sha12>` (the same scheme `merge`
-    uses before it rewrites a branch). Idempotent; an existing ref is never moved."""
-    ref = as_store(store).archive(task, name, sha, what, session)
+    uses before it rewrites a branch). Idempotent; an existing ref is never moved. `event`: logged in
+    the task's audit trail."""
+    ref = as_store(store).archive(task, name, sha, what, session, event=event)
     return Archived(ref=ref, sha=sha, what=what)
 
 
@@ -78,11 +79,12 @@ def commit_with_files(wt: Git, files: list[str], message: str) -> Sha:
         return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
 
 
-def keep_uncommitted(store: Store | Layout, task: str, label: str, path: Path, files: list[str], session: str | None = None) -> Archived:
+def keep_uncommitted(store: Store | Layout, task: str, label: str, path: Path, files: list[str], session: str | None = None, *,
+                     event: bool = True) -> Archived:
     wt = Git(path)
     msg = f"spark-git: uncommitted work of {path}\n\nSaved by spark-git before removing the worktree.\n\nFiles:\n" + "".join(f"  {f}\n" for f in files)
     sha = snapshot_commit(wt, msg)
-    a = keep(store, task, f"uncommitted-{label}", sha, f"uncommitted work in {path}", session)
+    a = keep(store, task, f"uncommitted-{label}", sha, f"uncommitted work in {path}", session, event=event)
     a.files = files
     return a
 

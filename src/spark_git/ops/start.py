@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_git import protocol
+from spark_git.clients import identity
 from spark_git.clients.loading import hook_warnings
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
@@ -105,6 +106,7 @@ def _create(store: Store, git: Git, task: str, agents: list[str], base: str | No
         owner = winner.session_id if winner else "unknown"
         raise Blocked(f"task {task!r} was just started by session {owner}", details={"owner": owner}, task=task)
     store.audit(task, "state_transitions", {"from": None, "to": "INIT", "session_id": session}, session=session)
+    identity.forget_claims(layout.repo.common_dir, task)  # worktrees hook worktree-create made for an earlier task of this name
     faults.point("start-after-lock")
     return _provision(store, tf, minted, created_lock=True, progress=progress, no_setup=no_setup)
 

@@ -21,6 +21,9 @@ from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
 PLAIN_DIR = ".worktrees"  # <tasks_root>/.worktrees/<name>: not a task name (those start with [a-z0-9])
+# Archive refs of plain worktrees: refs/spark/archive/_worktrees/…, a name no task can have (a ref
+# component cannot start with "." like PLAIN_DIR). No audit event: there is no task to log it in.
+PLAIN_ARCHIVE = "_worktrees"
 ENDED = ("COMPLETED", "ABANDONED")
 
 
@@ -89,7 +92,9 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
-    if session:
+    if session and d.action == "created":
+        # Only a worktree made now is claimed: an existing one (another agent's, or made for another
+        # session) is handed out but judged as before, else naming it would take over its identity.
         identity.claim(layout.repo.common_dir, task, agent, session)
     return d
 
@@ -120,7 +125,7 @@ def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHo
         raise BadInput(f"{worktree} is neither a spark-git agent worktree nor a worktree made by `hook worktree-create`; "
                        "spark-git will not remove it", hint=f"git worktree remove {worktree}")
     store = open_store(layout)
-    kept = _archive(store, task or "worktrees", agent or path.name, path, session)
+    kept = _archive(store, task, agent or path.name, path, session)
     if task and agent:
         store.event(task, "worktree_remove_deferred", session, agent=agent, worktree=str(path), archived=[a.ref for a in kept])
         return WorktreeHookData(path=str(path), task=task, agent=agent, branch=layout.agent_branch(task, agent), action="kept", archived=kept, note=(
@@ -130,13 +135,16 @@ def remove(layout: Layout, worktree: Path, *, session: str | None) -> WorktreeHo
     return WorktreeHookData(path=str(path), action="removed", archived=kept)
 
 
-def _archive(store: Store, task: str, label: str, path: Path, session: str | None) -> list[archive.Archived]:
+def _archive(store: Store, task: str | None, label: str, path: Path, session: str | None) -> list[archive.Archived]:
+    """The worktree's uncommitted work (or a detached HEAD) archived under its task, or under
+    PLAIN_ARCHIVE without an audit event for a plain worktree (None)."""
     wt = Git(path)
     out: list[archive.Archived] = []
     head = wt.rev_parse("HEAD")
     files = [e.path for e in wt.status()]
+    where, logged = (task, True) if task else (PLAIN_ARCHIVE, False)
     if files:
-        out.append(archive.keep_uncommitted(store, task, label, path, files, session))
+        out.append(archive.keep_uncommitted(store, where, label, path, files, session, event=logged))
     elif head and wt.current_branch() is None:  # a detached HEAD: no branch keeps its commits
-        out.append(archive.keep(store, task, f"head-{label}", head, f"detached HEAD of {path}", session))
+        out.append(archive.keep(store, where, f"head-{label}", head, f"detached HEAD of {path}", session, event=logged))
     return out
