@@ -193,6 +193,56 @@ def test_a_coordinators_own_commit_blocks_review_until_attributed(tmp_path: Path
     assert p.go()["to"] == "REVIEW"
 
 
+def test_a_coordinators_commit_made_in_review_does_not_reach_the_change_approval(tmp_path: Path) -> None:
+    p = P(tmp_path)
+    walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
+    p.ok("approve", p.task, "--request-changes", "--why", "one more")
+    p.commit(UPA, {"src/one.py": "one = 2\n"}, "fix")
+    p.ok("merge", p.task, "--agent", UPA)
+    for a in (UPA, UPT):
+        p.report(a, "COMPLETE", "--work-remaining", "none")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")
+    assert p.go()["to"] == "VALIDATION"
+    assert p.go()["to"] == "REVIEW"
+    sha = commit(p.wt(), {"src/two.py": "two = 2\n"}, "quick fix by the coordinator, after the build")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")  # the reviewer approves the new head
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "--trailer", f"Spark-Agent: {UPA}")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")
+    assert p.go()["to"] == "AWAITING_USER_APPROVAL"
+
+
+def test_a_coordinators_commit_does_not_reach_the_change_approval_through_scope_negotiation(tmp_path: Path) -> None:
+    p = to_review_with_two_reviewers(tmp_path)
+    sha = commit(p.wt(), {"src/two.py": "two = 2\n"}, "quick fix by the coordinator")
+    for a in (REV, SEC):
+        reject(p, a, "DEFER")
+    p.go("SCOPE_NEGOTIATION")
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "--trailer", f"Spark-Agent: {UPA}")
+    assert p.go("AWAITING_USER_APPROVAL")["to"] == "AWAITING_USER_APPROVAL"
+
+
+def test_a_coordinators_commit_does_not_reach_the_change_approval_in_the_short_variant(tmp_path: Path) -> None:
+    p = P(tmp_path, title="Usage docs")
+    p.ok("classify", p.task, "--files", "docs/usage.md")
+    a = "docs-updater"
+    p.go(), p.go()
+    for x in (REV, a):
+        p.requirements(x)
+        p.report(x)
+    p.go()
+    p.plans([REV, a])
+    p.ok("approve", p.task, "--plan")
+    p.commit(a, {"docs/usage.md": "# usage\n"}, "usage docs")
+    p.ok("merge", p.task, "--agent", a)
+    p.report(a, "COMPLETE", "--work-remaining", "none")
+    sha = commit(p.wt(), {"docs/more.md": "# more\n"}, "the coordinator's own page")
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "-m", f"[{a}] the coordinator's page, for the docs-updater")
+    assert p.go()["to"] == "AWAITING_USER_APPROVAL"
+
+
 def test_cleanup_of_a_task_no_agent_worked_on_needs_a_reason(tmp_path: Path) -> None:
     p = P(tmp_path)
     p.ok("classify", p.task, "--risk", "LOW", "--why", "test", "--files", "docs/a.md")

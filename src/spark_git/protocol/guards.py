@@ -240,7 +240,8 @@ def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun], fix: str | None = No
 
 
 def g_awaiting(ctx: Ctx) -> list[Unmet]:
-    return owner(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
+    # attribution again: the head may have moved in REVIEW (a coordinator's commit after VALIDATION)
+    return owner(ctx) + unattributed_commits(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
 
 
 def _a_reviewer(ctx: Ctx) -> str:
@@ -303,7 +304,7 @@ def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
 
 
 def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+    out = owner(ctx) + unattributed_commits(ctx)
     ruler = _ruler(ctx)
     for a, d in _scope_decisions(ctx).items():
         if d != "DEFER" and not _overruled(ctx, a, ruler):
@@ -318,7 +319,7 @@ def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
 
 
 def g_short_awaiting(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx)
+    out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx) + unattributed_commits(ctx)
     head = task_head(ctx)
     if head and head != ctx.tf.base_commit:
         return _build_or_run(ctx, out)
