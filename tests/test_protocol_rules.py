@@ -48,6 +48,21 @@ def test_an_agent_reporting_error_after_the_review_stops_complete_and_cleanup(tm
     p.ok("cleanup", p.task)
 
 
+def test_a_reviewer_rejecting_after_the_review_stops_complete(tmp_path: Path) -> None:
+    """003: no human override of an agent's rejection: the change approval does not outvote a reviewer
+    who rejects the presented head afterwards."""
+    p = P(tmp_path)
+    walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
+    p.report(REV, "COMPLETE", "--decision", "REJECTED", "--feedback", "found a bug in one.py")
+    p.ok("approve", p.task, "--changes")
+    r = refused(p, "complete", p.task, says=f"reviewer {REV} decided REJECTED after the changes were presented: found a bug in one.py")
+    assert f"spark-git approve {p.task} --request-changes --why" in " ".join(r["next"])
+    (blockers,) = [n["blockers"] for n in p.ok("status", p.task)["data"]["tasks"][0]["next_states"] if n["state"] == "COMPLETE"]
+    assert any(f"reviewer {REV} decided REJECTED after" in b for b in blockers), blockers
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")  # the reviewer withdraws it
+    p.ok("complete", p.task)
+
+
 def test_an_updaters_complete_from_an_earlier_round_does_not_count(tmp_path: Path) -> None:
     p = P(tmp_path)
     walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
@@ -343,6 +358,8 @@ def test_the_architecture_reviewer_has_the_final_say_in_scope_negotiation(tmp_pa
     d = p.go("AWAITING_USER_APPROVAL")
     assert d["evidence"]["final_say"] == REV
     assert "rotate the key (BLOCKING for security-reviewer; deferred by architecture-reviewer" in (p.root / "follow-ups.md").read_text()
+    p.ok("approve", p.task, "--changes")
+    p.ok("complete", p.task)  # the rejections settled in SCOPE_NEGOTIATION do not stop it
 
 
 def test_the_security_reviewer_has_a_veto(tmp_path: Path) -> None:

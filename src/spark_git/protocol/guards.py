@@ -12,6 +12,7 @@ from spark_git.core.git import Git
 from spark_git.protocol.checks import (
     every_agent_complete,
     invoked,
+    rejected_since_presented,
     report_cmd,
     requirements_reports,
     status_problem,
@@ -361,7 +362,7 @@ def g_complete(ctx: Ctx) -> list[Unmet]:
         cp, head = ctx.tf.checkpoint, task_head(ctx)
         if cp is None or not cp.approved or not ctx.holds(cp.commit_sha, cp.patch_id):
             return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
-        return every_agent_complete(ctx)
+        return every_agent_complete(ctx) + rejected_since_presented(ctx)
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
 
 
