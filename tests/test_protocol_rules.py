@@ -309,8 +309,9 @@ def test_every_checkpoint_decision_is_in_the_decision_history(tmp_path: Path) ->
         p.report(a, "COMPLETE", "--work-remaining", "none")
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
     p.go(), p.go(), p.go()
-    p.ok("approve", p.task, "--request-changes", "--why", "rename it")
-    kinds = ["plan_rejected", "plan_approved", "changes_requested"]
+    p.ok("approve", p.task, "--changes")
+    p.ok("approve", p.task, "--request-changes", "--why", "on second thought, rename it")
+    kinds = ["plan_rejected", "plan_approved", "approved", "changes_requested"]
     assert [d["decision"] for d in p.task_json()["checkpoint_history"]] == kinds
     assert [d["decision"] for d in p.ok("audit", p.task)["data"]["decisions"]] == kinds
     assert [d["decision"] for d in p.ok("status", p.task)["data"]["tasks"][0]["decisions"]] == kinds
