@@ -48,6 +48,21 @@ def test_an_agent_reporting_error_after_the_review_stops_complete_and_cleanup(tm
     p.ok("cleanup", p.task)
 
 
+def test_a_reviewer_rejecting_after_the_review_stops_complete(tmp_path: Path) -> None:
+    """003: no human override of an agent's rejection: the change approval does not outvote a reviewer
+    who rejects the presented head afterwards."""
+    p = P(tmp_path)
+    walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
+    p.report(REV, "COMPLETE", "--decision", "REJECTED", "--feedback", "found a bug in one.py")
+    p.ok("approve", p.task, "--changes")
+    r = refused(p, "complete", p.task, says=f"reviewer {REV} decided REJECTED after the changes were presented: found a bug in one.py")
+    assert f"spark-git approve {p.task} --request-changes --why" in " ".join(r["next"])
+    (blockers,) = [n["blockers"] for n in p.ok("status", p.task)["data"]["tasks"][0]["next_states"] if n["state"] == "COMPLETE"]
+    assert any(f"reviewer {REV} decided REJECTED after" in b for b in blockers), blockers
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")  # the reviewer withdraws it
+    p.ok("complete", p.task)
+
+
 def test_an_updaters_complete_from_an_earlier_round_does_not_count(tmp_path: Path) -> None:
     p = P(tmp_path)
     walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
@@ -193,6 +208,56 @@ def test_a_coordinators_own_commit_blocks_review_until_attributed(tmp_path: Path
     assert p.go()["to"] == "REVIEW"
 
 
+def test_a_coordinators_commit_made_in_review_does_not_reach_the_change_approval(tmp_path: Path) -> None:
+    p = P(tmp_path)
+    walk_to_awaiting(p, {"src/one.py": "one = 1\n"})
+    p.ok("approve", p.task, "--request-changes", "--why", "one more")
+    p.commit(UPA, {"src/one.py": "one = 2\n"}, "fix")
+    p.ok("merge", p.task, "--agent", UPA)
+    for a in (UPA, UPT):
+        p.report(a, "COMPLETE", "--work-remaining", "none")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")
+    assert p.go()["to"] == "VALIDATION"
+    assert p.go()["to"] == "REVIEW"
+    sha = commit(p.wt(), {"src/two.py": "two = 2\n"}, "quick fix by the coordinator, after the build")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")  # the reviewer approves the new head
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "--trailer", f"Spark-Agent: {UPA}")
+    p.report(REV, "COMPLETE", "--decision", "APPROVED")
+    assert p.go()["to"] == "AWAITING_USER_APPROVAL"
+
+
+def test_a_coordinators_commit_does_not_reach_the_change_approval_through_scope_negotiation(tmp_path: Path) -> None:
+    p = to_review_with_two_reviewers(tmp_path)
+    sha = commit(p.wt(), {"src/two.py": "two = 2\n"}, "quick fix by the coordinator")
+    for a in (REV, SEC):
+        reject(p, a, "DEFER")
+    p.go("SCOPE_NEGOTIATION")
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "--trailer", f"Spark-Agent: {UPA}")
+    assert p.go("AWAITING_USER_APPROVAL")["to"] == "AWAITING_USER_APPROVAL"
+
+
+def test_a_coordinators_commit_does_not_reach_the_change_approval_in_the_short_variant(tmp_path: Path) -> None:
+    p = P(tmp_path, title="Usage docs")
+    p.ok("classify", p.task, "--files", "docs/usage.md")
+    a = "docs-updater"
+    p.go(), p.go()
+    for x in (REV, a):
+        p.requirements(x)
+        p.report(x)
+    p.go()
+    p.plans([REV, a])
+    p.ok("approve", p.task, "--plan")
+    p.commit(a, {"docs/usage.md": "# usage\n"}, "usage docs")
+    p.ok("merge", p.task, "--agent", a)
+    p.report(a, "COMPLETE", "--work-remaining", "none")
+    sha = commit(p.wt(), {"docs/more.md": "# more\n"}, "the coordinator's own page")
+    refused(p, "advance", p.task, "--to", "AWAITING_USER_APPROVAL", says=f"commit(s) {sha[:12]} on the task branch are attributed to no agent")
+    git(p.wt(), "commit", "--amend", "--no-edit", "-m", f"[{a}] the coordinator's page, for the docs-updater")
+    assert p.go()["to"] == "AWAITING_USER_APPROVAL"
+
+
 def test_cleanup_of_a_task_no_agent_worked_on_needs_a_reason(tmp_path: Path) -> None:
     p = P(tmp_path)
     p.ok("classify", p.task, "--risk", "LOW", "--why", "test", "--files", "docs/a.md")
@@ -244,8 +309,9 @@ def test_every_checkpoint_decision_is_in_the_decision_history(tmp_path: Path) ->
         p.report(a, "COMPLETE", "--work-remaining", "none")
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
     p.go(), p.go(), p.go()
-    p.ok("approve", p.task, "--request-changes", "--why", "rename it")
-    kinds = ["plan_rejected", "plan_approved", "changes_requested"]
+    p.ok("approve", p.task, "--changes")
+    p.ok("approve", p.task, "--request-changes", "--why", "on second thought, rename it")
+    kinds = ["plan_rejected", "plan_approved", "approved", "changes_requested"]
     assert [d["decision"] for d in p.task_json()["checkpoint_history"]] == kinds
     assert [d["decision"] for d in p.ok("audit", p.task)["data"]["decisions"]] == kinds
     assert [d["decision"] for d in p.ok("status", p.task)["data"]["tasks"][0]["decisions"]] == kinds
@@ -293,6 +359,8 @@ def test_the_architecture_reviewer_has_the_final_say_in_scope_negotiation(tmp_pa
     d = p.go("AWAITING_USER_APPROVAL")
     assert d["evidence"]["final_say"] == REV
     assert "rotate the key (BLOCKING for security-reviewer; deferred by architecture-reviewer" in (p.root / "follow-ups.md").read_text()
+    p.ok("approve", p.task, "--changes")
+    p.ok("complete", p.task)  # the rejections settled in SCOPE_NEGOTIATION do not stop it
 
 
 def test_the_security_reviewer_has_a_veto(tmp_path: Path) -> None:

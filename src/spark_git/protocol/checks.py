@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spark_git.protocol.context import Ctx, requirements_path, task_head
+from spark_git.protocol.context import Ctx, entered_at, requirements_path, task_head
 from spark_git.protocol.evidence import evidence_problem
 from spark_git.protocol.unmet import Unmet
 from spark_git.state.backends import open_store
@@ -37,6 +37,19 @@ def every_agent_complete(ctx: Ctx) -> list[Unmet]:
     if ctx.layout.config.protocol != "full":
         return []
     return [u for a in ctx.tf.agents if (u := status_problem(ctx, a, ctx.statuses.get(a)))]
+
+
+def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
+    """Before `complete` (protocol full): a reviewer who REJECTED the changes after they were presented
+    for approval is not overruled by the human's change approval (003: no human override of an agent's
+    rejection). Rejections from before (deferred in SCOPE_NEGOTIATION) were settled on the way in."""
+    presented = entered_at(ctx.tf, "AWAITING_USER_APPROVAL")
+    if ctx.layout.config.protocol != "full" or presented is None:
+        return []
+    cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
+    return [Unmet(f"reviewer {a} decided REJECTED after the changes were presented: {st.feedback or '(no feedback)'}", cmd)
+            for a, e in ctx.tf.agents.items()
+            if e.role == "reviewer" and (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED" and st.updated_at >= presented]
 
 
 def requirements_reports(ctx: Ctx) -> list[Unmet]:

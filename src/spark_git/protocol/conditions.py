@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.layout import Layout
-from spark_git.protocol.checks import every_agent_complete
+from spark_git.protocol.checks import every_agent_complete, rejected_since_presented
 from spark_git.protocol.context import approval_holds, make_ctx, task_md_digest
 from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
@@ -111,7 +111,8 @@ def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
     if not approval_holds(layout.git(), tf.base_branch, presented, patch, head):
         return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]}) and its patch differs",
                       f"spark-git approve {tf.task_name} --request-changes --why 'changed after review'")]
-    return every_agent_complete(make_ctx(layout, tf, tf.session_id, dry=True))
+    ctx = make_ctx(layout, tf, tf.session_id, dry=True)
+    return every_agent_complete(ctx) + rejected_since_presented(ctx)
 
 
 def approve_conditions(layout: Layout, tf: TaskFile, kind: str) -> list[Unmet]:

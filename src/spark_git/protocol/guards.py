@@ -12,6 +12,7 @@ from spark_git.core.git import Git
 from spark_git.protocol.checks import (
     every_agent_complete,
     invoked,
+    rejected_since_presented,
     report_cmd,
     requirements_reports,
     status_problem,
@@ -240,7 +241,8 @@ def _build_now(ctx: Ctx, run_build: Callable[[], BuildRun], fix: str | None = No
 
 
 def g_awaiting(ctx: Ctx) -> list[Unmet]:
-    return owner(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
+    # attribution again: the head may have moved in REVIEW (a coordinator's commit after VALIDATION)
+    return owner(ctx) + unattributed_commits(ctx) + _reviews(ctx, "approval must be unanimous for the current head")
 
 
 def _a_reviewer(ctx: Ctx) -> str:
@@ -303,7 +305,7 @@ def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
 
 
 def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx)
+    out = owner(ctx) + unattributed_commits(ctx)
     ruler = _ruler(ctx)
     for a, d in _scope_decisions(ctx).items():
         if d != "DEFER" and not _overruled(ctx, a, ruler):
@@ -318,7 +320,7 @@ def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
 
 
 def g_short_awaiting(ctx: Ctx) -> list[Unmet]:
-    out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx)
+    out = owner(ctx) + _plan(ctx) + _updaters_done(ctx, State.SYNTHESIS) + _clean_task_worktree(ctx) + unattributed_commits(ctx)
     head = task_head(ctx)
     if head and head != ctx.tf.base_commit:
         return _build_or_run(ctx, out)
@@ -360,7 +362,7 @@ def g_complete(ctx: Ctx) -> list[Unmet]:
         cp, head = ctx.tf.checkpoint, task_head(ctx)
         if cp is None or not cp.approved or not ctx.holds(cp.commit_sha, cp.patch_id):
             return [Unmet(f"the human has not approved the changes at {(head or '?')[:12]}", f"spark-git approve {ctx.task} --changes")]
-        return every_agent_complete(ctx)
+        return every_agent_complete(ctx) + rejected_since_presented(ctx)
     return [Unmet("AWAITING_USER_APPROVAL → COMPLETE is performed by `spark-git complete` (after the human's change approval)", f"spark-git approve {ctx.task} --changes && spark-git complete {ctx.task}")]
 
 
