@@ -47,7 +47,7 @@ def test_off_by_default_and_switched_per_clone(tmp_path: Path) -> None:
     repo = tmp_path / "plain"
     git(tmp_path, "init", "--quiet", "-b", "main", str(repo))
     assert not isinstance(open_store(Layout.discover(repo)), RemoteStore)
-    a, = _shared(tmp_path, 1, where=where)
+    a, = _shared(tmp_path, 1)
     assert isinstance(open_store(Layout.discover(a)), RemoteStore)
     r = spark(a, "--json", "remote", "disable")
     assert r.returncode == 0 and r.json["data"]["enabled"] is False, r
@@ -69,6 +69,8 @@ def test_a_task_held_on_one_machine_is_held_for_every_other(tmp_path: Path, wher
     assert _run(a, "sa", "abandon", "t2", "--why", "not needed").returncode == 0
     ended = remote_refs(b, "refs/spark/ended/t2/*", "refs/spark/tasks/t2", "refs/heads/t2").splitlines()
     assert [ln.split("\t")[1].split("/")[2] for ln in ended] == ["t2", "ended"]  # the record kept, the lock gone, the pushed branch kept
+    archived = remote_refs(b, "refs/spark/archive/t2/*").splitlines()  # its unmerged branch archived on the remote: never deleted there
+    assert len(archived) == 1 and archived[0].split("\t")[0] == remote_refs(b, "refs/heads/t2").split("\t")[0], archived
     assert _run(a, "sa", "start", "t3", "--agents", "").returncode == 0
     assert _run(a, "sa", "abandon", "t3", "--why", "not needed").returncode == 0
     assert git(b, "ls-remote", "origin", "refs/heads/t3") == ""  # still at the base start pushed: removed
@@ -102,6 +104,8 @@ def test_expired_lease_shows_stale_lock_break_takes_over_old_holder_refused_with
     assert (remote_refs(a), (tmp_path / "m0.tasks" / "t1" / "task.json").read_bytes()) == before  # the refusal changed nothing
     problem = spark(a, "--json", "status").json["data"]["tasks"][0]["problem"]
     assert "machine m1" in problem and "m0 went offline" in problem
+    r = spark(a, "--json", "doctor", "--fix")  # the old holder's doctor keeps its worktrees (unpushed work) and the new holder's lock
+    assert r.returncode == 0 and remote_refs(a) == before[0] and (tmp_path / "m0.tasks" / "t1" / "code").is_dir(), r
     r = _run(b, "sb", "start", "t1")  # the new holder resumes here: its own worktrees, the remote's branches
     assert r.returncode == 0 and (tmp_path / "m1.tasks" / "t1" / "code").is_dir(), r
     lock = fetch_remote_ref(a, "refs/spark/tasks/t1", "refs/test/t1")
@@ -178,12 +182,17 @@ def test_a_writer_sigkilled_mid_push_leaves_the_old_or_the_new_state(tmp_path: P
         git(tmp_path / "shared.git", "fsck", "--no-dangling")
 
 
-def test_unreachable_remote_is_exit_3_saying_so_never_local_state(tmp_path: Path) -> None:
+def test_unreachable_remote_is_exit_3_saying_so_never_local_state(tmp_path: Path, where: str) -> None:
     a, = _shared(tmp_path, 1, where=where)
+    assert _run(a, "sa", "start", "t1", "--agents", "").returncode == 0
     git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
-    r = _run(a, "sa", "start", "t1", "--agents", "")
-    assert r.returncode == 3 and "unreachable" in r.json["summary"], r
-    assert not (tmp_path / "m0.tasks" / "t1" / "task.json").exists()
+    before = (tmp_path / "m0.tasks" / "t1" / "task.json").read_bytes()
+    for args in (["start", "t2", "--agents", ""], ["status"], ["status", "t1"], ["queue"], ["heartbeat", "t1"], ["remote", "status"],
+                 ["approve", "t1", "--changes"], ["complete", "t1"]):  # reads refuse too: no answer from local state
+        r = _run(a, "sa", *args)
+        assert r.returncode == 3 and "unreachable" in r.json["summary"], (args, r)
+    assert not (tmp_path / "m0.tasks" / "t2" / "task.json").exists()
+    assert (tmp_path / "m0.tasks" / "t1" / "task.json").read_bytes() == before
 
 
 @pytest.mark.parametrize("command", [["remote", "status"], ["heartbeat", "t1"]])
@@ -200,7 +209,7 @@ def test_a_verdict_recorded_on_one_machine_is_seen_on_another(tmp_path: Path, wh
 
 
 def test_switching_modes_with_a_live_task_is_refused(tmp_path: Path) -> None:
-    a, = _shared(tmp_path, 1, where=where)
+    a, = _shared(tmp_path, 1)
     assert _run(a, "sa", "start", "t1", "--agents", "").returncode == 0
     r = spark(a, "--json", "remote", "disable")
     assert r.returncode == 3 and "t1" in r.json["summary"], r

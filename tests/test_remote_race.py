@@ -1,7 +1,8 @@
 """Remote mode under contention, against real servers on 127.0.0.1 (fixtures/servers.py): 3 machines
 (clones) x 10 racing OS processes take one task lock per round, over file:// and a few rounds over
-smart HTTP (lighttpd + git http-backend) and SSH (sshd): exactly one owner each round; and the host
-check (custom refs, notes refs, --atomic honoured) on both servers.
+smart HTTP (lighttpd + git http-backend) and SSH (sshd): exactly one owner each round; the host
+check (custom refs, notes refs, --atomic honoured) on both servers; and over both, two machines
+landing at once and a lease expiring, then broken (test_remote.py shows them over file://).
 
 Rounds over file://: SPARK_RACE_ROUNDS, default 25. Each round is 30 real pushes racing on 2 cores
 (~0.6 s of both cores), so the 100 rounds of issue 16 would be a quarter of the suite's time: `.ci/run`
@@ -117,3 +118,44 @@ def test_host_check_custom_refs_notes_and_atomic_are_honoured(tmp_path: Path, se
         assert r.json["data"] | {"url": None} == {"remote": "origin", "url": None, "custom_refs": True, "notes_refs": True, "atomic": True,
                                                 "needs_state_branch": False}
         assert git(m, "ls-remote", "origin", "refs/spark/*", "refs/notes/*") == ""  # the probes are gone
+
+
+LIGHT = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+
+
+@pytest.mark.parametrize("server", [_http, _ssh], ids=["http", "ssh"])
+def test_landing_at_once_and_lease_break_over_real_servers(tmp_path: Path, server: Callable[[Path], AbstractContextManager[tuple[str, str | None]]]) -> None:
+    """The guarantees test_remote.py shows over file://, over smart HTTP and SSH: two machines landing
+    at once keep the base linear and land both; an expired lease is stale elsewhere, `lock break`
+    takes it over, the old holder is refused with the reason."""
+    import subprocess
+    import sys
+
+    from fixtures.repo import commit
+
+    bare(tmp_path)
+    with server(tmp_path) as (base, ssh_cmd):
+        url = f"{base}/shared.git"
+        seed(tmp_path, url, {"README.md": "# shared\n"}, config=LIGHT, ssh_cmd=ssh_cmd)
+        a, b = (machine(tmp_path, url, n, ssh_cmd) for n in ("m0", "m1"))
+        env = {**os.environ, **({"GIT_SSH_COMMAND": ssh_cmd} if ssh_cmd else {})}
+        for m, t in ((a, "ta"), (b, "tb")):
+            assert spark(m, "--json", "start", t, "--agents", "", env={**env, "SPARK_SESSION_ID": t}).returncode == 0
+            commit(tmp_path / f"{m.name}.tasks" / t / "code", {f"{t}.txt": f"{t}\n"}, f"{t}: work")
+            assert spark(m, "--json", "approve", t, "--changes", env={**env, "SPARK_SESSION_ID": t}).returncode == 0
+        procs = [subprocess.Popen([sys.executable, "-m", "spark_git", "--json", "complete", t], cwd=m, env={**env, "SPARK_SESSION_ID": t},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for m, t in ((a, "ta"), (b, "tb"))]
+        outs = [(p.communicate(timeout=300), p.returncode) for p in procs]
+        assert [rc for _, rc in outs] == [0, 0], outs
+        git(a, "fetch", "--quiet", "origin")
+        assert set(git(a, "ls-tree", "--name-only", "origin/main").split()) >= {"ta.txt", "tb.txt"}
+        assert git(a, "rev-list", "--merges", "origin/main") == ""  # linear
+
+        c, d = (machine(tmp_path, url, n, ssh_cmd, lease_s=0.001) for n in ("m2", "m3"))  # leases expired as soon as written
+        assert spark(c, "--json", "start", "tl", "--agents", "", env={**env, "SPARK_SESSION_ID": "sc"}).returncode == 0
+        r = spark(d, "--json", "status", env=env)
+        locks = {t["task"]: (t["machine"], t["stale"]) for t in r.json["data"]["remote"]["tasks"]}
+        assert locks == {"ta": ("m0", False), "tb": ("m1", False), "tl": ("m2", True)}, r  # every machine's locks, the stale one marked
+        assert spark(d, "--json", "lock", "break", "tl", "--why", "m2 is gone", env={**env, "SPARK_SESSION_ID": "sd"}).returncode == 0
+        r = spark(c, "--json", "heartbeat", "tl", env={**env, "SPARK_SESSION_ID": "sc"})
+        assert r.returncode == 3 and "m2 is gone" in r.json["summary"], r

@@ -6,6 +6,7 @@ emits lives here, strict about undocumented keys."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -134,6 +135,22 @@ def _remote_commands(c: Contract, tmp: Path) -> None:
     c.run("remote disable", "remote", "disable")
 
 
+def _forge_command(c: Contract, tmp: Path, root: Path) -> None:
+    """`complete --via gh`: a stand-in `gh` first on PATH (tests/test_forge.py), the push to the bare remote."""
+    from tests.test_forge import STAND_IN, URL
+
+    bindir = tmp / "forge-bin"
+    bindir.mkdir()
+    (bindir / "gh").write_text(STAND_IN.replace("{python}", sys.executable).replace("{urls}", repr(URL)))
+    (bindir / "gh").chmod(0o755)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    c.run("start", "start", "t4", "--agents", "")
+    commit(root / "t4" / "code", {"forge.py": "f = 4\n"}, "forge work")
+    c.run("approve", "approve", "t4", "--changes")
+    c.run("complete --via", "complete", "t4", "--via", "gh", env=env)
+    c.run("queue", "queue", env=env)
+
+
 def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", "app.py": "x = 1\n"}, config=CONFIG)
     root = tmp_path / "repo.tasks"
@@ -200,6 +217,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     if "doctor" in c.schemas:
         c.run("doctor", "doctor")
     _remote_commands(c, tmp_path)
+    _forge_command(c, tmp_path, root)
 
     # every schema the registry offers was exercised by a real command or file
     untested = set(c.schemas) - c.checked - {"envelope", "archive restore"}

@@ -218,11 +218,16 @@ def complete(
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the task is in the merge queue.")] = False,
     rerun: RerunOpt = False,
     session: SessionOpt = None,
+    via: Annotated[str | None, typer.Option("--via", help="Land through the forge instead (gh or glab): push the task branch, open the PR/MR with "
+                                            "the evidence, enable auto-merge. `queue`/`status` record the outcome.")] = None,
+    merge_method: Annotated[str | None, typer.Option("--merge-method", help="With --via: merge (default), squash or rebase.")] = None,
 ) -> None:
     """Land the approved task on the base branch through the merge queue: checks, one final gate per batch, compare-and-swap."""
     from spark_git.ops import complete as m
 
     def action(layout: Layout) -> Result:
+        if via is not None or merge_method is not None:
+            return _complete_via(ctx, layout, task, via, merge_method, no_wait, rerun, session)
         notify = None if state(ctx).json else _to_stderr
         d = m.complete(layout, task, session=session_from(session), wait=not no_wait, notify=notify, rerun=rerun, ticker=ticker(ctx))
         if d.result == "queued":
@@ -240,6 +245,22 @@ def complete(
         return Result(f"task {d.task} landed on {d.base_branch} at {(d.new_base or '?')[:12]}", d, task=d.task, human=human, next=[f"spark-git cleanup {d.task}"])
 
     execute(ctx, action)
+
+def _complete_via(ctx: typer.Context, layout: Layout, task: str, via: str | None, method: str | None, no_wait: bool, rerun: bool,
+                  session: str | None) -> Result:
+    from spark_git.ops import forge
+
+    if via is None or no_wait:
+        raise BadInput("--merge-method goes with --via gh|glab" if via is None else "--no-wait goes with the merge queue, not with --via (the forge merges)")
+    d = forge.complete_via(layout, task, via, session=session_from(session), method=method or "merge", rerun=rerun, ticker=ticker(ctx))
+
+    def human(out: Out) -> None:
+        out.print(f"  {d.task_branch} pushed to {d.remote} at {d.head[:12]}; {d.url} into {d.base_branch}, auto-merge ({d.method}) on")
+        _gate_line(out, d.gate)
+
+    return Result(f"task {d.task}: {d.url} opened through {d.via}, auto-merge enabled", d, task=d.task, human=human,
+                  next=["spark-git queue", f"spark-git status {d.task}"])
+
 
 def _to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)

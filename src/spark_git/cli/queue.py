@@ -44,6 +44,9 @@ def queue(ctx: typer.Context) -> None:
                 out.print("  recent outcomes:")
                 for o in d.recent:
                     _outcome_line(out, o)
+            for f in d.forge:
+                seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")
+                out.print(f"  forge: {f.task:<20} {f.url}  {_esc(seen)}")
             out.print(f"  final-gate runs by the queue so far: {d.gate_runs}; batch_max {d.batch_max}")
 
         state = "being drained" if d.draining else "idle"

@@ -121,6 +121,10 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     lines = fit.fields(head, w)
     if t.problem:
         lines += fit.wrap(t.problem, w, "  ")
+    if t.forge:
+        f = t.forge
+        seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")
+        lines += fit.wrap(f"forge ({f.via}): {f.url} for {f.head[:12]}, {seen}", w, "  ")
     if t.provisioning == "in_progress":
         lines += fit.wrap(f"start running or interrupted: worktrees may be missing; the owner runs `spark-git start {t.task}` again to finish", w, "  ")
     if t.agents:

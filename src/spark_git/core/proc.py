@@ -88,15 +88,16 @@ def argv_of(command: Command) -> list[str]:
 
 
 def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[str, str] | None = None,
-        started: Callable[[], None] = lambda: None) -> Result:
-    """Runs `argv` in `cwd` with stdout and stderr to `log`; returns when it and everything it
-    started are gone. `started` runs once the child is up, before the timeout starts counting."""
+        started: Callable[[], None] = lambda: None, err: BinaryIO | None = None) -> Result:
+    """Runs `argv` in `cwd` with stdout and stderr to `log` (stderr to `err` if given: a CLI whose
+    stdout is parsed); returns when it and everything it started are gone. `started` runs once the
+    child is up, before the timeout starts counting."""
     t0 = time.monotonic()
     with _subreaper():
         keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
         watchdog = _watchdog()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
                                     env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_preexec(watchdog))
         except OSError as e:  # command not found, not executable, no such cwd
             _stop(watchdog)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "approve --plan --request-changes": "spark_git.ops.approvals:PlanRejectedData",
     "update": "spark_git.ops.update:UpdateData",
     "complete": "spark_git.ops.complete:CompleteData",
+    "complete --via": "spark_git.ops.forge:ForgeCompleteData",
     "queue": "spark_git.ops.queue.show:QueueData",
     "queue run": "spark_git.ops.queue.show:QueueRunData",
     "who": "spark_git.ops.history:WhoData",
@@ -128,6 +129,7 @@ class ErrorData(Model):
     run_by_hand: str | None = None
     batch: list[str] | None = None
     queue_ref: str | None = None
+    url: str | None = Field(default=None, description="`complete --via`: the PR/MR opened on the forge (auto-merge refused).")
     sent_back_to_implementation: bool | None = None
     radar: list[dict[str, Any]] | None = Field(default=None, description="A refused merge: the conflict radar's clashes with other agents' unmerged work (schema `status`, Clash).")
     traceback: str | None = Field(default=None, description="An internal error's (exit 70) traceback.")

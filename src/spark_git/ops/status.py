@@ -19,6 +19,7 @@ from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
 from spark_git.ops import mainlock, radar
+from spark_git.ops.forge_views import ForgeView
 from spark_git.ops.radar import Radar
 from spark_git.ops.remote_views import RemoteStatusData
 from spark_git.state.backends import open_store
@@ -90,6 +91,7 @@ class TaskView(_View):
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
     queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
+    forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
 
 
 class StatusData(_View):
@@ -149,6 +151,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
                 setattr(obj, k, v)
     if with_radar:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
+    _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts)
     elsewhere = layout.tasks_elsewhere() if not only else None
@@ -175,6 +178,17 @@ def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStat
             why = f" by `lock break`: {lock.broken_why}" if lock.broken_why else ""
             view.problem = f"held on remote {data.remote} by machine {lock.machine} (session {lock.session}){why}; this copy is stale"
     return data
+
+
+def _forge(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> None:
+    """Tasks landing through the forge: the open PR/MR asked about (a merge seen is recorded)."""
+    for view, tf in live:
+        if tf.forge is not None:
+            from spark_git.ops import forge
+
+            view.forge = forge.observe(layout, tf)
+            if view.forge is not None and view.forge.state == "merged" and view.state != "COMPLETE":
+                view.state, view.next_states = "COMPLETE", []  # recorded just now
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]

@@ -89,6 +89,24 @@ class QueueMark(Model):
     at: str = Field(default_factory=now)
 
 
+class ForgeMark(Model):
+    """task.json's `forge` marker (`complete --via gh|glab`): the PR/MR opened for the task head,
+    with auto-merge on; `state` follows what `queue`/`status` last saw on the forge."""
+
+    via: Literal["gh", "glab"]
+    url: str
+    number: str
+    head: str  # the gated, approved task head that was pushed
+    remote: str  # the git remote the branch was pushed to
+    method: Literal["merge", "squash", "rebase"] = "merge"
+    state: Literal["open", "merged", "closed"] = "open"
+    session_id: str | None = None
+    opened_at: str = Field(default_factory=now)
+    merged_at: str | None = None
+    merge_commit: str | None = None
+    seen_at: str | None = None  # when the forge was last asked
+
+
 class TaskFile(_File):
     """`<task>/task.json`: the ownership lock and the task's state."""
 
@@ -118,6 +136,7 @@ class TaskFile(_File):
     reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
     complexity: Complexity | None = None  # set by classify (seed 002 assessment)
     queued: QueueMark | None = None
+    forge: ForgeMark | None = None  # landing through the forge (`complete --via`)
     # Branches spark-git created for this task (none existed before): the only ones it may delete.
     created_branches: list[str] = Field(default_factory=list)
 

@@ -73,3 +73,9 @@ def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     if twt.head() != head:
         return [protocol.Unmet(f"the task worktree is not at the task head {head[:12]}")]
     return []
+
+
+def forge_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
+    """What `complete --via gh|glab` checks before it pushes anything: the approval bound to the head,
+    a clean task worktree at the head, the protocol. The base need not be an ancestor: the forge merges."""
+    return approval_unmet(layout, tf, head) + _task_worktree(tf, head) + protocol.complete_conditions(layout, tf, head)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.forge import refresh_all
+from spark_git.ops.forge_views import ForgeView
 from spark_git.ops.queue.drain import DRAIN, drain_locked
 from spark_git.ops.queue.gate import GateOpts
 from spark_git.state.backends import open_store
@@ -27,6 +29,7 @@ class QueueData(Model):
     recent: list[QueueOutcome]
     gate_runs: int
     batch_max: int
+    forge: list[ForgeView] = []  # tasks landing through the forge (`complete --via`): as the forge answered just now
 
 
 class QueueRunData(Model):
@@ -38,10 +41,11 @@ class QueueRunData(Model):
 
 def show(layout: Layout) -> QueueData:
     store = open_store(layout)
+    forge = refresh_all(layout)  # first: a merge seen now is among the outcomes below
     with store.try_mutex(DRAIN) as free:
         log = store.read_queue_log()
     return QueueData(entries=_items(layout), candidate=log.candidate, draining=not free, recent=log.outcomes[-RECENT:],
-                     gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max)
+                     gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max, forge=forge)
 
 
 def run(layout: Layout, session: str | None, rerun: bool = False) -> QueueRunData:
