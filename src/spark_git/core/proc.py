@@ -7,7 +7,6 @@ us and killed too. Without /proc or prctl this degrades to the group kill."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from spark_git.core.config import Command
 from spark_git.core.errors import raise_if_dropped
@@ -120,7 +119,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
 def _die_with_parent() -> None:
     # Linux: the child dies if we are SIGKILLed, so a killed merge leaves no gate behind.
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except Exception:  # pragma: no cover - not Linux
         pass
 
@@ -174,15 +173,17 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _prctl(option: int, value: int) -> bool:
     try:
-        return bool(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0)
+        return bool(_libc().prctl(option, value, 0, 0, 0) == 0)
     except Exception:  # not Linux
         return False
 
 
 def _is_subreaper() -> bool | None:
     try:
+        import ctypes
+
         flag = ctypes.c_int(0)
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+        if _libc().prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
             return None
         return bool(flag.value)
     except Exception:  # not Linux
@@ -252,3 +253,9 @@ def _kill_and_reap(pid: int) -> bool:
     except ChildProcessError:
         pass
     return True
+
+
+def _libc() -> Any:
+    import ctypes  # only a process that spawns a child pays for ctypes (start-up)
+
+    return ctypes.CDLL(None, use_errno=True)

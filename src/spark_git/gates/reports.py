@@ -10,12 +10,14 @@ worktree under test, the same code the gate already runs with the user's rights 
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from spark_git.core.config import ReportSpec
 from spark_git.core.model import Model
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 Stamp = tuple[int, int, int]  # st_mtime_ns, st_size, st_ino
 FAILED_NAMES_MAX = 50  # names of failing tests kept in the evidence; the counts are always complete
@@ -84,7 +86,7 @@ def collect(worktree: Path, spec: ReportSpec, before: dict[str, Stamp], pytest_c
         else:
             try:
                 rep.tests = junit_counts(files, worktree)
-            except (ET.ParseError, OSError, ValueError) as e:
+            except (SyntaxError, OSError, ValueError) as e:  # SyntaxError: ElementTree's ParseError
                 rep.unmet.append(f"gates.junit: cannot read {spec.junit!r} as JUnit XML: {e}")
     elif pytest_counts is not None:
         rep.tests = _from_pytest(pytest_counts)
@@ -95,7 +97,7 @@ def collect(worktree: Path, spec: ReportSpec, before: dict[str, Stamp], pytest_c
         else:
             try:
                 rep.coverage = coverage_totals(files[0], worktree)
-            except (ET.ParseError, OSError, ValueError, KeyError, TypeError) as e:
+            except (SyntaxError, OSError, ValueError, KeyError, TypeError) as e:
                 rep.unmet.append(f"gates.coverage: cannot read {spec.coverage!r} as a coverage.py XML or JSON report: {e}")
     rep.unmet += unmet(spec, rep)
     return rep
@@ -127,7 +129,7 @@ def junit_counts(files: list[Path], worktree: Path) -> TestCounts:
     total = failed = errors = skipped = 0
     names: list[str] = []
     for f in files:
-        root = ET.parse(f).getroot()
+        root = _xml_root(f)
         if root.tag not in ("testsuites", "testsuite"):
             raise ValueError(f"{f.name}: root element is <{root.tag}>, not <testsuites> or <testsuite>")
         cases = list(root.iter("testcase"))
@@ -159,7 +161,7 @@ def coverage_totals(f: Path, worktree: Path) -> CoverageTotals:
             lines_valid=int(totals["num_statements"]), branches_covered=totals.get("covered_branches"),
             branches_valid=totals.get("num_branches"), file=rel, format="json",
         )
-    root = ET.parse(f).getroot()
+    root = _xml_root(f)
     if root.tag != "coverage":
         raise ValueError(f"root element is <{root.tag}>, not <coverage>")
     lc, lv, bc, bv = (int(root.get(k, 0)) for k in ("lines-covered", "lines-valid", "branches-covered", "branches-valid"))
@@ -185,3 +187,9 @@ def token(rep: GateReports | None) -> str:
     if rep.coverage:
         parts.append(f"cov {rep.coverage.rate:.0%}")
     return ", ".join(parts)
+
+
+def _xml_root(f: Path) -> Element:
+    import xml.etree.ElementTree as ET  # only a gate that writes reports pays for the XML parser (start-up)
+
+    return ET.parse(f).getroot()
