@@ -74,8 +74,8 @@ def start(
             out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
             from spark_git.cli import fit
 
-            for w in d.warnings:
-                for ln in fit.wrap(f"⚠ {w}", fit.width(), "  ", hang="  "):
+            for warning in d.warnings:
+                for ln in fit.wrap(f"⚠ {warning}", fit.width(), "  ", hang="  "):
                     out.print(ln, markup=False, highlight=False)
 
         failed = _setup_failed(d.provisioning)
