@@ -119,6 +119,7 @@ def test_the_hint_checker_accepts_commands(hint: str) -> None:
     ("commit or remove the changes", "not one of"),
     ("spark-git 'unterminated", "not shell syntax"),
     ("cd /tmp/my repo.tasks/t1/code", "cd takes one directory"),
+    ("cd /tmp/x && git rebase --continue", "opens an editor"),
 ])
 def test_the_hint_checker_catches_prose_and_bad_commands(hint: str, why: str) -> None:
     found = hint_problems(hint)
@@ -181,3 +182,10 @@ def test_hints_quote_paths_with_spaces(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.json["next"][0] == f"cd '{tmp_path}/my repo.tasks/t1/code'", r
     r = spark(repo, "--json", "agent", "add", "t1", "a2", "--why", "more hands", env=env)
     assert r.returncode == 0 and r.json["next"] == [f"cd '{tmp_path}/my repo.tasks/t1/agents/a2/code'"], r
+
+
+def test_the_checker_catches_an_editor_in_a_hint_in_words() -> None:
+    from fixtures.contract import EDITOR_PROSE
+
+    assert EDITOR_PROSE.search("resolve the conflicts, `git add` them and `git rebase --continue`")
+    assert not EDITOR_PROSE.search("resolve them, `git add` them and `GIT_EDITOR=true git rebase --continue`")
