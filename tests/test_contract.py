@@ -33,6 +33,13 @@ def test_usage_errors_print_one_envelope_and_exit_2(repo: Path, args: list[str],
     assert "Usage:" in r.stderr or "Error" in r.stderr  # click's own message stays on stderr
 
 
+@pytest.mark.parametrize(("args", "help_of"), [(["classify", "t1", "--files"], "classify"), (["merge", "t1", "--agent"], "merge"),
+                                              (["status", "--bogus"], "status")])
+def test_a_usage_error_points_at_the_help_of_its_command(repo: Path, args: list[str], help_of: str) -> None:
+    r = spark(repo, "--json", *args)
+    assert r.returncode == USAGE and r.json["next"] == [f"spark-git {help_of} --help"], r.json
+
+
 def test_internal_error_and_ctrl_c_print_one_envelope(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_git.ops import history
 
