@@ -196,3 +196,23 @@ def test_the_checker_catches_an_editor_in_a_hint_in_words() -> None:
 
     assert EDITOR_PROSE.search("resolve the conflicts, `git add` them and `git rebase --continue`")
     assert not EDITOR_PROSE.search("resolve them, `git add` them and `GIT_EDITOR=true git rebase --continue`")
+
+
+def test_the_hint_checker_catches_commands_the_task_is_not_ready_for(tmp_path: Path) -> None:
+    """fixtures/hints.py: `complete` before an approval holds, `merge` where the protocol refuses it,
+    unless the approval is suggested first."""
+    import json
+
+    from fixtures.hints import illegal_hints
+
+    full = make_repo(tmp_path / "full")
+    assert spark(full, "start", "t1", "--agents", "a1", env={**os.environ, "SPARK_SESSION_ID": "s1"}).returncode == 0
+    hints = lambda *n: illegal_hints(full, json.dumps({"next": list(n)}))
+    assert any("merge refused now" in b for b in hints("spark-git merge t1 --all"))
+    assert any("complete in INIT" in b for b in hints("spark-git complete t1"))
+    light = make_repo(tmp_path / "light", config='protocol = "light"\n')
+    assert spark(light, "start", "t1", "--agents", "a1", env={**os.environ, "SPARK_SESSION_ID": "s1"}).returncode == 0
+    found = illegal_hints(light, json.dumps({"next": ["spark-git complete t1"]}))
+    assert any("before the changes are approved" in b for b in found), found
+    assert illegal_hints(light, json.dumps({"next": ["spark-git approve t1 --changes", "spark-git complete t1"]})) == []
+    assert illegal_hints(light, json.dumps({"next": ["spark-git merge t1 --all"]})) == []
