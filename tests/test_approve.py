@@ -50,6 +50,7 @@ def test_approve_given_sha_and_bad_sha(tmp_path: Path) -> None:
     assert t.merge("a1").returncode == 0
     r = t.spark("--json", "approve", "t1", "--changes", "--sha", first)
     assert r.returncode == 0 and t.task_json()["checkpoint"]["commit_sha"] == first, r
+    assert r.json["next"] == ["spark-git status t1"]  # complete lands the head, which this approval does not cover
     before = (t.root / "task.json").read_bytes()
     r = t.spark("--json", "approve", "t1", "--changes", "--sha", "nonsense")
     assert r.returncode == 2, r

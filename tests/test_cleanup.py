@@ -179,3 +179,20 @@ def test_cleanup_refuses_when_the_task_branch_moved_past_main_after_complete(lre
     assert r.returncode == 3, r
     assert any("not contained in main" in u for u in r.json["data"]["unmet"]) and "spark-git complete t1" in r.json["next"]
     assert snapshot(lrepo) == before
+
+
+def test_cleanup_of_a_live_task_suggests_the_way_to_land_it(tmp_path: Path) -> None:
+    """issue 14: the refusal suggested `complete` before `approve` (light), and in a state `complete`
+    refuses (full). Now: the approval first, `complete` once approved; under full, the next step."""
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"}, config=CONFIG)
+    ok(run(repo, "start", "t1", "--agents", "a1"))
+    commit(repo.parent / "repo.tasks/t1/agents/a1/code", {"a.txt": "a\n"}, "[a1] a")
+    ok(run(repo, "merge", "t1", "--agent", "a1"))
+    r = run(repo, "--json", "cleanup", "t1")
+    assert r.returncode == 3 and r.json["next"][0] == "spark-git approve t1 --changes", r.json
+    ok(run(repo, "approve", "t1", "--changes"))
+    assert run(repo, "--json", "cleanup", "t1").json["next"][0] == "spark-git complete t1"
+    full = make_repo(tmp_path / "full", {"README.md": "# demo\n"})
+    ok(run(full, "start", "t1", "--agents", "a1"))
+    r = run(full, "--json", "cleanup", "t1")
+    assert r.returncode == 3 and r.json["next"][0] == "spark-git advance t1", r.json

@@ -37,10 +37,11 @@ def test_complete_refused_for_each_condition_then_lands(tmp_path: Path) -> None:
     t = _task(tmp_path, marker)
     base = git(t.repo, "rev-parse", "main")
 
-    # Several at once: all are listed, not just the first.
-    write(t.repo / "scratch.txt", "dirty\n")
-    _refused(t, "has not approved", "not clean")
-    (t.repo / "scratch.txt").unlink()
+    # Several at once: all are listed, not just the first. An untracked file where the task adds
+    # feature.txt is in the way (an unrelated untracked file is not: tests/test_dataloss.py).
+    write(t.repo / "feature.txt", "mine\n")
+    _refused(t, "has not approved", "would be overwritten: feature.txt")
+    (t.repo / "feature.txt").unlink()
 
     # 1. no approval
     _refused(t, "has not approved")

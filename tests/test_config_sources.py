@@ -88,8 +88,12 @@ def test_tasks_under_another_root_are_named_by_status_and_doctor(tmp_path: Path)
     r = run(repo, "status", "--json")
     assert r.returncode == 0, r
     assert any("1 task(s) under" in w and "t1" in w for w in r.json["data"]["warnings"]), r.json
-    d = run(repo, "doctor", "--json").json["data"]
+    human = run(repo, "status")
+    assert human.returncode == 0 and "⚠ 1 task(s) under" in human.stdout and ": t1" in human.stdout, human  # not only in --json
+    r = run(repo, "doctor", "--json")
+    d = r.json["data"]
     assert [f["kind"] for f in d["findings"]] == ["tasks-elsewhere"] and "t1" in d["findings"][0]["problem"]
+    assert r.returncode == 1 and r.json["next"] == [], r.json  # --fix cannot repair it: not suggested
 
 
 def test_start_from_a_mistyped_path_is_refused(tmp_path: Path) -> None:

@@ -33,6 +33,13 @@ def test_usage_errors_print_one_envelope_and_exit_2(repo: Path, args: list[str],
     assert "Usage:" in r.stderr or "Error" in r.stderr  # click's own message stays on stderr
 
 
+@pytest.mark.parametrize(("args", "help_of"), [(["classify", "t1", "--files"], "classify"), (["merge", "t1", "--agent"], "merge"),
+                                              (["status", "--bogus"], "status")])
+def test_a_usage_error_points_at_the_help_of_its_command(repo: Path, args: list[str], help_of: str) -> None:
+    r = spark(repo, "--json", *args)
+    assert r.returncode == USAGE and r.json["next"] == [f"spark-git {help_of} --help"], r.json
+
+
 def test_internal_error_and_ctrl_c_print_one_envelope(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_git.ops import history
 
@@ -119,6 +126,7 @@ def test_the_hint_checker_accepts_commands(hint: str) -> None:
     ("commit or remove the changes", "not one of"),
     ("spark-git 'unterminated", "not shell syntax"),
     ("cd /tmp/my repo.tasks/t1/code", "cd takes one directory"),
+    ("cd /tmp/x && git rebase --continue", "opens an editor"),
 ])
 def test_the_hint_checker_catches_prose_and_bad_commands(hint: str, why: str) -> None:
     found = hint_problems(hint)
@@ -181,3 +189,30 @@ def test_hints_quote_paths_with_spaces(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.json["next"][0] == f"cd '{tmp_path}/my repo.tasks/t1/code'", r
     r = spark(repo, "--json", "agent", "add", "t1", "a2", "--why", "more hands", env=env)
     assert r.returncode == 0 and r.json["next"] == [f"cd '{tmp_path}/my repo.tasks/t1/agents/a2/code'"], r
+
+
+def test_the_checker_catches_an_editor_in_a_hint_in_words() -> None:
+    from fixtures.contract import EDITOR_PROSE
+
+    assert EDITOR_PROSE.search("resolve the conflicts, `git add` them and `git rebase --continue`")
+    assert not EDITOR_PROSE.search("resolve them, `git add` them and `GIT_EDITOR=true git rebase --continue`")
+
+
+def test_the_hint_checker_catches_commands_the_task_is_not_ready_for(tmp_path: Path) -> None:
+    """fixtures/hints.py: `complete` before an approval holds, `merge` where the protocol refuses it,
+    unless the approval is suggested first."""
+    import json
+
+    from fixtures.hints import illegal_hints
+
+    full = make_repo(tmp_path / "full")
+    assert spark(full, "start", "t1", "--agents", "a1", env={**os.environ, "SPARK_SESSION_ID": "s1"}).returncode == 0
+    hints = lambda *n: illegal_hints(full, json.dumps({"next": list(n)}))
+    assert any("merge refused now" in b for b in hints("spark-git merge t1 --all"))
+    assert any("complete in INIT" in b for b in hints("spark-git complete t1"))
+    light = make_repo(tmp_path / "light", config='protocol = "light"\n')
+    assert spark(light, "start", "t1", "--agents", "a1", env={**os.environ, "SPARK_SESSION_ID": "s1"}).returncode == 0
+    found = illegal_hints(light, json.dumps({"next": ["spark-git complete t1"]}))
+    assert any("before the changes are approved" in b for b in found), found
+    assert illegal_hints(light, json.dumps({"next": ["spark-git approve t1 --changes", "spark-git complete t1"]})) == []
+    assert illegal_hints(light, json.dumps({"next": ["spark-git merge t1 --all"]})) == []

@@ -232,3 +232,33 @@ def test_doctor_notes_submodule_commits_that_exist_only_in_the_worktree(tmp_path
     d = spark(repo, "doctor", "--json", env=env).json["data"]
     (f,) = [f for f in d["findings"] if f["kind"] == "submodule-commits-only-here"]
     assert f["where"] == "t1/a1" and work[:12] in f["problem"] and f["broken"] is False
+
+
+def test_untracked_files_in_main_block_complete_only_where_the_task_adds_files(lrepo: Path) -> None:
+    """issue 14: `hooks install` leaves .claude/ untracked in the main worktree; that must not block
+    `complete`. An untracked file at a path the task adds (or under one of its files) still does: the
+    fast-forward would refuse or overwrite it."""
+    ok(run(lrepo, "hooks", "install"))
+    assert git(lrepo, "status", "--porcelain") == "?? .claude/"
+    ok(run(lrepo, "start", "t1", "--agents", "a1"))
+    code = lrepo.parent / "repo.tasks/t1/agents/a1/code"
+    commit(code, {"notes.txt": "from the task\n", "pkg/mod.py": "x = 1\n"}, "[a1] notes and pkg")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    ok(run(lrepo, "approve", "t1", "--changes"))
+    write(lrepo / "notes.txt", "mine, not committed\n")  # in the way of a file the task adds
+    write(lrepo / "pkg", "a file where the task has a directory\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "complete", "t1", "--json")
+    assert r.returncode == 3, r
+    (unmet,) = [u for u in r.json["data"]["unmet"] if "would be overwritten" in u]
+    assert "notes.txt" in unmet and "pkg" in unmet and ".claude" not in r.stdout, r.json
+    after = snapshot(lrepo)
+    after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
+    assert after == before and (lrepo / "notes.txt").read_text() == "mine, not committed\n"
+    (lrepo / "notes.txt").unlink()
+    (lrepo / "pkg").unlink()
+    write(lrepo / "scratch.txt", "an unrelated untracked file\n")
+    ok(run(lrepo, "complete", "t1"))
+    assert git(lrepo, "rev-parse", "main") == git(lrepo, "rev-parse", "t1")
+    assert (lrepo / ".claude/settings.json").exists() and (lrepo / "scratch.txt").exists()
+    assert git(lrepo, "status", "--porcelain") == "?? .claude/\n?? scratch.txt"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from fixtures.repo import commit, git, make_repo, spark
 
+import spark_git
+
 CONFIG = """\
 protocol = "light"
 [gates]
@@ -82,6 +84,6 @@ def test_locks_archives_doctor_and_hooks_as_processes(tmp_path: Path) -> None:
 def test_the_installed_script_and_version() -> None:
     script = Path(sys.executable).parent / "spark-git"
     r = subprocess.run([str(script), "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    assert (r.returncode, r.stdout) == (0, "spark-git 0.1.0\n"), r
+    assert (r.returncode, r.stdout) == (0, f"spark-git {spark_git.__version__}\n"), r  # the one version, src/spark_git/__init__.py
     r = subprocess.run([str(script), "no-such-command"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and "No such command" in r.stderr, r

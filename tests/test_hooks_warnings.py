@@ -38,3 +38,14 @@ def test_codex_hooks_not_committed_are_warned_about_by_name(tmp_path: Path) -> N
     assert r.returncode == 0, r
     w = [x for x in r.json["data"]["warnings"] if "will not load" in x]
     assert len(w) == 1 and "codex hooks" in w[0] and ".codex/hooks.json" in w[0] and "--client codex --scope user" in w[0], w
+
+
+def test_the_human_output_of_start_and_status_shows_the_warnings(tmp_path: Path) -> None:
+    """issue 14 audit: the warnings were in --json only; a human at the terminal saw nothing."""
+    repo = make_repo(tmp_path / "repo")
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    assert spark(repo, "hooks", "install", env=env).returncode == 0  # project scope, not committed
+    r = spark(repo, "start", "t1", "--agents", "a1", env=env)
+    assert r.returncode == 0 and "⚠ 1 worktree(s) will not load spark-git's hooks" in r.stdout, r
+    st = spark(repo, "status", env=env)
+    assert st.returncode == 0 and "⚠ 1 worktree(s) will not load spark-git's hooks" in st.stdout, st

@@ -101,6 +101,11 @@ def test_same_lines_conflict_restores_everything_then_sync_resolves(tmp_path: Pa
     # merge while the agent's rebase is in progress: refused, the agent's rebase is left alone
     r2 = t.merge("a2")
     assert r2.returncode == 3 and "rebase is in progress" in r2.json["summary"]
+    assert "GIT_EDITOR=true git rebase --continue" in r2.json["data"]["hint"]  # an agent cannot use the editor git opens
+    r3 = t.spark("--json", "sync", "t1", "--agent", "a2")  # again, while the rebase waits
+    assert r3.returncode == 3 and "GIT_EDITOR=true git rebase --continue" in r3.json["data"]["hint"], r3
+    (note,) = [f for f in t.spark("--json", "doctor", "t1").json["data"]["findings"] if f["kind"] == "rebase-in-progress"]
+    assert "GIT_EDITOR=true git rebase --continue" in note["repair"], note
     write(t.wt("a2") / "src/app.py", "line1\nA1 WAS HERE\nA2 WAS HERE\nline3\n")
     git(t.wt("a2"), "add", "src/app.py")
     git(t.wt("a2"), "-c", "core.editor=true", "rebase", "--continue")

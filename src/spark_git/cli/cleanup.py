@@ -172,7 +172,8 @@ def doctor(
         fixed = sum(1 for f in d.findings if f.fixed)
         if broken:
             summary = f"{len(broken)} problem(s) remain" + (f", {fixed} fixed" if fixed else "") + f" ({d.tasks_checked} task(s) checked)"
-            return Result(summary, d, task=task, next=[f.repair.split("  (")[0] for f in broken if f.repair.startswith("spark-git")] or ([] if fix else ["spark-git doctor --fix"]),
+            fixes = [] if fix or not any(f.fixable for f in broken) else [f"spark-git doctor{' ' + task if task else ''} --fix"]  # only when --fix would repair one
+            return Result(summary, d, task=task, next=[f.repair.split("  (")[0] for f in broken if f.repair.startswith("spark-git")] or fixes,
                           human=human, status="FAIL", exit_code=1)
         summary = ("all repaired: " if fixed else "nothing broken: ") + f"{d.tasks_checked} task(s) checked" + (f", {fixed} fixed" if fixed else "")
         return Result(summary, d, task=task, human=human)

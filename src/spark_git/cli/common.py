@@ -222,7 +222,13 @@ def _render(st: AppState, r: Result, ctx: typer.Context | None = None) -> None:
         return
     out = console()
     style = {"OK": "green", "BLOCKED": "yellow"}.get(r.status, "red")
-    out.print(f"[{style}]{mark}[/{style}] {_esc(r.summary)}")
+    from spark_git.cli import fit
+
+    # Fitted to a terminal (or COLUMNS): broken between words, never inside a path by the terminal.
+    first, *rest = fit.wrap(f"{mark} {r.summary}", fit.width(), hang="  ")
+    out.print(f"[{style}]{mark}[/{style}] {_esc(first[len(mark) + 1:])}")
+    for line in rest:
+        out.print(_esc(line))
     if r.human is not None:
         r.human(out)
     _render_next(out, r.next)

@@ -24,7 +24,7 @@ def run(args: list[str], json_mode: bool) -> int:
         rv = load(command_of(args))(args=args, prog_name="spark-git", obj=st, standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except clicked.UsageError as e:
-        return _usage(st, e, clicked)
+        return _usage(st, e, clicked, command_of(args))
     except (typer.Abort, KeyboardInterrupt):  # Ctrl-C at a prompt, or before a command ran
         code = INTERRUPTED
     except BrokenPipeError:
@@ -34,10 +34,14 @@ def run(args: list[str], json_mode: bool) -> int:
     return code
 
 
-def _usage(st: AppState, e: Any, clicked: Any) -> int:
+def _usage(st: AppState, e: Any, clicked: Any, command: str | None) -> int:
     """Bad arguments: click's message and usage line on stderr, as without --json; exit 2."""
     e.show()
-    path = e.ctx.command_path if e.ctx is not None else "spark-git"
+    # An option missing its value is raised without a context: the command named in the arguments then.
+    from spark_git.cli.root import MODULES
+
+    known = command is not None and any(command in names for names in MODULES.values())
+    path = e.ctx.command_path if e.ctx is not None else f"spark-git {command}" if known else "spark-git"
     no_args = getattr(clicked, "NoArgsIsHelpError", ())  # its message is the whole help text
     msg = "no command given" if isinstance(e, no_args) else str(e.format_message())
     emit(st, lambda: envelope("FAIL", msg, None, {"error": msg, "hint": f"`{path} --help` shows the usage"}, [f"{path} --help"], "error"))

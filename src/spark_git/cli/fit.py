@@ -20,7 +20,7 @@ def width() -> int | None:
         return int(env)
     try:
         if sys.stdout.isatty():
-            return os.get_terminal_size(sys.stdout.fileno()).columns
+            return os.get_terminal_size(sys.stdout.fileno()).columns or None  # 0: a pseudo-terminal nobody sized
     except (OSError, ValueError):
         pass
     return None

@@ -206,8 +206,10 @@ def approve(
         if plan:
             return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git advance {d.task}"])
         view = d.presented if d.via != "terminal" else None  # on a terminal it was drawn before the question
+        # `--sha` of an older commit: `complete` lands the task head, which this approval does not cover
+        nxt = f"spark-git complete {d.task}" if d.commit_sha == d.task_head else f"spark-git status {d.task}"
         return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task,
-                      next=[f"spark-git complete {d.task}"], human=(lambda out: draw(out, view)) if view is not None else None)
+                      next=[nxt], human=(lambda out: draw(out, view)) if view is not None else None)
 
     execute(ctx, action)
 

@@ -16,7 +16,11 @@ SHRINK = ({0: 12, 2: 8, 4: 14}, {6: 24})
 
 def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
     ml = d.main_lock
-    _line(out, f"main lock: {'held by ' + str(ml.session_id) + ' (' + str(ml.idle) + ')' if ml.held else 'free'}")
+    for ln in fit.wrap(f"main lock: {'held by ' + str(ml.session_id) + ' (' + str(ml.idle) + ')' if ml.held else 'free'}", width):
+        _line(out, ln)
+    for w in d.warnings:
+        for ln in fit.wrap(f"⚠ {w}", width, hang="  "):
+            _line(out, ln)
     if detail:
         for t in d.tasks:
             for ln in task_lines(t, width):

@@ -72,6 +72,11 @@ def start(
                 out.print(f"  agent {w.agent:<14} {w.path}  [dim]({w.branch})[/dim]")
             out.print(f"  session        {d.session_id}" + ("  [yellow](new: export it)[/yellow]" if d.session_minted else ""))
             out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
+            from spark_git.cli import fit
+
+            for warning in d.warnings:
+                for ln in fit.wrap(f"⚠ {warning}", fit.width(), "  ", hang="  "):
+                    out.print(ln, markup=False, highlight=False)
 
         failed = _setup_failed(d.provisioning)
         if failed:

@@ -39,7 +39,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
     to = _known_state(to, task)
     with updating(layout, task, session, owner=False) as tf:
         frm = tf.state
-        rule = _rule(tf, to)
+        rule = _rule(layout, tf, to)
         to = rule.to.value
         ctx = protocol.make_ctx(layout, tf, session, why, run_build=_build_runner(layout, tf))
         unmet = rule.guard(ctx)
@@ -78,7 +78,7 @@ def _known_state(to: str | None, task: str) -> str | None:
     return to
 
 
-def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
+def _rule(layout: Layout, tf: TaskFile, to: str | None) -> protocol.Rule:
     """The transition to `to` (None: the variant's default next state); Blocked if it is not legal."""
     legal, task, frm = protocol.next_states(tf), tf.task_name, tf.state
     if to is None:
@@ -91,10 +91,21 @@ def _rule(tf: TaskFile, to: str | None) -> protocol.Rule:
             f"illegal transition {frm} → {to} for task {task!r} (variant {protocol.variant_of(tf)})",
             hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
             details={"legal_next_states": legal},
-            next=[protocol.command_to(task, s, frm) for s in legal],
+            next=[_command_to(layout, tf, s) for s in legal],
             task=task,
         )
     return rule
+
+
+def _command_to(layout: Layout, tf: TaskFile, state: str) -> str:
+    """The command towards `state`; `complete` after the human's approval when none holds for the head."""
+    cmd = protocol.command_to(tf.task_name, state, tf.state)
+    if state != State.COMPLETE:
+        return cmd
+    cp = tf.checkpoint
+    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(layout, tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
+        return cmd
+    return f"spark-git approve {tf.task_name} --changes && {cmd}"
 
 
 def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:

@@ -105,14 +105,27 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
     return data
 
 
+def _towards_landing(store: Store, tf: TaskFile) -> str:
+    """The next command on the way to `complete`: a step of the protocol (full) before the state that
+    lands, the human's approval before `complete` (issue 14: `complete` was suggested before `approve`)."""
+    from spark_git.ops.queue.checks import approval_unmet
+
+    task, layout = tf.task_name, store.layout
+    if layout.config.protocol == "full" and tf.state != protocol.State.AWAITING_USER_APPROVAL:
+        return protocol.path_to(tf, protocol.State.AWAITING_USER_APPROVAL)
+    head = layout.git().branch_head(tf.task_branch)
+    unmet = approval_unmet(layout, tf, head) if head is not None else []
+    return unmet[0].fix if unmet and unmet[0].fix else f"spark-git complete {task}"
+
+
 def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None = None) -> None:
     task = tf.task_name
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
     if final == "CLEANUP" and tf.state not in ("COMPLETE", "CLEANUP"):
         raise Blocked(
             f"task {task!r} is {tf.state}, not COMPLETE: cleanup removes only finished tasks",
-            hint="land it with `spark-git complete`, or stop it with `spark-git abandon` (its work is archived)",
-            next=[f"spark-git complete {task}", f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
+            hint="land it with `spark-git complete` (after the human's approval), or stop it with `spark-git abandon` (its work is archived)",
+            next=[_towards_landing(store, tf), f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
             details={"state": tf.state}, task=task,
         )
     if final == "CLEANUP" and tf.state == "COMPLETE":

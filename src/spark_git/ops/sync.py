@@ -37,7 +37,7 @@ def sync(layout: Layout, task: str, agent: str, *, session: str | None) -> SyncD
         if awt.rebase_in_progress():
             raise Blocked(
                 f"a rebase is already in progress in {awt.cwd}",
-                hint="resolve the conflicts, `git add` them and `git rebase --continue`",
+                hint="resolve the conflicts, `git add` them and `GIT_EDITOR=true git rebase --continue`",
                 details={"conflicts": awt.conflicted_files()}, next=[f"cd {shlex.quote(str(awt.cwd))} && git status"], task=task,
             )
         gates.check_clean(awt, f"agent {agent}'s worktree", task)

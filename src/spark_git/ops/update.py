@@ -68,7 +68,7 @@ def _task_worktree(layout: Layout, tf: TaskFile) -> tuple[Git, list[str]]:
     if twt.rebase_in_progress():
         raise Blocked(
             f"a rebase is in progress in the task worktree {twt.cwd} (from `update --leave-conflict` or by hand)",
-            hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then update again",
+            hint="resolve the conflicts, `git add` them and `GIT_EDITOR=true git rebase --continue` (or `git rebase --abort`), then update again",
             details={"conflicts": twt.conflicted_files()}, next=[f"cd {shlex.quote(str(twt.cwd))} && git status"], task=task,
         )
     branch, dirty = twt.branch_and_status()
@@ -113,7 +113,7 @@ def _rebase(layout: Layout, store: Store, tf: TaskFile, twt: Git, d: UpdateData,
             git.delete_ref(d.archive_ref, d.old_head, message="spark-git update: conflict, nothing rewritten")
         raise Blocked(
             f"{task} conflicts with {tf.base_branch} ({d.base_head[:12]}); nothing was changed",
-            hint=f"run `spark-git update {task} --leave-conflict`, resolve the conflicts in {twt.cwd}, `git rebase --continue`, then `spark-git update {task}`",
+            hint=f"run `spark-git update {task} --leave-conflict`, resolve the conflicts in {twt.cwd}, `GIT_EDITOR=true git rebase --continue`, then `spark-git update {task}`",
             details={"conflicts": conflicts}, next=[f"spark-git update {task} --leave-conflict"], task=task,
         )
     if conflicts:

@@ -160,7 +160,7 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
                     lambda: fixes.abort(ctx, task, label, path, op, branch), task)
         else:
             ctx.add(Finding(where=where, kind="rebase-in-progress", broken=False, problem=f"a rebase is in progress in {path} (e.g. `spark-git sync` left conflicts to resolve)",
-                            repair=f"cd {path} && resolve, git add, git rebase --continue  (or git rebase --abort)"))
+                            repair=f"cd {path} && resolve, git add, GIT_EDITOR=true git rebase --continue  (or git rebase --abort)"))
         return
     if wt.branch == branch:
         return

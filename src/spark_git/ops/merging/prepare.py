@@ -77,7 +77,7 @@ def _check_worktrees(
     if rebasing.get():
         raise Blocked(
             f"a rebase is in progress in {awt.cwd} (from `spark-git sync` or by hand)",
-            hint="resolve the conflicts, `git add` them and `git rebase --continue` (or `git rebase --abort`), then merge again",
+            hint="resolve the conflicts, `git add` them and `GIT_EDITOR=true git rebase --continue` (or `git rebase --abort`), then merge again",
             next=[f"cd {shlex.quote(str(awt.cwd))} && git status"], task=task,
         )
     (a_branch, a_dirty), (t_branch, t_dirty) = a_state.get(), t_state.get()

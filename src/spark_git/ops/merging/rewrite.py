@@ -90,7 +90,7 @@ def rebase(plan: Plan) -> None:
             git.delete_ref(ref, plan.a_head, message="spark-git merge: conflict, nothing rewritten")
         raise Blocked(
             f"{agent}'s commits conflict with the task branch; nothing was changed",
-            hint=f"run `spark-git sync {task} --agent {agent}`, resolve the conflicts in {plan.awt.cwd}, `git rebase --continue`, then merge again",
+            hint=f"run `spark-git sync {task} --agent {agent}`, resolve the conflicts in {plan.awt.cwd}, `GIT_EDITOR=true git rebase --continue`, then merge again",
             details={"conflicts": conflicts},
             next=[f"spark-git sync {task} --agent {agent}"],
             task=task,

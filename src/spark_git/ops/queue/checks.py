@@ -31,22 +31,34 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
         ))
     unmet += _task_worktree(tf, head)
     if main_wt is not None:
-        dirty = Git(main_wt).status()
+        # Changes to tracked files block; an untracked file only where the task adds one (in_the_way):
+        # `hooks install` leaves .claude/ untracked, and an unrelated file survives a fast-forward.
+        dirty = [e for e in Git(main_wt).status() if e.code != "??"]
         if dirty:
             unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", how=f"commit, stash or remove them in {main_wt}"))
-        unmet += ignored_in_the_way(main_wt, base_head, head)
+        unmet += in_the_way(main_wt, base_head, head)
     return unmet + protocol.complete_conditions(layout, tf, head)
 
 
-def ignored_in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
-    """Ignored files in the main worktree at paths the task adds: the fast-forward would overwrite them
-    silently (git refuses only for untracked files that are not ignored)."""
+def in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
+    """Files that are not in git (untracked or ignored) in the main worktree at a path the task adds,
+    or at a directory of one: the fast-forward would refuse (untracked) or silently overwrite (ignored)."""
     added = Git(main_wt).run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base_head, head).stdout.split("\0")
-    there = [f for f in added if f and os.path.lexists(main_wt / f)]
+    there: list[str] = []
+    for f in filter(None, added):
+        parts = Path(f).parts
+        hit = next((Path(*parts[:i]) for i in range(1, len(parts)) if _not_a_dir(main_wt / Path(*parts[:i]))), None)
+        hit = hit if hit is not None else (Path(f) if os.path.lexists(main_wt / f) else None)
+        if hit is not None and str(hit) not in there:
+            there.append(str(hit))
     if not there:
         return []
-    return [protocol.Unmet(f"the task adds {len(there)} file(s) that exist, ignored, in {main_wt} and would be overwritten: {', '.join(there[:10])}",
+    return [protocol.Unmet(f"the task adds files where {len(there)} path(s) not in git exist in {main_wt} and would be overwritten: {', '.join(there[:10])}",
                            how=f"move them aside in {main_wt} (they are not in git)")]
+
+
+def _not_a_dir(p: Path) -> bool:
+    return os.path.lexists(p) and not p.is_dir()
 
 
 def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
