@@ -197,6 +197,55 @@ def test_complete_refuses_to_overwrite_an_ignored_file_in_the_main_worktree(lrep
     assert after == before
 
 
+def _ready_to_complete(repo: Path, files: dict[str, str], remove: tuple[str, ...] = ()) -> None:
+    ok(run(repo, "start", "t1", "--agents", "a1"))
+    code = repo.parent / "repo.tasks/t1/agents/a1/code"
+    if remove:
+        git(code, "rm", "-q", *remove)
+    for name, content in files.items():
+        write(code / name, content)
+    git(code, "add", "-f", *files)
+    git(code, "commit", "-q", "-m", "[a1] add files")
+    ok(run(repo, "merge", "t1", "--agent", "a1"))
+    ok(run(repo, "approve", "t1", "--changes"))
+
+
+def test_complete_refuses_to_replace_an_ignored_file_by_a_directory_the_task_adds(lrepo: Path) -> None:
+    """git deletes an ignored `cfg.env` to write `cfg.env/inner`, as silently as it overwrites one."""
+    _ready_to_complete(lrepo, {"cfg.env/inner": "example\n"})
+    write(lrepo / "cfg.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "cfg.env" in r.json["summary"] + json.dumps(r.json["data"]), r
+    assert (lrepo / "cfg.env").read_text() == "SECRET=hunter2\n"
+    after = snapshot(lrepo)
+    after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
+    assert after == before
+
+
+def test_an_ignored_file_made_in_the_main_worktree_while_the_task_is_gated_is_kept(tmp_path: Path) -> None:
+    """The final gate (or anything while the task waits in the queue) writes the ignored file after
+    `complete` checked: the check is made again just before the base moves."""
+    secret = tmp_path / "repo" / "local.env"
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\n"},
+                     config=CONFIG + f'[gates]\nfinal = "echo SECRET=hunter2 > {secret}"\n')
+    _ready_to_complete(repo, {"local.env": "EXAMPLE=1\n"})
+    main = git(repo, "rev-parse", "main")
+    r = run(repo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "local.env" in r.json["summary"], r
+    assert secret.read_text() == "SECRET=hunter2\n" and git(repo, "rev-parse", "main") == main
+    secret.unlink()  # moved aside: the same task lands (the gate's verdict on this tree is reused)
+    ok(run(repo, "complete", "t1"))
+    assert secret.read_text() == "EXAMPLE=1\n"
+
+
+def test_complete_lands_a_tracked_file_the_task_turns_into_a_directory(lrepo: Path) -> None:
+    """The control: a tracked file in the way is git's own to replace (nothing ignored is lost)."""
+    _ready_to_complete(lrepo, {"README.md/inner": "now a directory\n"}, remove=("README.md",))
+    ok(run(lrepo, "complete", "t1"))
+    assert (lrepo / "README.md/inner").read_text() == "now a directory\n"
+
+
 # -- 13: submodules are initialised in new worktrees and their commits survive the end ------------
 
 
