@@ -160,6 +160,29 @@ def test_a_look_alike_agent_branch_of_the_user_survives_doctor_fix_and_cleanup(l
     assert git(lrepo, "rev-parse", "task-t1-agent-notes") == sha
 
 
+@pytest.mark.parametrize(("first", "tasks", "then", "other"), [
+    ('agent_branch_template = "{task}--{agent}"\n', [("task-t1-agent-zzz", "a1"), ("t1", "a1")], "", "task-t1-agent-zzz"),
+    ("", [("fix-ui", "a1"), ("fix", "a1")], 'agent_branch_template = "{task}-{agent}"\n', "fix-ui"),
+])
+def test_another_live_tasks_branches_survive_doctor_fix_and_abandon(tmp_path: Path, first: str, tasks: list[tuple[str, str]], then: str, other: str) -> None:
+    """Defect 5 where start cannot refuse: the tasks began under templates that did not collide, and
+    the templates changed since. `other`'s branches look like agent branches of the next task."""
+    repo = make_repo(tmp_path / "repo", config=first + CONFIG)
+    for task, agent in tasks:
+        ok(run(repo, "start", task, "--agents", agent))
+    (repo / ".spark-git.toml").write_text(then + CONFIG)
+    git(repo, "commit", "-q", "-am", "templates changed")
+    commit(repo.parent / "repo.tasks" / other / "code", {"coord.txt": "c\n"}, "the other task's work")
+    branches = {b: git(repo, "rev-parse", b) for b in git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()}
+    mine = [b for b in branches if b.startswith(other)]
+    d = ok(run(repo, "doctor", "--fix", "--json")).json["data"]
+    assert "stray-agent-branch" not in [f["kind"] for f in d["findings"]], d
+    ok(run(repo, "agent", "add", other, "a2", "--why", "more"))
+    git(repo, "worktree", "remove", "--force", str(repo.parent / "repo.tasks" / other / "code"))  # its branch no longer checked out
+    ok(run(repo, "abandon", tasks[1][0], "--why", "stop"))
+    assert {b: git(repo, "rev-parse", b) for b in mine} == {b: branches[b] for b in mine}
+
+
 @pytest.mark.parametrize(("templates", "before", "refused"), [
     ("", [], ("task-t1-agent-zzz",)),  # agent zzz of a task t1 would own its branch
     ('agent_branch_template = "{task}-{agent}"\n', [], ("fix-ui",)),
