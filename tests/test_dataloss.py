@@ -269,6 +269,31 @@ def test_complete_lands_a_tracked_file_the_task_turns_into_a_directory(lrepo: Pa
     assert (lrepo / "README.md/inner").read_text() == "now a directory\n"
 
 
+@pytest.mark.parametrize("how", ["merge-task-worktree", "merge-agent-worktree", "sync", "update"])
+def test_an_ignored_file_in_a_task_or_agent_worktree_is_not_overwritten(lrepo: Path, how: str) -> None:
+    """Like complete in the main worktree: every command that moves a worktree refuses when a commit it
+    brings adds a file where an ignored one is (the coordinator's or an agent's local.env)."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    argv, where = {"merge-task-worktree": (("merge", "t1", "--agent", "a1"), root / "code"),
+                   "merge-agent-worktree": (("merge", "t1", "--agent", "a2"), root / "agents/a2/code"),
+                   "sync": (("sync", "t1", "--agent", "a2"), root / "agents/a2/code"),
+                   "update": (("update", "t1"), root / "code")}[how]
+    adder = lrepo if how == "update" else root / "agents/a1/code"
+    git(adder, "add", "-f", str(write(adder / "local.env", "EXAMPLE=1\n")))
+    git(adder, "commit", "-q", "-m", "[a1] add an example local.env")
+    if how != "update":
+        commit(root / "agents/a2/code", {"b.txt": "b\n"}, "[a2] own work")
+    if how in ("merge-agent-worktree", "sync"):
+        ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    write(where / "local.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, *argv, "--json")
+    assert r.returncode == 3 and "local.env" in r.json["summary"], r
+    assert (where / "local.env").read_text() == "SECRET=hunter2\n"
+    assert snapshot(lrepo) == before
+
+
 # -- 13: submodules are initialised in new worktrees and their commits survive the end ------------
 
 

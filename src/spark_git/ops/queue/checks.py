@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from spark_git import protocol
 from spark_git.core.git import Git, Sha
 from spark_git.core.layout import Layout
 from spark_git.ops.approvals import approval_holds
+from spark_git.ops.ignored import in_the_way
 from spark_git.state.models import TaskFile
 
 
@@ -41,26 +41,11 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
 def ignored_in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
     """Ignored files in the main worktree at paths the task adds: the fast-forward would overwrite them
     silently (git refuses only for untracked files that are not ignored)."""
-    def changed(kind: str) -> list[str]:
-        return [f for f in Git(main_wt).run("diff", "--name-only", "-z", "--no-renames", f"--diff-filter={kind}", base_head, head).stdout.split("\0") if f]
-
-    gone = set(changed("D"))  # tracked files the task removes: git replaces them itself, nothing is lost
-    there = sorted({w for f in changed("A") if (w := _in_the_way(main_wt, f)) and w not in gone})
+    there = in_the_way(main_wt, base_head, head)
     if not there:
         return []
     return [protocol.Unmet(f"the task adds {len(there)} file(s) that exist, ignored, in {main_wt} and would be overwritten: {', '.join(there[:10])}",
                            how=f"move them aside in {main_wt} (they are not in git)")]
-
-
-def _in_the_way(main_wt: Path, rel: str) -> str | None:
-    """The path git would delete to write `rel`: `rel` itself, or a file (or symlink) where `rel` needs a
-    directory (an ignored `cfg.env` is removed for `cfg.env/inner`)."""
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        prefix = main_wt.joinpath(*parts[:i])
-        if os.path.islink(prefix) or (os.path.lexists(prefix) and not prefix.is_dir()):
-            return "/".join(parts[:i])
-    return rel if os.path.lexists(main_wt / rel) else None
 
 
 def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
