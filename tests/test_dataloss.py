@@ -160,6 +160,29 @@ def test_a_look_alike_agent_branch_of_the_user_survives_doctor_fix_and_cleanup(l
     assert git(lrepo, "rev-parse", "task-t1-agent-notes") == sha
 
 
+@pytest.mark.parametrize(("first", "tasks", "then", "other"), [
+    ('agent_branch_template = "{task}--{agent}"\n', [("task-t1-agent-zzz", "a1"), ("t1", "a1")], "", "task-t1-agent-zzz"),
+    ("", [("fix-ui", "a1"), ("fix", "a1")], 'agent_branch_template = "{task}-{agent}"\n', "fix-ui"),
+])
+def test_another_live_tasks_branches_survive_doctor_fix_and_abandon(tmp_path: Path, first: str, tasks: list[tuple[str, str]], then: str, other: str) -> None:
+    """Defect 5 where start cannot refuse: the tasks began under templates that did not collide, and
+    the templates changed since. `other`'s branches look like agent branches of the next task."""
+    repo = make_repo(tmp_path / "repo", config=first + CONFIG)
+    for task, agent in tasks:
+        ok(run(repo, "start", task, "--agents", agent))
+    (repo / ".spark-git.toml").write_text(then + CONFIG)
+    git(repo, "commit", "-q", "-am", "templates changed")
+    commit(repo.parent / "repo.tasks" / other / "code", {"coord.txt": "c\n"}, "the other task's work")
+    branches = {b: git(repo, "rev-parse", b) for b in git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()}
+    mine = [b for b in branches if b.startswith(other)]
+    d = ok(run(repo, "doctor", "--fix", "--json")).json["data"]
+    assert "stray-agent-branch" not in [f["kind"] for f in d["findings"]], d
+    ok(run(repo, "agent", "add", other, "a2", "--why", "more"))
+    git(repo, "worktree", "remove", "--force", str(repo.parent / "repo.tasks" / other / "code"))  # its branch no longer checked out
+    ok(run(repo, "abandon", tasks[1][0], "--why", "stop"))
+    assert {b: git(repo, "rev-parse", b) for b in mine} == {b: branches[b] for b in mine}
+
+
 @pytest.mark.parametrize(("templates", "before", "refused"), [
     ("", [], ("task-t1-agent-zzz",)),  # agent zzz of a task t1 would own its branch
     ('agent_branch_template = "{task}-{agent}"\n', [], ("fix-ui",)),
@@ -195,6 +218,80 @@ def test_complete_refuses_to_overwrite_an_ignored_file_in_the_main_worktree(lrep
     after = snapshot(lrepo)
     after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
     assert after == before
+
+
+def _ready_to_complete(repo: Path, files: dict[str, str], remove: tuple[str, ...] = ()) -> None:
+    ok(run(repo, "start", "t1", "--agents", "a1"))
+    code = repo.parent / "repo.tasks/t1/agents/a1/code"
+    if remove:
+        git(code, "rm", "-q", *remove)
+    for name, content in files.items():
+        write(code / name, content)
+    git(code, "add", "-f", *files)
+    git(code, "commit", "-q", "-m", "[a1] add files")
+    ok(run(repo, "merge", "t1", "--agent", "a1"))
+    ok(run(repo, "approve", "t1", "--changes"))
+
+
+def test_complete_refuses_to_replace_an_ignored_file_by_a_directory_the_task_adds(lrepo: Path) -> None:
+    """git deletes an ignored `cfg.env` to write `cfg.env/inner`, as silently as it overwrites one."""
+    _ready_to_complete(lrepo, {"cfg.env/inner": "example\n"})
+    write(lrepo / "cfg.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "cfg.env" in r.json["summary"] + json.dumps(r.json["data"]), r
+    assert (lrepo / "cfg.env").read_text() == "SECRET=hunter2\n"
+    after = snapshot(lrepo)
+    after["tasks"].pop("main", None)  # type: ignore[attr-defined]  # the main lock's (empty) directory
+    assert after == before
+
+
+def test_an_ignored_file_made_in_the_main_worktree_while_the_task_is_gated_is_kept(tmp_path: Path) -> None:
+    """The final gate (or anything while the task waits in the queue) writes the ignored file after
+    `complete` checked: the check is made again just before the base moves."""
+    secret = tmp_path / "repo" / "local.env"
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\n"},
+                     config=CONFIG + f'[gates]\nfinal = "echo SECRET=hunter2 > {secret}"\n')
+    _ready_to_complete(repo, {"local.env": "EXAMPLE=1\n"})
+    main = git(repo, "rev-parse", "main")
+    r = run(repo, "complete", "t1", "--json")
+    assert r.returncode == 3 and "local.env" in r.json["summary"], r
+    assert secret.read_text() == "SECRET=hunter2\n" and git(repo, "rev-parse", "main") == main
+    secret.unlink()  # moved aside: the same task lands (the gate's verdict on this tree is reused)
+    ok(run(repo, "complete", "t1"))
+    assert secret.read_text() == "EXAMPLE=1\n"
+
+
+def test_complete_lands_a_tracked_file_the_task_turns_into_a_directory(lrepo: Path) -> None:
+    """The control: a tracked file in the way is git's own to replace (nothing ignored is lost)."""
+    _ready_to_complete(lrepo, {"README.md/inner": "now a directory\n"}, remove=("README.md",))
+    ok(run(lrepo, "complete", "t1"))
+    assert (lrepo / "README.md/inner").read_text() == "now a directory\n"
+
+
+@pytest.mark.parametrize("how", ["merge-task-worktree", "merge-agent-worktree", "sync", "update"])
+def test_an_ignored_file_in_a_task_or_agent_worktree_is_not_overwritten(lrepo: Path, how: str) -> None:
+    """Like complete in the main worktree: every command that moves a worktree refuses when a commit it
+    brings adds a file where an ignored one is (the coordinator's or an agent's local.env)."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    argv, where = {"merge-task-worktree": (("merge", "t1", "--agent", "a1"), root / "code"),
+                   "merge-agent-worktree": (("merge", "t1", "--agent", "a2"), root / "agents/a2/code"),
+                   "sync": (("sync", "t1", "--agent", "a2"), root / "agents/a2/code"),
+                   "update": (("update", "t1"), root / "code")}[how]
+    adder = lrepo if how == "update" else root / "agents/a1/code"
+    git(adder, "add", "-f", str(write(adder / "local.env", "EXAMPLE=1\n")))
+    git(adder, "commit", "-q", "-m", "[a1] add an example local.env")
+    if how != "update":
+        commit(root / "agents/a2/code", {"b.txt": "b\n"}, "[a2] own work")
+    if how in ("merge-agent-worktree", "sync"):
+        ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    write(where / "local.env", "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, *argv, "--json")
+    assert r.returncode == 3 and "local.env" in r.json["summary"], r
+    assert (where / "local.env").read_text() == "SECRET=hunter2\n"
+    assert snapshot(lrepo) == before
 
 
 # -- 13: submodules are initialised in new worktrees and their commits survive the end ------------

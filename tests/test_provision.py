@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -125,6 +126,27 @@ def test_setup_command_dies_with_a_killed_start(tmp_path: Path) -> None:
     start.kill()
     start.communicate(timeout=60)
     assert wait_gone(child), f"setup child {child} outlived the killed start"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_a_daemon_a_setup_command_started_dies_with_a_killed_start(tmp_path: Path, sig: signal.Signals) -> None:
+    """`setsid` takes the daemon out of the setup's group, and spark-git (its subreaper) is gone: the
+    watchdog finds it by the run's token in its environment. SIGTERM runs no cleanup either."""
+    fifo, marker = tmp_path / "pids.fifo", f"spark-setup-daemon-{uuid.uuid4().hex}"
+    os.mkfifo(fifo)
+    repo = _repo(tmp_path, json.dumps([f"setsid sh -c 'sleep 300 & echo \"$$ $!\" > \"$1\"; wait' {marker} {fifo} & wait"]))
+    start = subprocess.Popen(spark_argv("start", "t1", "--agents", "a1", "--json"), cwd=repo, env=dict(os.environ, SPARK_SESSION_ID="s1"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        daemon, child = (int(p) for p in read_fifo(fifo).split())  # the daemon is up once it writes
+    except AssertionError:
+        start.kill()
+        raise AssertionError(start.communicate(timeout=60)) from None
+    assert os.getsid(daemon) == daemon  # it really left the setup's session
+    start.send_signal(sig)
+    start.communicate(timeout=60)
+    assert wait_gone(daemon) and wait_gone(child), f"the daemon {daemon} or its child {child} outlived the killed start"
+    assert with_marker(marker) == []
 
 
 def test_setup_past_the_timeout_is_killed_and_reported(tmp_path: Path, cli_in) -> None:

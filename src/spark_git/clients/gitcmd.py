@@ -28,7 +28,7 @@ MOVERS = {"merge", "pull", "reset", "rebase", "cherry-pick", "revert", "am"}
 READ_FORMS = {("stash", "list"), ("stash", "show"), ("worktree", "list"), ("submodule", "status"), ("submodule", "summary"),
               ("apply", "--check"), ("apply", "--stat"), ("clean", "-n"), ("clean", "--dry-run"), ("lfs", "ls-files"), ("lfs", "status")}
 _GLOBAL_WITH_VALUE = ("-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix")
-_REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 _FIX = {
     "merge": "spark-git merge <task> --agent <A> (agent → task) or spark-git complete <task> (task → main)",
     "rebase": "spark-git update <task> (the task onto its base) / spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase for you)",
@@ -109,7 +109,7 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
     sub, rest, where, redirected = _parse(args, here)
     if sub is None:
         return None
-    redirected = redirected or any(k in env for k in _REDIRECT_ENV)
+    redirected = redirected or any(k in env for k in REDIRECT_ENV)
     if (sub in MOVERS or sub == "push") and not _aborts(sub, rest):
         pl = who.repo.locate(real(where))
         if pl.kind in ("task", "main"):
@@ -160,6 +160,8 @@ def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: 
         hit = "another worktree (agents work in their own; `git worktree add --force` can check out a protected branch)"
     if hit is None and sub == "config" and who.agent and _config_writes(rest):
         hit = "the repository's shared configuration (.git/config)"
+    if hit is None and sub == "replace" and who.agent and (pos or rest) and not any(a in ("-l", "--list") for a in rest):
+        hit = "what every worktree reads for a commit (refs/replace/, shared by the task and main)"
     if hit is None:
         return None
     fix = _FIX.get(sub, "spark-git merge <task> --agent <A> / spark-git complete <task>")

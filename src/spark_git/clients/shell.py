@@ -28,7 +28,8 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
     "env": ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"), "command": (), "exec": ("-a",), "builtin": (),
     "nohup": (), "time": ("-f", "-o"), "nice": ("-n", "--adjustment"), "ionice": ("-c", "-n", "-p"), "setsid": (),
     "stdbuf": ("-i", "-o", "-e"), "timeout": ("-s", "--signal", "-k", "--kill-after"), "chronic": (), "unbuffer": (),
-    "xargs": ("-I", "-i", "-n", "-P", "-d", "-a", "-L", "-l", "-s", "-E", "-e", "--max-args", "--max-procs", "--delimiter", "--arg-file"),
+    # GNU's -i, -e and -l take their value attached or not at all: the next word is the command
+    "xargs": ("-I", "-n", "-P", "-d", "-a", "-L", "-s", "-E", "--max-args", "--max-procs", "--delimiter", "--arg-file"),
     "flock": ("-w", "-E", "-c"), "watch": ("-n", "-d"), "caffeinate": (), "strace": ("-o", "-e", "-p"), "ltrace": ("-o",),
     "noglob": (), "then": (), "do": (), "else": (), "if": (), "while": (), "until": (), "!": (),
 }
@@ -72,17 +73,18 @@ def judge(who: Who, seg: Seg) -> Decision | None:
 # -- taking the command line apart ---------------------------------------------------------------
 
 
-def segments(cmd: str, cwd: Path, env: dict[str, str], depth: int = 0) -> list[Seg]:
+def segments(cmd: str, cwd: Path, env: dict[str, str], depth: int = 0, exported: dict[str, str] | None = None) -> list[Seg]:
+    """`exported`: what `export X=...` (or an assignment to a variable git reads) set for later commands."""
     if depth > 4:
         return []
     cmd, inner = _substitutions(_strip_heredocs(cmd.replace("\\\n", " ")))
     out: list[Seg] = []
     state = {"here": cwd}
-    variables = dict(env)
+    variables, exported = dict(env), {} if exported is None else exported
     for sub in inner:  # $(...) and `...` run first, in the same directory
-        out += segments(sub, cwd, variables, depth + 1)
+        out += segments(sub, cwd, variables, depth + 1, dict(exported))
     for words, redirects in _split(cmd):
-        out += _unwrap(words, redirects, state, variables, depth)
+        out += _unwrap(words, redirects, state, (variables, exported), depth)
     return out
 
 
@@ -175,8 +177,9 @@ def expand(word: str, variables: dict[str, str]) -> str:
     return _VAR.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
-def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], variables: dict[str, str], depth: int) -> list[Seg]:
-    """Assignments, wrappers, `cd`/`pushd`, `bash -c` and `eval` peeled off one simple command."""
+def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], scope: tuple[dict[str, str], dict[str, str]], depth: int) -> list[Seg]:
+    """Assignments, wrappers, `cd`/`pushd`, `export`, `bash -c` and `eval` peeled off one simple command."""
+    variables, exported = scope
     local: dict[str, str] = {}
     words = [expand(w, {**variables, **local}) for w in words]
     redirects = [expand(r, variables) for r in redirects]
@@ -188,11 +191,17 @@ def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], vari
         words = words[1:]
     if not words:
         variables.update(local)  # `X=/path; cp a $X`: a bare assignment sets a shell variable
+        exported.update({k: v for k, v in local.items() if k in gitcmd.REDIRECT_ENV})  # exported already, perhaps
         return [Seg([], state["here"], redirects, local)] if redirects else []
     words = _strip_wrappers(words, local, state)
     if not words:
         return [Seg([], state["here"], redirects, local)] if redirects else []
+    local = {**exported, **local}
     prog = os.path.basename(words[0])
+    if prog in ("export", "declare", "typeset", "readonly"):  # `export GIT_DIR=...` reaches every later command
+        for m in filter(None, map(_ASSIGN.match, words[1:])):
+            variables[m.group(1)] = exported[m.group(1)] = m.group(2)
+        return [Seg([], state["here"], redirects, local)] if redirects else []
     if prog.lower() in ("cd", "pushd", "set-location", "push-location", "sl"):
         target = next((w for w in words[1:] if not w.startswith("-")), None)
         if target:
@@ -201,9 +210,9 @@ def _unwrap(words: list[str], redirects: list[str], state: dict[str, Path], vari
     flag = _script_flag(words) if prog in _SHELLS else None
     if flag is not None:  # `bash -c '...'`, `sh -lc '...'`, `pwsh -Command ...`: the script is judged too
         script = words[flag + 1] if prog not in ("pwsh", "powershell") else " ".join(words[flag + 1 :])
-        return segments(script if flag + 1 < len(words) else "", state["here"], {**variables, **local}, depth + 1)
+        return segments(script if flag + 1 < len(words) else "", state["here"], {**variables, **local}, depth + 1, dict(local))
     if prog == "eval":
-        return segments(" ".join(words[1:]), state["here"], {**variables, **local}, depth + 1)
+        return segments(" ".join(words[1:]), state["here"], {**variables, **local}, depth + 1, dict(local))
     return [Seg(words, state["here"], redirects, local)]
 
 
@@ -240,7 +249,22 @@ def _strip_wrappers(words: list[str], local: dict[str, str], state: dict[str, Pa
             else:
                 break
             i += 1
-        words = words[i:]
+        words = _xargs_replaced(words[i:], words[1:i]) if prog == "xargs" else words[i:]
         if not words:
             return []
     return words
+
+
+def _xargs_replaced(command: list[str], options: list[str]) -> list[str]:
+    """`xargs -I % git -C % ...`: what replaces % comes from stdin, a value unknown here (`$`)."""
+    repl = None
+    for k, o in enumerate(options):
+        if o == "-I":
+            repl = options[k + 1] if k + 1 < len(options) else None
+        elif o in ("-i", "--replace"):
+            repl = "{}"
+        elif o.startswith(("-I", "-i")) and not o.startswith("--"):
+            repl = o[2:]
+        elif o.startswith("--replace="):
+            repl = o.split("=", 1)[1]
+    return [w.replace(repl, "$XARGS_INPUT") for w in command] if repl else command

@@ -1,9 +1,11 @@
 """The one runner of child processes that must not outlive their run: gates and setup commands.
 
 The child gets its own process group (killed whole at the end, on timeout and on Ctrl-C), dies with
-us (PR_SET_PDEATHSIG), and a watchdog kills its group if we are SIGKILLed. While it runs we are a
-child subreaper (Linux), so what it daemonized with `setsid` (out of its group) is re-parented to
-us and killed too. Without /proc or prctl this degrades to the group kill."""
+us (PR_SET_PDEATHSIG), and a watchdog kills its group if we are SIGKILLed (or SIGTERMed: no cleanup
+runs then either). While it runs we are a child subreaper (Linux), so what it daemonized with
+`setsid` (out of its group) is re-parented to us and killed too; once we are gone, the watchdog finds
+such daemons by the run's token in their environment (SPARK_RUN_TOKEN). Without /proc or prctl this
+degrades to the group kill."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from spark_git.core.config import Command
 from spark_git.core.errors import raise_if_dropped
 from spark_git.core.git import clean_env
 
+RUN_TOKEN = "SPARK_RUN_TOKEN"  # in the child's environment, a token of this run (see WATCHDOG)
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -92,12 +96,14 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
     stdout is parsed); returns when it and everything it started are gone. `started` runs once the
     child is up, before the timeout starts counting."""
     t0 = time.monotonic()
+    mark = uuid.uuid4().hex  # every descendant inherits it (unless it clears its environment): the watchdog's mark
+    child_env = {**(env if env is not None else clean_env()), RUN_TOKEN: mark}
     with _subreaper():
         keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
-        watchdog = _watchdog()
+        watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
-                                    env=env if env is not None else clean_env(), start_new_session=True, preexec_fn=_preexec(watchdog))
+                                    env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
         except OSError as e:  # command not found, not executable, no such cwd
             _stop(watchdog)
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
@@ -124,14 +130,22 @@ def _die_with_parent() -> None:
         pass
 
 
-def _watchdog() -> subprocess.Popen[bytes] | None:
-    """Kills the child's process group if we die, SIGKILL included: PDEATHSIG only reaches the
-    child itself, not what it started. It learns the group from the child (`_preexec`), says
-    "armed", then waits for EOF on a pipe that only we hold open; the kernel closes it whenever
-    we go away."""
+# The watchdog's script. `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative
+# id. Then every process whose environment holds the run's token: what the child daemonized with
+# `setsid` left its group, and we (its subreaper) are gone. Twice: a daemon may fork as the first dies.
+WATCHDOG = """read pgid; echo armed; exec >/dev/null; read _; [ -n "$pgid" ] && kill -9 -"$pgid" 2>/dev/null
+for round in 1 2; do for f in /proc/[0-9]*/environ; do
+  if grep -qzxF "$1" "$f" 2>/dev/null; then p=${f#/proc/}; kill -9 "${p%/environ}" 2>/dev/null; fi
+done; done"""
+
+
+def _watchdog(token: str) -> subprocess.Popen[bytes] | None:
+    """Kills what the child started if we die, SIGKILL included: PDEATHSIG only reaches the child
+    itself. It learns the group from the child (`_preexec`), says "armed", then waits for EOF on a
+    pipe that only we hold open; the kernel closes it whenever we go away. A normal end kills the
+    watchdog first (`_stop`): the /proc sweep costs nothing then."""
     try:
-        # `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative id
-        return subprocess.Popen(["/bin/sh", "-c", 'read pgid; echo armed; exec >/dev/null; read _; [ -n "$pgid" ] && kill -9 -"$pgid" 2>/dev/null'],
+        return subprocess.Popen(["/bin/sh", "-c", WATCHDOG, "spark-git-watchdog", token],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # no /bin/sh: PDEATHSIG still covers the child itself
         return None

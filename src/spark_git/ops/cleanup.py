@@ -18,7 +18,7 @@ from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.endplan import Contained, Tree, plan
 from spark_git.ops.taskfile import load_task, save_task
-from spark_git.ops.worktrees import Progress, created_by_spark, lost_head, quiet
+from spark_git.ops.worktrees import Progress, lost_head, quiet, stray_agent_branch
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, require_owner, task_mutex_name
 from spark_git.state.models import AuditSnapshot, TaskFile
@@ -283,8 +283,7 @@ def _branches(layout: Layout, tf: TaskFile, trees: list[Tree], heads: dict[str, 
         candidates += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
     git = layout.git()
     for b in dict.fromkeys(candidates):
-        owners = layout.agent_branch_owners(b)
-        if b not in names and len(owners) == 1 and owners[0][0] == task and created_by_spark(git, b):
+        if b not in names and stray_agent_branch(layout, git, task, b):
             names.append(b)
     base = tf.base_branch
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]

@@ -9,6 +9,7 @@ from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.gates import command as gates
+from spark_git.ops.ignored import refuse_overwrite
 from spark_git.ops.merging.prepare import agent_entry, existing_worktree
 from spark_git.ops.merging.rewrite import rebase_onto, recover
 from spark_git.ops.taskfile import updating
@@ -47,6 +48,7 @@ def sync(layout: Layout, task: str, agent: str, *, session: str | None) -> SyncD
             raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", task=task)
         if git.is_ancestor(task_head, a_head):
             return SyncData(task=task, agent=agent, task_head=task_head, agent_head=a_head, rebased=False, conflicts=[], archive_ref=None)
+        refuse_overwrite(awt.cwd, a_head, task_head, task=task, what=f"rebasing {agent} onto {tf.task_branch}")
         ref = store.archive(task, entry.branch, a_head, f"branch {entry.branch} before syncing it", session, event=False)
         conflicts = rebase_onto(layout, task, agent, awt, task_head, leave_conflicts=True)
         store.event(task, "synced", session, agent=agent, task_head=task_head, old_agent_head=a_head, conflicts=conflicts)

@@ -18,6 +18,7 @@ from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.ops.approvals import approval_holds
+from spark_git.ops.ignored import refuse_overwrite
 from spark_git.ops.merging.prepare import existing_worktree
 from spark_git.ops.merging.rewrite import rebase_with_marker, recover_rebase, update_marker
 from spark_git.ops.taskfile import updating
@@ -87,6 +88,8 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     if head is None or base_head is None:
         raise Blocked(f"branch {tf.task_branch if head is None else tf.base_branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     d = UpdateData(task=task, base_branch=tf.base_branch, base_head=base_head, old_head=head, new_head=head, rebased=False, recovered=recovered)
+    if not git.is_ancestor(base_head, head):
+        refuse_overwrite(twt.cwd, head, base_head, task=task, what=f"rebasing {task} onto {tf.base_branch}")
     if not git.is_ancestor(base_head, head) and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
         return d
     if tf.base_commit != base_head and git.is_ancestor(tf.base_commit, base_head):

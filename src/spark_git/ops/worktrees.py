@@ -9,10 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.core.errors import Blocked, SparkError
+from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
+from spark_git.core.layout import Layout
 from spark_git.ops.provision import ProvisionReport, failure_summary, provision
+from spark_git.state.files import read_optional
 from spark_git.state.locks import WORKTREES
+from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 Progress = Callable[[str], None]
@@ -38,6 +41,34 @@ def created_by_spark(git: Git, branch: str) -> bool:
     out = git.run("reflog", "show", "--format=%gs", branch_ref(branch), "--", check=False)
     lines = out.lines
     return out.returncode == 0 and bool(lines) and lines[-1].startswith(CREATE_MESSAGE)
+
+
+def stray_agent_branch(layout: Layout, git: Git, task: str, branch: str) -> bool:
+    """`branch` may be dropped as an agent branch of `task` that task.json does not name (an interrupted
+    `agent add`): the templates give it to `task` alone, spark-git created it, and no other task claims
+    it. A task named `task-t1-agent-zzz` next to `t1` has a branch that only looks like t1's."""
+    owners = layout.agent_branch_owners(branch)
+    if len(owners) != 1 or owners[0][0] != task or claimed_by_another_task(layout, task, branch):
+        return False
+    return created_by_spark(git, branch)
+
+
+def claimed_by_another_task(layout: Layout, task: str, branch: str) -> bool:
+    """Another task's task.json names `branch` (its task branch, an agent's, one it created). A task
+    whose task.json is absent or unreadable claims every branch its name could give under the templates."""
+    for other in layout.task_names():
+        if other == task:
+            continue
+        try:
+            tf = read_optional(layout.task_json(other), TaskFile)
+        except CorruptState:
+            tf = None
+        if tf is not None:
+            if branch in (tf.task_branch, *(e.branch for e in tf.agents.values()), *tf.created_branches):
+                return True
+        elif branch == layout.task_branch(other) or any(t == other for t, _ in layout.agent_branch_owners(branch)):
+            return True
+    return False
 
 
 def lost_head(path: Path) -> Sha | None:

@@ -16,7 +16,7 @@ from spark_git.core.gitmerge import missing_patches
 from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
-from spark_git.ops.worktrees import created_by_spark, lost_head
+from spark_git.ops.worktrees import lost_head, stray_agent_branch
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
@@ -260,9 +260,6 @@ def stray_branches(ctx: Ctx, task: str, named: set[str]) -> list[str]:
     """Agent branches of `task` that task.json does not name: only those the templates give to this
     task alone and whose reflog shows spark-git created them (a look-alike is someone else's)."""
     prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
-    out = []
-    for b in ctx.branches_with_prefix(prefix) if prefix else []:
-        owners = ctx.layout.agent_branch_owners(b)
-        if b not in named and len(owners) == 1 and owners[0][0] == task and created_by_spark(ctx.git, b):
-            out.append(b)
-    return out
+    checked_out = {wt.branch for wt in ctx.registered.values() if wt.branch}  # a stray has no worktree
+    return [b for b in (ctx.branches_with_prefix(prefix) if prefix else [])
+            if b not in named and b not in checked_out and stray_agent_branch(ctx.layout, ctx.git, task, b)]

@@ -13,7 +13,7 @@ from spark_git.core.git import ZERO_SHA, Git, Worktree, branch_ref
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, parses
 from spark_git.ops.merging.strays import abort_rebase
-from spark_git.ops.worktrees import created_by_spark
+from spark_git.ops.worktrees import stray_agent_branch
 from spark_git.state import audit
 from spark_git.state.files import read_optional, write_atomic
 from spark_git.state.locks import WORKTREES, mutex
@@ -145,8 +145,7 @@ def remove_stray(ctx: Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
 
 def _spark_agent_branch(ctx: Ctx, task: str, b: str) -> bool:
     """`b` is an agent branch of `task` alone and spark-git created it: never delete a user's branch."""
-    owners = ctx.layout.agent_branch_owners(b)
-    return len(owners) == 1 and owners[0][0] == task and created_by_spark(ctx.git, b)
+    return stray_agent_branch(ctx.layout, ctx.git, task, b)
 
 
 def drop_branch(ctx: Ctx, tf: TaskFile, b: str, sha: str) -> None:

@@ -17,6 +17,7 @@ from spark_git.core.git import Git, LocalBranch, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates.base import MergeSubject
 from spark_git.gates.registry import merge_checks
+from spark_git.ops.ignored import refuse_overwrite
 from spark_git.ops.merging.plan import Plan
 from spark_git.ops.merging.rewrite import recover
 from spark_git.state.models import AgentEntry, TaskFile
@@ -61,6 +62,9 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
     _check_base_not_merged(layout, tf, agent, awt, task_head, a_head, heads.get(branch_ref(tf.base_branch)), messages)
+    if a_head != task_head:  # the rebase writes the task's new files into the agent's worktree, the landing the agent's into the task's
+        refuse_overwrite(awt.cwd, a_head, task_head, task=task, what=f"rebasing {agent} onto {tf.task_branch}")
+        refuse_overwrite(twt.cwd, task_head, a_head, task=task, what=f"merging {agent} into the task worktree")
     plan = Plan(layout, store, tf, agent, entry, session, awt, twt, task_head, a_head, messages, recovered)
     plan.original = {sha: sha for sha in messages}
     _run_gates(plan, a_dirty, t_dirty)

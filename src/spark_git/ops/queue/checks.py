@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from spark_git import protocol
 from spark_git.core.git import Git, Sha
 from spark_git.core.layout import Layout
+from spark_git.ops import ignored
 from spark_git.ops.approvals import approval_holds
 from spark_git.state.models import TaskFile
 
@@ -41,24 +41,13 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
 
 
 def in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
-    """Files that are not in git (untracked or ignored) in the main worktree at a path the task adds,
-    or at a directory of one: the fast-forward would refuse (untracked) or silently overwrite (ignored)."""
-    added = Git(main_wt).run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base_head, head).stdout.split("\0")
-    there: list[str] = []
-    for f in filter(None, added):
-        parts = Path(f).parts
-        hit = next((Path(*parts[:i]) for i in range(1, len(parts)) if _not_a_dir(main_wt / Path(*parts[:i]))), None)
-        hit = hit if hit is not None else (Path(f) if os.path.lexists(main_wt / f) else None)
-        if hit is not None and str(hit) not in there:
-            there.append(str(hit))
+    """Files git does not hold (untracked or ignored) in the main worktree where the task adds a path,
+    or a directory of one: the fast-forward would refuse (untracked) or silently overwrite (ignored)."""
+    there = ignored.in_the_way(main_wt, base_head, head)
     if not there:
         return []
     return [protocol.Unmet(f"the task adds files where {len(there)} path(s) not in git exist in {main_wt} and would be overwritten: {', '.join(there[:10])}",
                            how=f"move them aside in {main_wt} (they are not in git)")]
-
-
-def _not_a_dir(p: Path) -> bool:
-    return os.path.lexists(p) and not p.is_dir()
 
 
 def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:

@@ -11,11 +11,13 @@ from pathlib import Path
 
 from spark_git.core import faults
 from spark_git.core.errors import Blocked
+from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
 from spark_git.ops.queue import candidate, gate
 from spark_git.ops.queue.bisect import bisect
+from spark_git.ops.queue.checks import base_worktree, in_the_way
 from spark_git.ops.queue.land import BaseMoved, evict, land, problem
 from spark_git.ops.queue.recover import recover
 from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
@@ -134,8 +136,10 @@ def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: ga
 
 
 def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:
-    for p in cand.parts:  # the approval and the branch again, just before the base moves
-        why = problem(layout, store, QueueEntry(p.ref, "", p.task, p.head))
+    main_wt, below = base_worktree(layout.git(), cand.base_branch), cand.old_base
+    for p in cand.parts:  # the approval, the branch and the main worktree's ignored files again, just before the base moves
+        why = problem(layout, store, QueueEntry(p.ref, "", p.task, p.head)) or _ignored_in_the_way(main_wt, below, p.tip)
+        below = p.tip
         if why is not None:
             evict(layout, store, QueueEntry(p.ref, "", p.task, p.head), "blocked", why)
             raise BaseMoved(f"{p.task} may no longer land: rebuild without it")
@@ -144,6 +148,12 @@ def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvid
     except BaseMoved:
         _save_candidate(store, None)
         raise
+
+
+def _ignored_in_the_way(main_wt: Path | None, below: str, tip: str) -> str | None:
+    """An ignored file made in the main worktree while the task waited in the queue or was gated."""
+    unmet = in_the_way(main_wt, Sha(below), Sha(tip)) if main_wt is not None else []
+    return "; ".join(str(u) for u in unmet) or None
 
 
 def _fail(layout: Layout, store: Store, e: QueueEntry, ev: gates.GateEvidence, tasks: list[str], *, back: bool) -> None:
