@@ -22,11 +22,11 @@ CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n[risk]\n
 BOUNDS = {
     "start": 20,
     "classify": 7,
-    "merge": 24,  # +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13)
+    "merge": 26,  # +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13); +2 `diff A...B`: files git does not hold that the rebase or the landing would overwrite (issue 12)
     "merge (nothing to do)": 6,
     "status": 7,
     "doctor": 3,
-    "complete": 30,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2)
+    "complete": 32,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2); +2 to check them again just before the base moves (the main worktree found, one `diff`: a file made while the task waited in the queue)
     "cleanup": 20,
 }
 

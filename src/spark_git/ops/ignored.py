@@ -15,8 +15,8 @@ def in_the_way(worktree: Path, old: str, new: str) -> list[str]:
     """Paths in `worktree` (at `old`) that git does not hold and would overwrite or delete to write what
     `new` adds since it forked from `old` (a rebase of `old` onto `new`, or a fast-forward)."""
     wt = Git(worktree)
-    since = wt.run("merge-base", old, new, check=False).stdout.strip() or old
-    added = [f for f in wt.run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", since, new).stdout.split("\0") if f]
+    # old...new: what new adds since the two forked (git finds the merge base itself: one process)
+    added = [f for f in wt.run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", f"{old}...{new}").stdout.split("\0") if f]
     blockers = sorted({w for f in added if (w := _blocking(worktree, f))})
     if not blockers:
         return []
