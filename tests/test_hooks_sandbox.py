@@ -179,3 +179,16 @@ def test_the_hook_still_blocks_an_agent_writing_its_own_claude_settings(tmp_path
     r = hook(event(a1, "Write", file_path=str(a1 / LOCAL), content="{}"), env=hook_env)
     assert r.returncode == 2, r
     assert (a1 / LOCAL).read_bytes() == before
+
+
+def test_ending_a_task_does_not_archive_the_sandbox_settings_as_ignored_work(tmp_path: Path) -> None:
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1,a2", env=env))
+    a2 = tmp_path / "repo.tasks/t1/agents/a2/code"
+    data = json.loads((a2 / LOCAL).read_text())
+    (a2 / LOCAL).write_text(json.dumps({**data, "env": {"MINE": "1"}}))  # a2's file now holds something of the user's
+    r = ok(spark(repo, "abandon", "t1", "--why", "stop", "--json", env=env))
+    refs = [a["ref"] for a in r.json["data"]["archived"]]
+    assert not any("/ignored-a1/" in ref for ref in refs) and any("/ignored-a2/" in ref for ref in refs), refs

@@ -55,6 +55,11 @@ def present(worktree: Path) -> bool:
     return isinstance(sb, dict) and wanted(worktree, sb) == sb
 
 
+def only_ours(worktree: Path) -> bool:
+    """The file is one spark-git created and nobody changed since (it holds nothing of the user's)."""
+    return originals.original_if_untouched(worktree / FILE) == (True, None)
+
+
 def apply(worktree: Path) -> bool:
     """spark-git's sandbox merged into the agent worktree's local settings; True when the file changed."""
     path = worktree / FILE
