@@ -192,3 +192,21 @@ def test_ending_a_task_does_not_archive_the_sandbox_settings_as_ignored_work(tmp
     r = ok(spark(repo, "abandon", "t1", "--why", "stop", "--json", env=env))
     refs = [a["ref"] for a in r.json["data"]["archived"]]
     assert not any("/ignored-a1/" in ref for ref in refs) and any("/ignored-a2/" in ref for ref in refs), refs
+
+
+def test_a_new_task_of_an_ended_ones_name_gets_its_file_back_byte_exact(tmp_path: Path) -> None:
+    """The memo of what the file held is keyed by its path: one left by the ended task's worktree is not
+    taken for the new worktree's."""
+    mine = '{"permissions":  {"allow": ["Bash(ls)"]}}\n'
+    repo, env = setup(tmp_path, {".gitignore": ".claude/settings.local.json\n"})
+    write(repo / LOCAL, mine)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    ok(spark(repo, "abandon", "t1", "--why", "again", env=env))
+    write(repo / LOCAL, mine.replace("ls", "pwd"))
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    assert sandbox_of(a1) == expected(a1)
+    ok(spark(repo, "hooks", "uninstall", env=env))
+    assert (a1 / LOCAL).read_text() == mine.replace("ls", "pwd")

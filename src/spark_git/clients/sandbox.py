@@ -60,9 +60,12 @@ def only_ours(worktree: Path) -> bool:
     return originals.original_if_untouched(worktree / FILE) == (True, None)
 
 
-def apply(worktree: Path) -> bool:
-    """spark-git's sandbox merged into the agent worktree's local settings; True when the file changed."""
+def apply(worktree: Path, *, new: bool = False) -> bool:
+    """spark-git's sandbox merged into the agent worktree's local settings; True when the file changed.
+    `new`: a worktree just created, so any memo of its path is from an earlier task of that name."""
     path = worktree / FILE
+    if new:
+        originals.forget(path)
     data = settings.load(path)
     sb = wanted(worktree, data.get("sandbox"))
     if data.get("sandbox") == sb:

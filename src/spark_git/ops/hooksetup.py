@@ -108,7 +108,7 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
     done = []
     for wt in agents:
         try:
-            sandbox.apply(wt)
+            sandbox.apply(wt, new=True)
             done.append(wt)
         except BadInput:
             continue
