@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from fixtures.repo import commit, git, make_repo, sealed_env, spark, write
 
+from spark_git.clients.sandbox import EXCLUDE_LINE
 from tests.hookutil import client_event, event, hook, put_in_state, replay
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
@@ -210,3 +213,18 @@ def test_a_new_task_of_an_ended_ones_name_gets_its_file_back_byte_exact(tmp_path
     assert sandbox_of(a1) == expected(a1)
     ok(spark(repo, "hooks", "uninstall", env=env))
     assert (a1 / LOCAL).read_text() == mine.replace("ls", "pwd")
+
+
+def test_starts_at_once_write_the_exclude_line_once(tmp_path: Path) -> None:
+    """info/exclude is read, changed and written by every start that makes agent worktrees: six starts
+    racing as processes leave spark-git's line there exactly once and every agent worktree clean."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    procs = [subprocess.Popen([sys.executable, "-m", "spark_git", "start", f"t{i}", "--agents", "a1"], cwd=repo, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for i in range(6)]
+    assert all(p.wait() == 0 for p in procs), [p.stderr.read() for p in procs if p.stderr]
+    lines = (repo / ".git/info/exclude").read_text().splitlines()
+    assert lines.count(EXCLUDE_LINE) == 1, lines
+    for i in range(6):
+        assert clean(tmp_path / f"repo.tasks/t{i}/agents/a1/code")

@@ -17,6 +17,7 @@ from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.backends import open_store
+from spark_git.state.locks import EXCLUDE
 
 CLAUDE = registry.DEFAULT  # the one client with a sandbox spark-git sets up
 
@@ -88,12 +89,22 @@ def _agent_worktrees(layout: Layout) -> list[Path]:
 def _sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
     """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
     if on:
-        sandbox.exclude(layout.repo.common_dir)
+        _exclude(layout, on=True)
     changed = [str(wt) for wt in agents if (sandbox.apply(wt) if on else sandbox.remove(wt))]
     tasks = [layout.task_worktree(t) for t in layout.task_names()]
     if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
-        sandbox.unexclude(layout.repo.common_dir)  # no worktree of a task would show an untracked copy
+        _exclude(layout, on=False)  # no worktree of a task would show an untracked copy
     return changed
+
+
+def _exclude(layout: Layout, *, on: bool) -> None:
+    """spark-git's line in or out of info/exclude, under its mutex: two starts at once each read the
+    file, and without it both would write it (the line twice, or one's change lost)."""
+    with open_store(layout).mutex(EXCLUDE):
+        if on:
+            sandbox.exclude(layout.repo.common_dir)
+        else:
+            sandbox.unexclude(layout.repo.common_dir)
 
 
 def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Path]:
@@ -103,7 +114,7 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
     if not agents or not claude_installed(layout):
         return []
     if before:
-        sandbox.exclude(layout.repo.common_dir)
+        _exclude(layout, on=True)
         return []
     done = []
     for wt in agents:
