@@ -294,6 +294,32 @@ def test_an_ignored_file_in_a_task_or_agent_worktree_is_not_overwritten(lrepo: P
     assert snapshot(lrepo) == before
 
 
+@pytest.mark.parametrize("how", ["rebase", "behind"])
+def test_update_refuses_to_overwrite_an_ignored_file_in_an_agent_worktree_it_moves(lrepo: Path, how: str) -> None:
+    """update brings agents with no work of their own to the new task head: a file that head adds where an
+    agent has an ignored one (its local.env) is refused, naming it, before the task or any agent moved.
+    `rebase`: main added the file (the task is rebased, then a1 follows); `behind`: the task got it from
+    a2's merge and a1, still at the old task head, would be fast-forwarded."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    adder = lrepo if how == "rebase" else root / "agents/a2/code"
+    git(adder, "add", "-f", str(write(adder / "local.env", "EXAMPLE=1\n")))
+    git(adder, "commit", "-q", "-m", "[a2] add an example local.env")
+    if how == "behind":
+        ok(run(lrepo, "merge", "t1", "--agent", "a2"))
+    mine = root / "agents/a1/code/local.env"
+    write(mine, "SECRET=hunter2\n")
+    before = snapshot(lrepo)
+    r = run(lrepo, "update", "t1", "--json")
+    assert r.returncode == 3 and "local.env" in r.json["summary"] and str(mine.parent) in r.json["summary"], r
+    assert r.json["data"]["files"] == ["local.env"]
+    assert mine.read_text() == "SECRET=hunter2\n"
+    assert snapshot(lrepo) == before
+    mine.unlink()  # moved aside: the same update now brings a1 along
+    d = ok(run(lrepo, "update", "t1", "--json")).json["data"]
+    assert [(a["agent"], a["moved"]) for a in d["agents"]] == [("a1", True), ("a2", how == "rebase")]
+
+
 # -- 13: submodules are initialised in new worktrees and their commits survive the end ------------
 
 

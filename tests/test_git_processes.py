@@ -28,6 +28,7 @@ BOUNDS = {
     "doctor": 3,
     "complete": 32,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2); +2 to check them again just before the base moves (the main worktree found, one `diff`: a file made while the task waited in the queue)
     "cleanup": 20,
+    "update": 25,  # issue 12: was 29 without checking the agent worktrees for files git does not hold; one for-each-ref for every agent head and the ancestry asked once (not again after the rebase) pay for the one `diff` per agent behind the task head
 }
 
 
@@ -67,6 +68,18 @@ def test_git_processes_per_command_over_a_task_life(tmp_path: Path) -> None:
     assert spark(c.repo, "approve", "t1", "--changes", env=c.env).returncode == 0
     _within("complete", c.count("complete", "t1"))
     _within("cleanup", c.count("cleanup", "t1"))
+
+
+def test_update_git_processes(tmp_path: Path) -> None:
+    """update of a task with two agents (one at the task head, one behind it) after main moved: the rebase,
+    and per agent the check for files git does not hold that bringing it along would overwrite."""
+    c = Counted(tmp_path)
+    assert spark(c.repo, "start", "t1", "--agents", "a1,a2", env=c.env).returncode == 0
+    commit(c.tasks / "t1/agents/a1/code", {"a.txt": "a\n"}, "[a1] work")
+    assert spark(c.repo, "merge", "t1", "--agent", "a1", env=c.env).returncode == 0
+    commit(c.repo, {"main.txt": "m\n"}, "main moves on")
+    calls = c.count("update", "t1")
+    _within("update", calls)
 
 
 def test_status_and_doctor_git_processes_grow_only_with_what_they_must_ask(tmp_path: Path) -> None:

@@ -173,6 +173,34 @@ def test_a_rebase_killed_mid_pick_leaves_a_stray_of_the_agents_own_commit_and_is
     assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
 
 
+@pytest.mark.parametrize("written", [("interactive",), ("interactive", "head-name"), ("interactive", "head-name", "onto")])
+@pytest.mark.parametrize("repair", ["doctor", "merge"])
+def test_a_rebase_killed_while_git_wrote_its_state_is_repaired_in_one_pass(lrepo: Path, repair: str, written: tuple[str, ...]) -> None:
+    """Found by scripts/chaos (merge --all SIGTERMed at 0.264 s): git was killed after making its
+    rebase-merge directory and before writing `onto`, so `git rebase --abort` failed ("could not read
+    .../rebase-merge/onto") in doctor --fix and in the re-run. HEAD had not moved: the state is dropped."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    a1, a2 = root / "agents/a1/code", root / "agents/a2/code"
+    commit(a1, {"one.txt": "from a1\n"}, "[a1] one")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    mine = commit(a2, {"two.txt": "from a2\n"}, "[a2] two")
+    upstream = git(lrepo, "rev-parse", "t1")
+    state = Path(git(a2, "rev-parse", "--absolute-git-dir")) / "rebase-merge"
+    state.mkdir()
+    values = {"interactive": "", "head-name": "refs/heads/task-t1-agent-a2\n", "onto": upstream + "\n"}
+    for name in written:
+        (state / name).write_text(values[name])
+    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    if repair == "doctor":
+        assert run(lrepo, "doctor", "--fix", "--json").json["data"]["broken"] == 0
+        assert not state.exists() and git(a2, "symbolic-ref", "HEAD") == "refs/heads/task-t1-agent-a2"
+        assert git(a2, "rev-parse", "HEAD") == mine and git(a2, "status", "--porcelain") == ""
+    ok(run(lrepo, "merge", "t1", "--agent", "a2"))
+    assert (root / "code" / "two.txt").read_text() == "from a2\n"
+    assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
+
+
 # -- 11: doctor re-checks under the task mutex before each fix -------------------------------------
 
 

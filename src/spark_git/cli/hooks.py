@@ -196,9 +196,12 @@ def hooks_check(ctx: typer.Context) -> None:
 
         def human(out: Any) -> None:
             for c in d.checks:
-                out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else ""))
+                out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else "")
+                          + (" · Claude Code sandbox on" if c.sandbox else ""))
                 if c.problem:
                     out.print(f"    {c.problem}")
+            for n in d.notes:
+                out.print(f"  note: {n}")
 
         summary = f"{len(d.checks) - len(bad)}/{len(d.checks)} agent worktree hook(s) will load ({', '.join(d.clients)})"
         return Result(summary, d, status="OK" if d.ok else "FAIL", exit_code=0 if d.ok else 1, human=human)

@@ -67,5 +67,11 @@ def original_if_untouched(path: Path) -> tuple[bool, str | None]:
     return True, old["original"]
 
 
+def recorded(path: Path) -> str | None:
+    """The original text the memo keeps, whether or not the file was edited since (None: none)."""
+    old = _read(_memo(path))
+    return old["original"] if old is not None else None
+
+
 def forget(path: Path) -> None:
     _memo(path).unlink(missing_ok=True)

@@ -31,6 +31,7 @@ class HooksSetData(Model):
 
     changed: bool  # some file changed
     files: list[HooksData]
+    sandbox: list[str] = []  # agent worktrees whose Claude Code sandbox settings were written (install) or taken out (uninstall)
 
 
 def scope_path(root: Path, client: str, files: dict[str, Path], scope: str) -> Path:
@@ -74,7 +75,7 @@ def uninstall_file(path: Path, scope: str, client: str) -> HooksData:
         path.unlink()  # install created it
         return HooksData(path=str(path), scope=scope, changed=True, entries=removed, removed_file=True, client=client)
     if untouched and original is not None:
-        _write(path, original)
+        write_exact(path, original)
         return HooksData(path=str(path), scope=scope, changed=True, entries=removed, client=client)
     if not removed:
         return HooksData(path=str(path), scope=scope, changed=False, entries=[], client=client)
@@ -118,10 +119,10 @@ def save(path: Path, data: dict[str, Any]) -> None:
     non-ASCII kept as text), through a symlink to its target, with the file's mode kept."""
     old = originals.read_exact(path.resolve() if path.is_symlink() else path) or ""
     text = json.dumps(data, indent=_indent(old), ensure_ascii=False) + ("\n" if old.endswith("\n") or not old else "")
-    _write(path, text.replace("\n", "\r\n") if "\r\n" in old else text)  # json.dumps escapes newlines in strings
+    write_exact(path, text.replace("\n", "\r\n") if "\r\n" in old else text)  # json.dumps escapes newlines in strings
 
 
-def _write(path: Path, text: str) -> None:
+def write_exact(path: Path, text: str) -> None:
     target = path.resolve() if path.is_symlink() else path
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -246,8 +246,8 @@ class Git:
             "rebase", "--no-fork-point", upstream, check=False, env={"GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true"},
         )
 
-    def rebase_abort(self) -> None:
-        self.run("rebase", "--abort")
+    def rebase_abort(self, *, keep_head: bool = False) -> None:  # keep_head: --quit drops the state unread, HEAD and files stay
+        self.run("rebase", "--quit" if keep_head else "--abort")
 
     def patch_id(self, base: str, head: str) -> str | None:
         """`git diff base...head | git patch-id --stable` (None: no change); equal ids ⇔ the same patch."""

@@ -7,15 +7,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
-from spark_git.clients import jsonhooks, registry, settings
+from spark_git.clients import jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.backends import open_store
+from spark_git.state.locks import EXCLUDE
+
+CLAUDE = registry.DEFAULT  # the one client with a sandbox spark-git sets up
 
 
 def root_of(layout: Layout) -> Path:
@@ -45,16 +49,81 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
+    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    for wt in agents:
+        settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
-    return settings.HooksSetData(changed=any(f.changed for f in files), files=files)
+    boxed = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
 
 
 def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
+    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
     files = [c.uninstall(root, scope) for c in clients]
-    return settings.HooksSetData(changed=any(f.changed for f in files), files=files)
+    boxed = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
+
+
+# -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
+
+
+def claude_installed(layout: Layout) -> bool:
+    """spark-git's Claude Code hooks are in some scope's settings (the repo's or the user's)."""
+    roots = dict.fromkeys([root_of(layout), layout.main_worktree])
+    return any(c.name == CLAUDE for r in roots for c in configured(r))
+
+
+def _agent_worktrees(layout: Layout) -> list[Path]:
+    """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
+    store = open_store(layout)
+    out = []
+    for t in store.task_names():
+        tf = store.read_task(t)
+        out += [layout.agent_worktree(t, a) for a in sorted(tf.agents)] if tf else []
+    return [p for p in out if p.is_dir()]
+
+
+def _sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
+    """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
+    if on:
+        _exclude(layout, on=True)
+    changed = [str(wt) for wt in agents if (sandbox.apply(wt) if on else sandbox.remove(wt))]
+    tasks = [layout.task_worktree(t) for t in layout.task_names()]
+    if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
+        _exclude(layout, on=False)  # no worktree of a task would show an untracked copy
+    return changed
+
+
+def _exclude(layout: Layout, *, on: bool) -> None:
+    """spark-git's line in or out of info/exclude, under its mutex: two starts at once each read the
+    file, and without it both would write it (the line twice, or one's change lost)."""
+    with open_store(layout).mutex(EXCLUDE):
+        if on:
+            sandbox.exclude(layout.repo.common_dir)
+        else:
+            sandbox.unexclude(layout.repo.common_dir)
+
+
+def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Path]:
+    """At agent worktree creation, when spark-git's Claude hooks are installed: the exclude line `before`
+    provisioning copies ignored settings; after it, the sandbox into each new agent worktree whose
+    settings can be read (the ones written are returned; an unreadable one is left to the hook)."""
+    if not agents or not claude_installed(layout):
+        return []
+    if before:
+        _exclude(layout, on=True)
+        return []
+    done = []
+    for wt in agents:
+        try:
+            sandbox.apply(wt, new=True)
+            done.append(wt)
+        except BadInput:
+            continue
+    return done
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -68,6 +137,7 @@ class HookCheck(Model):
     loads: bool
     source: str | None = None  # the settings file that brings the hooks, and how it got there
     problem: str | None = None
+    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json
 
 
 class HooksCheckData(Model):
@@ -75,6 +145,8 @@ class HooksCheckData(Model):
     clients: list[str]
     checks: list[HookCheck]
     ok: bool
+    bwrap: str | None = None  # bubblewrap, which Claude Code's sandbox needs on Linux (None: not on PATH)
+    notes: list[str] = []  # worth knowing, not failures (the sandbox cannot run here)
 
 
 def _ours(path: Path, event: str) -> bool:
@@ -135,5 +207,10 @@ def check(layout: Layout) -> HooksCheckData:
                 loads, source, problem = _one(Path(e.worktree), c)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem))
-    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks))
+                boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
+                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
+    bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
+    notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
+        "`bwrap` (bubblewrap) is not on PATH: Claude Code runs agents' Bash commands without its sandbox here "
+        "(spark-git's hook still checks them); install bubblewrap and socat to have both"]
+    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)

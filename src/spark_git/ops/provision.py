@@ -42,6 +42,7 @@ class ProvisionReport(Model):
     setup: list[SetupRun] = Field(default_factory=list)
     setup_skipped: bool = False
     failed: SetupRun | None = None
+    sandbox: bool = Field(default=False, description="Claude Code's sandbox written into the agent worktree's .claude/settings.local.json (spark-git's Claude hooks are installed).")
 
 
 def provision(

@@ -13,12 +13,12 @@ import shlex
 
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, GitError
-from spark_git.core.git import Git, Sha
+from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.ops.approvals import approval_holds
-from spark_git.ops.ignored import refuse_overwrite
+from spark_git.ops.ignored import added, not_held, refuse_if
 from spark_git.ops.merging.prepare import existing_worktree
 from spark_git.ops.merging.rewrite import rebase_with_marker, recover_rebase, update_marker
 from spark_git.ops.taskfile import updating
@@ -88,13 +88,15 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     if head is None or base_head is None:
         raise Blocked(f"branch {tf.task_branch if head is None else tf.base_branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
     d = UpdateData(task=task, base_branch=tf.base_branch, base_head=base_head, old_head=head, new_head=head, rebased=False, recovered=recovered)
-    if not git.is_ancestor(base_head, head):
-        refuse_overwrite(twt.cwd, head, base_head, task=task, what=f"rebasing {task} onto {tf.base_branch}")
-    if not git.is_ancestor(base_head, head) and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
+    rebasing = not git.is_ancestor(base_head, head)
+    base_adds = added(git, f"{head}...{base_head}") if rebasing else []
+    refuse_if(twt.cwd, not_held(twt.cwd, base_adds), task=task, what=f"rebasing {task} onto {tf.base_branch}")
+    movers = _movers(store, git, tf, head, base_head if rebasing else None, base_adds)  # checked before anything moves
+    if rebasing and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
         return d
     if tf.base_commit != base_head and git.is_ancestor(tf.base_commit, base_head):
         tf.base_commit = base_head  # the task's commits are now base_head..head (who, log, classify)
-    d.agents = [_bring_agent(layout, store, tf, a, Sha(d.new_head)) for a in tf.agents]
+    d.agents = [_bring_agent(tf, a, movers[a], Sha(d.new_head)) for a in tf.agents]
     cp = tf.checkpoint
     if cp is not None and cp.type == "changes" and cp.commit_sha not in (None, d.new_head) and (d.rebased or cp.approved):
         _carry_approval(layout, tf, d)  # also after a rebase the coordinator finished (--leave-conflict)
@@ -135,27 +137,55 @@ def _was_merged(store: Store, git: Git, tf: TaskFile, a_head: Sha) -> bool:
     return any(r.ref.startswith(prefix) and git.is_ancestor(a_head, r.sha) for r in store.archived(tf.task_name))
 
 
-def _bring_agent(layout: Layout, store: Store, tf: TaskFile, agent: str, new_head: Sha) -> AgentUpdate:
-    """Moves the agent's branch to the task head if it has no unmerged work (compare-and-swap, files too)."""
-    entry, git = tf.agents[agent], layout.git()
-    a_head = git.branch_head(entry.branch)
-    left = AgentUpdate(agent=agent, old_head=a_head, new_head=a_head, moved=False)
-    if a_head is None or a_head == new_head:
-        left.why_not = "no branch" if a_head is None else "already at the task head"
-        return left
-    if not (git.is_ancestor(a_head, new_head) or _was_merged(store, git, tf, a_head)):
-        left.why_not = "has unmerged commits (behind the task head until it syncs)"
-        return left
+def _movers(store: Store, git: Git, tf: TaskFile, head: Sha, onto: Sha | None, base_adds: list[str]) -> dict[str, AgentUpdate]:
+    """Per agent, where it is and whether update will bring it to the new task head (no unmerged work: in the
+    task head, an archived one or, rebasing `onto` the base head, in that). Before anything moves, every
+    agent it will bring along is checked for files git does not hold that the new head adds (Blocked)."""
+    heads = git.refs(*(branch_ref(e.branch) for e in tf.agents.values())) if tf.agents else {}
+    res: dict[str, AgentUpdate] = {}
+    for agent, entry in tf.agents.items():
+        a_head = heads.get(branch_ref(entry.branch))
+        res[agent] = AgentUpdate(agent=agent, old_head=a_head, new_head=a_head, moved=False)
+        if a_head is None or (a_head == head and onto is None):
+            res[agent].why_not = "no branch" if a_head is None else "already at the task head"
+        elif a_head == head or git.is_ancestor(a_head, head) or _was_merged(store, git, tf, a_head) or (onto is not None and git.is_ancestor(a_head, onto)):
+            # the new head has the base's additions and the task's since a_head (the rebase keeps both)
+            _refuse_in_the_way(tf, agent, base_adds + (added(git, a_head, head) if a_head != head else []))
+        else:
+            res[agent].why_not = "has unmerged commits (behind the task head until it syncs)"
+    return res
+
+
+def _refuse_in_the_way(tf: TaskFile, agent: str, paths: list[str]) -> None:
+    entry = tf.agents[agent]
     awt = Git(entry.worktree)
-    branch, dirty = (awt.branch_and_status() if awt.cwd.is_dir() else (None, []))
-    if branch != entry.branch or dirty or awt.rebase_in_progress():
-        left.why_not = "its worktree is missing, not on its branch or not clean"
-        return left
+    there = not_held(awt.cwd, paths) if awt.cwd.is_dir() else []
+    if there and _movable(awt, entry.branch):  # one it will leave where it is loses nothing
+        refuse_if(awt.cwd, there, task=tf.task_name, what=f"bringing {agent} to the new head of {tf.task_branch}")
+
+
+def _movable(awt: Git, branch: str) -> bool:
+    if not awt.cwd.is_dir():
+        return False
+    on, dirty = awt.branch_and_status()
+    return on == branch and not dirty and not awt.rebase_in_progress()
+
+
+def _bring_agent(tf: TaskFile, agent: str, seen: AgentUpdate, new_head: Sha) -> AgentUpdate:
+    """Moves the agent's branch to the task head if `_movers` found no unmerged work (compare-and-swap, files too)."""
+    entry, a_head = tf.agents[agent], seen.old_head
+    if seen.why_not is not None or a_head is None or a_head == new_head:
+        seen.why_not = seen.why_not or "already at the task head"
+        return seen
+    awt = Git(entry.worktree)
+    if not _movable(awt, entry.branch):
+        seen.why_not = "its worktree is missing, not on its branch or not clean"
+        return seen
     try:
         awt.move_checked_out_branch(entry.branch, new_head, a_head, message=f"spark-git update {tf.task_name}: {agent} to the task head")
     except GitError as e:  # it moved meanwhile (the agent committed): leave it
-        left.why_not = f"could not move it: {e.stderr.strip() or e}"
-        return left
+        seen.why_not = f"could not move it: {e.stderr.strip() or e}"
+        return seen
     return AgentUpdate(agent=agent, old_head=a_head, new_head=new_head, moved=True)
 
 

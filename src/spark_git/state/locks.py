@@ -25,14 +25,15 @@ SESSION_ENV = "SPARK_SESSION_ID"
 
 # Mutex names. One per repo for worktree/branch creation and removal (git fails when `worktree add`
 # runs in parallel), one per task for task.json read-modify-write and merges, one for refs/notes/spark,
-# one for main.
+# one for main, one for `<git-common-dir>/info/exclude` (read-modify-write by any agent's start).
 WORKTREES = "worktrees"
 NOTES = "notes"
 MAIN = "main"
+EXCLUDE = "info-exclude"
 
 
 # Held for milliseconds around one file or ref write: always waited for, silently unless it takes long.
-LEAVES = (NOTES, "ports")
+LEAVES = (NOTES, "ports", EXCLUDE)
 LEAF_PREFIXES = ("audit-", "remote-")
 MOMENT_S = 2.0  # a wait longer than this is reported even when stderr is not a terminal
 

@@ -9,17 +9,27 @@ from pathlib import Path
 
 from spark_git.core.git import Git
 
+# What `git rebase --abort` reads first. Git writes them before it moves HEAD or any file.
+BASIC_STATE = ("head-name", "onto", "orig-head")
+
+
+def _state_dirs(wt: Git) -> list[Path]:
+    paths = [Path(p) for p in wt.run("rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply").lines]
+    return [p if p.is_absolute() else Path(wt.cwd) / p for p in paths]
+
 
 def rebase_commits(wt: Git) -> list[str]:
     """The pre-rebase head and the onto commit of the rebase in progress (what the killed one checked out)."""
-    out = []
-    for sub in ("rebase-merge", "rebase-apply"):
-        for name in ("orig-head", "onto"):
-            p = Path(wt.run("rev-parse", "--git-path", f"{sub}/{name}").stdout.strip())
-            p = p if p.is_absolute() else Path(wt.cwd) / p
-            if p.is_file():
-                out.append(p.read_text().strip())
-    return out
+    files = [d / name for d in _state_dirs(wt) for name in ("orig-head", "onto")]
+    return [f.read_text().strip() for f in files if f.is_file()]
+
+
+def _cut_before_it_began(wt: Git) -> bool:
+    """A rebase killed while git wrote its own state: some of BASIC_STATE is missing (so `--abort`
+    cannot run) and HEAD is still on the branch, so nothing was moved yet."""
+    started = [d for d in _state_dirs(wt) if d.is_dir()]
+    partial = any(not (d / name).is_file() for d in started for name in BASIC_STATE)
+    return partial and wt.run("symbolic-ref", "-q", "HEAD", check=False).returncode == 0
 
 
 def drop_identical_untracked(wt: Git, commits: list[str]) -> list[str]:
@@ -45,6 +55,9 @@ def drop_identical_untracked(wt: Git, commits: list[str]) -> list[str]:
 def abort_rebase(wt: Git) -> None:
     """`git rebase --abort` after a kill: strays identical to the pre-rebase head or the onto commit are
     removed first (else the abort's reset refuses), and the onto commit's leftovers after it."""
+    if _cut_before_it_began(wt):
+        wt.rebase_abort(keep_head=True)  # the half-written state goes; the branch, index and files are as before
+        return
     commits = rebase_commits(wt)
     drop_identical_untracked(wt, commits)
     wt.rebase_abort()
