@@ -122,6 +122,27 @@ def test_racing_starts_of_one_task_by_one_session_leave_a_usable_task(lrepo: Pat
         ok(run(lrepo, "status", task))
 
 
+def _a2_behind_the_task(lrepo: Path) -> tuple[Path, Path, str, str]:
+    """Task t1 with a1's commit merged and a2's own commit not: (task dir, a2's worktree, a2's head, task head)."""
+    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
+    root = lrepo.parent / "repo.tasks/t1"
+    commit(root / "agents/a1/code", {"one.txt": "from a1\n"}, "[a1] one")
+    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
+    a2 = root / "agents/a2/code"
+    return root, a2, commit(a2, {"two.txt": "from a2\n"}, "[a2] two"), git(lrepo, "rev-parse", "t1")
+
+
+def _merge_marker(root: Path, upstream: str) -> None:
+    """The marker a merge of a2 writes before its rebase, left by a killed one (its pid is gone)."""
+    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+
+
+def _merge_lands_and_doctor_is_clean(lrepo: Path, root: Path) -> None:
+    ok(run(lrepo, "merge", "t1", "--agent", "a2"))
+    assert (root / "code" / "two.txt").read_text() == "from a2\n"
+    assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
+
+
 # -- 9: one doctor --fix repairs what a kill during a merge's rebase leaves --------------------------
 
 
@@ -137,7 +158,7 @@ def test_one_doctor_fix_repairs_a_rebase_killed_with_its_index_lock_and_a_stray_
     upstream = git(lrepo, "rev-parse", "t1")
     git(a2, "rebase", upstream, check=False)
     git(a2, "rm", "-q", "--cached", "onto.txt")
-    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    _merge_marker(root, upstream)
     admin = Path(git(a2, "rev-parse", "--absolute-git-dir"))
     (admin / "index.lock").write_text("")
     r = run(lrepo, "doctor", "--fix", "--json")
@@ -153,24 +174,16 @@ def test_one_doctor_fix_repairs_a_rebase_killed_with_its_index_lock_and_a_stray_
 def test_a_rebase_killed_mid_pick_leaves_a_stray_of_the_agents_own_commit_and_is_still_repaired(lrepo: Path, repair: str) -> None:
     """Found by scripts/chaos (merge SIGTERMed at 0.34 s): the killed rebase had written the agent's new
     file without indexing it, and `rebase --abort` refused to overwrite that untracked file."""
-    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
-    root = lrepo.parent / "repo.tasks/t1"
-    a1, a2 = root / "agents/a1/code", root / "agents/a2/code"
-    commit(a1, {"one.txt": "from a1\n"}, "[a1] one")
-    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
-    mine = commit(a2, {"two.txt": "from a2\n"}, "[a2] two")
-    upstream = git(lrepo, "rev-parse", "t1")
+    root, a2, mine, upstream = _a2_behind_the_task(lrepo)
     # The state: a rebase in progress, HEAD back at the onto commit, two.txt on disk but not indexed.
     git(a2, "rebase", "-q", "--exec", "false", upstream, check=False)
     git(a2, "reset", "-q", "--mixed", upstream)
     assert git(a2, "status", "--porcelain") == "?? two.txt"
-    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    _merge_marker(root, upstream)
     if repair == "doctor":
         assert run(lrepo, "doctor", "--fix", "--json").json["data"]["broken"] == 0
         assert git(a2, "rev-parse", "HEAD") == mine and git(a2, "status", "--porcelain") == ""
-    ok(run(lrepo, "merge", "t1", "--agent", "a2"))
-    assert (root / "code" / "two.txt").read_text() == "from a2\n"
-    assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
+    _merge_lands_and_doctor_is_clean(lrepo, root)
 
 
 @pytest.mark.parametrize("written", [("interactive",), ("interactive", "head-name"), ("interactive", "head-name", "onto")])
@@ -179,26 +192,18 @@ def test_a_rebase_killed_while_git_wrote_its_state_is_repaired_in_one_pass(lrepo
     """Found by scripts/chaos (merge --all SIGTERMed at 0.264 s): git was killed after making its
     rebase-merge directory and before writing `onto`, so `git rebase --abort` failed ("could not read
     .../rebase-merge/onto") in doctor --fix and in the re-run. HEAD had not moved: the state is dropped."""
-    ok(run(lrepo, "start", "t1", "--agents", "a1,a2"))
-    root = lrepo.parent / "repo.tasks/t1"
-    a1, a2 = root / "agents/a1/code", root / "agents/a2/code"
-    commit(a1, {"one.txt": "from a1\n"}, "[a1] one")
-    ok(run(lrepo, "merge", "t1", "--agent", "a1"))
-    mine = commit(a2, {"two.txt": "from a2\n"}, "[a2] two")
-    upstream = git(lrepo, "rev-parse", "t1")
+    root, a2, mine, upstream = _a2_behind_the_task(lrepo)
     state = Path(git(a2, "rev-parse", "--absolute-git-dir")) / "rebase-merge"
     state.mkdir()
     values = {"interactive": "", "head-name": "refs/heads/task-t1-agent-a2\n", "onto": upstream + "\n"}
     for name in written:
         (state / name).write_text(values[name])
-    (root / "agents/a2/.spark-merge-rebase").write_text(json.dumps({"pid": 999999, "upstream": upstream, "at": "2026-01-01T00:00:00Z"}))
+    _merge_marker(root, upstream)
     if repair == "doctor":
         assert run(lrepo, "doctor", "--fix", "--json").json["data"]["broken"] == 0
         assert not state.exists() and git(a2, "symbolic-ref", "HEAD") == "refs/heads/task-t1-agent-a2"
         assert git(a2, "rev-parse", "HEAD") == mine and git(a2, "status", "--porcelain") == ""
-    ok(run(lrepo, "merge", "t1", "--agent", "a2"))
-    assert (root / "code" / "two.txt").read_text() == "from a2\n"
-    assert run(lrepo, "doctor", "--json").json["data"]["broken"] == 0
+    _merge_lands_and_doctor_is_clean(lrepo, root)
 
 
 # -- 11: doctor re-checks under the task mutex before each fix -------------------------------------
