@@ -40,3 +40,30 @@ def test_drain_killed_then_doctor_fix_and_rerun_land_everything(tmp_path: Path, 
     assert git(q.repo, "status", "--porcelain") == ""
     assert git(q.repo, "fsck", "--no-progress", "--no-dangling", "--connectivity-only") == ""
     assert git(q.repo, "worktree", "list", "--porcelain").count("worktree ") == 4  # main + 3 task worktrees
+
+
+@pytest.mark.parametrize("repair", ["doctor", "rerun"])
+def test_a_landing_killed_half_way_through_its_checkout_is_repaired(tmp_path: Path, repair: str) -> None:
+    """Found by scripts/chaos (complete SIGINTed at 0.361 s): `merge --ff-only` in the main worktree was
+    stopped after writing the batch's files and before moving the branch, so they were untracked there
+    and the next landing refused to overwrite them. What a killed drain left: its candidate (landing
+    set) and those files, byte-identical to the tip's blobs; a file of the user's own stays."""
+    q = Queue(tmp_path, 2)
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    r = q.spark("t0", "--json", "queue", "run", env={"SPARK_FAULT_KILL_AT": "complete-before-ff"})
+    assert r.returncode == -9, r
+    tip = q.queue_log()["candidate"]["landing"]
+    for t in q.tasks:  # git's half-done checkout
+        (q.repo / f"{t}.txt").write_bytes(git(q.repo, "cat-file", "blob", f"{tip}:{t}.txt").encode() + b"\n")
+    (q.repo / "mine.txt").write_text("the user's own\n")
+    if repair == "doctor":
+        r = q.spark("t0", "--json", "doctor", "--fix")
+        assert {f["kind"]: f["fixed"] for f in r.json["data"]["findings"]}.get("queue-drain-killed") is True, r
+        assert not (q.repo / "t0.txt").exists() or git(q.repo, "ls-files", "t0.txt") == "t0.txt"
+    r = q.spark("t1", "--json", "queue", "run")
+    assert r.returncode == 0, r
+    assert all(q.task_json(t)["state"] == "COMPLETE" for t in q.tasks)
+    assert {f"{t}.txt" for t in q.tasks} <= q.landed_files()
+    assert (q.repo / "mine.txt").read_text() == "the user's own\n"
+    assert git(q.repo, "status", "--porcelain") == "?? mine.txt"

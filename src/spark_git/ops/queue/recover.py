@@ -4,7 +4,9 @@ had not landed (its entries are still queued and are gated again)."""
 
 from __future__ import annotations
 
+from spark_git.core.git import Git
 from spark_git.core.layout import Layout
+from spark_git.ops.merging.strays import drop_identical_untracked
 from spark_git.ops.queue import gate
 from spark_git.ops.queue.checks import base_worktree
 from spark_git.ops.queue.land import LANDING_REASON, finish
@@ -28,7 +30,19 @@ def recover(layout: Layout, store: Store) -> list[str]:
         log.candidate = None
         store.write_queue_log(log)
         done.append(f"dropped the candidate of a killed queue drain (nothing landed; {', '.join(p.task for p in cand.parts)} stay queued)")
+        done += _half_checkout(git, cand.base_branch, cand.landing)
     return done
+
+
+def _half_checkout(git: Git, base: str, landing: str | None) -> list[str]:
+    """A `merge --ff-only` killed in the main worktree may have written files of the batch without
+    moving the branch or the index: untracked now, they would block the next landing. Each is removed
+    only when byte-identical to its blob in the batch's tip (git keeps that content)."""
+    main_wt = base_worktree(git, base) if landing else None
+    if main_wt is None or landing is None:
+        return []
+    dropped = drop_identical_untracked(Git(main_wt), [landing])
+    return [f"removed {len(dropped)} file(s) a killed landing had half checked out in {main_wt}: {', '.join(dropped[:10])}"] if dropped else []
 
 
 def _landing_lock(store: Store) -> list[str]:
