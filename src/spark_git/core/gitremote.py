@@ -35,6 +35,12 @@ def tracking(ref: str) -> str:
     return TRACKING + ref.removeprefix("refs/spark/")
 
 
+# --refmap= (empty): only the refspecs given are written. Without it git also updates the user's
+# refs/remotes/<remote>/* "opportunistically", and a push of this clone moving the same tracking ref
+# at that moment failed the fetch ("cannot lock ref … is at X but expected Y": a 3 x 10 race).
+FETCH = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=")
+
+
 class Remote:
     """One named remote of the repository `git` runs in."""
 
@@ -56,7 +62,7 @@ class Remote:
     def fetch_spark(self) -> None:
         """Mirrors the remote's task locks, main lock and queue (deleted ones pruned) under TRACKING."""
         specs = [f"+refs/spark/{s}:{TRACKING}{s}" for s in SPARK_SPECS]
-        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", self.name, *specs, check=False)
+        r = self.git.run(*FETCH, "--prune", self.name, *specs, check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
@@ -64,14 +70,14 @@ class Remote:
         """Fetches remote ref -> local ref (forced: mirrors; not forced: only created or fast-forwarded);
         a plain ref must exist on the remote, a glob need not (with `prune`, its vanished ones go)."""
         plus, pruning = "+" if force else "", ["--prune"] if prune else []
-        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *pruning, self.name,
+        r = self.git.run(*FETCH, *pruning, self.name,
                          *(f"{plus}{a}:{b}" for a, b in refs.items()), check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
     def fetch_notes(self) -> None:
         """Mirrors the remote's `refs/notes/spark*` (attribution notes and verdicts) under TRACKING."""
-        r = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.name, f"+refs/notes/spark*:{TRACKING}notes/spark*", check=False)
+        r = self.git.run(*FETCH, self.name, f"+refs/notes/spark*:{TRACKING}notes/spark*", check=False)
         if r.returncode != 0:
             raise self._unreachable("fetch", r.stderr)
 
