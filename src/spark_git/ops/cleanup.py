@@ -17,6 +17,7 @@ from spark_git.gates import attribution
 from spark_git.ops import archive, keep
 from spark_git.ops.advance import record_transition
 from spark_git.ops.endplan import Contained, Tree, plan
+from spark_git.ops.queue.checks import approval_unmet
 from spark_git.ops.taskfile import load_task, save_task
 from spark_git.ops.worktrees import Progress, lost_head, quiet, stray_agent_branch
 from spark_git.state.backends import open_store
@@ -108,8 +109,6 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
 def _towards_landing(store: Store, tf: TaskFile) -> str:
     """The next command on the way to `complete`: a step of the protocol (full) before the state that
     lands, the human's approval before `complete` (issue 14: `complete` was suggested before `approve`)."""
-    from spark_git.ops.queue.checks import approval_unmet
-
     task, layout = tf.task_name, store.layout
     if layout.config.protocol == "full" and tf.state != protocol.State.AWAITING_USER_APPROVAL:
         return protocol.path_to(tf, protocol.State.AWAITING_USER_APPROVAL)

@@ -27,6 +27,7 @@ from spark_git.ops.queue.checks import forge_unmet
 from spark_git.ops.queue.land import record_outcome
 from spark_git.ops.taskfile import load_task, updating
 from spark_git.state.backends import open_store
+from spark_git.state.files import read_optional
 from spark_git.state.locks import require_owner
 from spark_git.state.models import ForgeMark, TaskFile, now
 from spark_git.state.queuelog import QueueOutcome
@@ -203,8 +204,6 @@ def _take_base(layout: Layout, tf: TaskFile) -> None:
 
 def refresh_all(layout: Layout) -> list[ForgeView]:
     """Every task of this clone with a PR/MR: the open ones asked about (and recorded), all shown."""
-    from spark_git.state.files import read_optional
-
     res = []
     for name in layout.task_names():
         try:

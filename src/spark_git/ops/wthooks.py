@@ -17,6 +17,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops import archive
 from spark_git.ops.agent_add import add_agent
+from spark_git.protocol import agent_add_guard
 from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
@@ -77,8 +78,6 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
     task, owner = task_of(layout, session, sessions, cwd)
     if task is None:
         return _plain(layout, name)
-    from spark_git.protocol import agent_add_guard
-
     agent = derive_agent(name)
     tf = open_store(layout).read_task(task)
     entry = tf.agents.get(agent) if tf else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spark_git.core.errors import CorruptState, SparkError
+from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.doctor import checks, halfway, machines, queue, repo
@@ -32,8 +32,6 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     if only is not None:
         task_name(only)
         if not layout.task_dir(only).is_dir():
-            from spark_git.core.errors import BadInput
-
             raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     ctx, seen = observe(layout, only, session=session, progress=progress)
     checked = len(seen)

@@ -16,6 +16,8 @@ from spark_git.core.gitmerge import missing_patches
 from spark_git.ops import keep
 from spark_git.ops.doctor import fixes
 from spark_git.ops.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.merging.rewrite import MARKER
+from spark_git.ops.taskfile import load_task, save_task
 from spark_git.ops.worktrees import lost_head, stray_agent_branch
 from spark_git.state import audit
 from spark_git.state.files import read_optional
@@ -124,8 +126,6 @@ def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
         task = tf.task_name
 
         def fix() -> None:
-            from spark_git.ops.taskfile import load_task, save_task
-
             cur = load_task(ctx.layout, task, check=False)
             if cur.transition_log and cur.transition_log[-1].to != cur.state:
                 old = cur.state
@@ -151,8 +151,6 @@ def check_worktree(ctx: Ctx, tf: TaskFile, label: str, path: Path, branch: str, 
         return
     op = fixes.operation(path)
     if op is not None:
-        from spark_git.ops.merging.rewrite import MARKER
-
         by_merge = label != "task" and (ctx.layout.agent_dir(task, label) / MARKER).exists()
         if by_merge or op != "rebase":
             ctx.add(Finding(where=where, kind=f"{op}-in-progress", problem=f"a {op} was left half-done in {path}" + (" by a killed `spark-git merge`" if by_merge else ""),

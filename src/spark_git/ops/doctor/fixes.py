@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from spark_git.core.git import ZERO_SHA, Git, Worktree, branch_ref
 from spark_git.ops import archive
 from spark_git.ops.doctor.scan import Ctx, parses
+from spark_git.ops.merging.rewrite import MARKER
 from spark_git.ops.merging.strays import abort_rebase
 from spark_git.ops.worktrees import stray_agent_branch
 from spark_git.state import audit
@@ -95,8 +96,6 @@ def abort(ctx: Ctx, task: str, label: str, path: Path, op: str, branch: str) -> 
     else:
         wg.abort_operation(op)
     if label != "task":
-        from spark_git.ops.merging.rewrite import MARKER
-
         (ctx.layout.agent_dir(task, label) / MARKER).unlink(missing_ok=True)
     audit.event(ctx.layout, task, "doctor_aborted", ctx.session, operation=op, worktree=str(path))
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spark_git.core.errors import CorruptState
+from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
+from spark_git.ops import mainlock
 from spark_git.ops.doctor.scan import parses
-from spark_git.state import audit, chain
-from spark_git.state.files import read_optional
+from spark_git.ops.taskfile import role_of, save_task
+from spark_git.state import audit, chain, notes
+from spark_git.state.files import create_exclusive, read_optional
 from spark_git.state.locks import idle_for, mutex, task_mutex_name
-from spark_git.state.models import MainLock, TaskFile, now
+from spark_git.state.models import AgentEntry, MainLock, State, TaskFile, Transition, now
 
 
 class LockBreakData(Model):
@@ -48,8 +50,6 @@ def _who() -> dict[str, object]:
 def _task_owner_alive(layout: Layout, task: str) -> tuple[bool, int | None]:
     """Whether a process holds the task's mutex right now (an operation of the owner in flight): the
     session itself is no process; its commands are."""
-    from spark_git.core.errors import Blocked
-
     try:
         with mutex(layout, task_mutex_name(task), timeout=0.05):
             return False, None
@@ -72,8 +72,6 @@ def _pid_alive(pid: int | None) -> bool | None:
 
 def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
     """A human's explicit takeover of a task lock: the owner becomes `session`; logged (audit + note)."""
-    from spark_git.core.errors import BadInput
-
     if not why or not why.strip():
         raise BadInput("--why is required: breaking a lock is logged with the reason")
     if task == "main":
@@ -82,12 +80,9 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
     if layout.config.sync.remote:
-        from spark_git.ops.remote import break_remote
+        from spark_git.ops.remote import break_remote  # lazy: only remote mode loads the remote backend
 
         return LockBreakData(**break_remote(layout, task, why, session), **_who())
-    from spark_git.ops.taskfile import save_task
-    from spark_git.state.files import create_exclusive
-
     git = layout.git()
     aside: Path | None = None
     alive, owner_pid = _task_owner_alive(layout, task)
@@ -118,8 +113,6 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
                 corrupt_kept_as=str(aside) if aside else None, **who)
     noted = None
     if head is not None:
-        from spark_git.state import notes
-
         notes.append(layout, head, {"kind": "lock_break", "task": task, "previous_owner": prev, "new_owner": session, "why": why, **who})
         noted = head
     return LockBreakData(task=task, previous_owner=prev, new_owner=session, idle=idle, why=why, rebuilt=rebuilt,
@@ -140,8 +133,6 @@ def _would_break(layout: Layout, git: Git, task: str, tf: TaskFile | None, aside
 
 
 def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
-    from spark_git.ops import mainlock
-
     before = mainlock.read(layout) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
     who = {**_who(), "owner_pid": before.pid if before else None, "owner_alive": _pid_alive(before.pid) if before else None}
     if dry_run:
@@ -161,10 +152,6 @@ def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: boo
 
 def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
     """A lock for a task whose task.json is gone or corrupt, from git (branches, worktrees) and the audit trail."""
-    from spark_git.core.errors import BadInput
-    from spark_git.ops.taskfile import role_of
-    from spark_git.state.models import AgentEntry, Transition
-
     branch = layout.task_branch(task)
     head = git.branch_head(branch)
     if head is None:
@@ -190,8 +177,6 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
         if git.branch_head(b) is not None:
             agents[d.name] = AgentEntry(name=d.name, branch=b, worktree=str(layout.agent_worktree(task, d.name)), role=role_of(layout, d.name))
     from typing import get_args
-
-    from spark_git.state.models import State
 
     return TaskFile(task_name=task, session_id=session, state=state if state in get_args(State) else "INIT",
                     base_branch=base, base_commit=base_commit, task_branch=branch, worktree=str(layout.task_worktree(task)),
