@@ -78,6 +78,15 @@ class P:
         md = self.root / "task.md"
         md.write_text(md.read_text() + "".join(f"\n## Implementation Plan: {a}\n\n{a} does its part.\n" for a in agents))
 
+    def to_synthesis_planned(self, agents: list[str]) -> None:
+        """From CLASSIFIED: every agent's requirements reported, SYNTHESIS reached, each agent's plan in task.md."""
+        self.go(), self.go()
+        for a in agents:
+            self.requirements(a)
+            self.report(a)
+        self.go()
+        self.plans(agents)
+
     def status_file(self, agent: str) -> Path:
         return self.root / "agents" / agent / "status.json"
 

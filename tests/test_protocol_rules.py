@@ -242,12 +242,7 @@ def test_a_coordinators_commit_does_not_reach_the_change_approval_in_the_short_v
     p = P(tmp_path, title="Usage docs")
     p.ok("classify", p.task, "--files", "docs/usage.md")
     a = "docs-updater"
-    p.go(), p.go()
-    for x in (REV, a):
-        p.requirements(x)
-        p.report(x)
-    p.go()
-    p.plans([REV, a])
+    p.to_synthesis_planned([REV, a])
     p.ok("approve", p.task, "--plan")
     p.commit(a, {"docs/usage.md": "# usage\n"}, "usage docs")
     p.ok("merge", p.task, "--agent", a)

@@ -70,12 +70,7 @@ def test_low_docs_task_skips_the_implementation_states(tmp_path: Path) -> None:
     d = p.ok("classify", p.task, "--files", "docs/usage.md")["data"]["decision"]
     assert (d["level"], d["variant"], d["agents"]) == ("LOW", "short", [REV, "docs-updater"])  # 003: a reviewer for every change
     a = "docs-updater"
-    p.go(), p.go()
-    for x in (REV, a):
-        p.requirements(x)
-        p.report(x)
-    p.go()
-    p.plans([REV, a])
+    p.to_synthesis_planned([REV, a])
     # merges wait for the plan approval
     p.commit(a, {"docs/usage.md": "# usage\n"}, "usage docs")
     r = p.spark("--json", "merge", p.task, "--agent", a)
