@@ -13,16 +13,34 @@ import typer
 
 from spark_git.cli.common import Result, execute, state
 from spark_git.cli.root import app
+from spark_git.clients import facts, registry
 from spark_git.core.layout import Layout
 
+
+def _or(words: list[str], last: str = "or") -> str:
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _scopes() -> str:
+    """The settings files per scope, from the clients' facts: what `--scope` chooses between."""
+    files: dict[str, list[str]] = {}
+    for c in registry.every():
+        for scope, f in c.facts.settings.items():
+            files.setdefault(scope, []).append(f)
+    return _or([f"{s} ({', '.join(fs)})" for s, fs in files.items() if s != facts.USER] + ["user (~/.<client>/…)"])
+
+
+_CLIENTS = registry.every()
+_NAMES = _or(list(registry.CLIENTS))
 hook_app = typer.Typer(help="Agent-client hook commands (read the hook's JSON event on stdin).", no_args_is_help=True)
-hooks_app = typer.Typer(help="Install, remove or check spark-git's hooks in Claude Code, Codex CLI and Gemini CLI.", no_args_is_help=True)
+hooks_app = typer.Typer(help=f"Install, remove or check spark-git's hooks in {_or([c.facts.title for c in _CLIENTS], 'and')}.", no_args_is_help=True)
 app.add_typer(hook_app, name="hook")
 app.add_typer(hooks_app, name="hooks")
 
-ClientOpt = Annotated[str, typer.Option("--client", help="The client running the hook: claude, codex or gemini.")]
-ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help="claude, codex or gemini (repeatable; default: those whose .claude/.codex/.gemini exists here, else claude).", show_default=False)]
-ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/settings.json, .codex/hooks.json, .gemini/settings.json), local (.claude/settings.local.json) or user (~/.<client>/…).")]
+ClientOpt = Annotated[str, typer.Option("--client", help=f"The client running the hook: {_NAMES}.")]
+ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help=(
+    f"{_NAMES} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, else {registry.DEFAULT})."), show_default=False)]
+ScopeOpt = Annotated[str, typer.Option("--scope", help=f"{_scopes()}.")]
 
 
 def _stdin_event() -> dict[str, Any]:
@@ -41,7 +59,6 @@ def _sessions(event: dict[str, Any]) -> set[str]:
 
 
 def _client(name: str) -> str:
-    from spark_git.clients import registry
     from spark_git.core.errors import BadInput
 
     if name not in registry.CLIENTS:
@@ -65,7 +82,7 @@ def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
 @hook_app.command("session-start")
 def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None:
     """Checkpoint recovery: the tasks this session owns, their state, what they wait for, next commands."""
-    from spark_git.clients import checkpoint, registry
+    from spark_git.clients import checkpoint
     from spark_git.core.errors import BadInput
 
     st = state(ctx)

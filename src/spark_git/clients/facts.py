@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-USER = "user"  # the scope whose file is in the user's home, not in a worktree
+# Where a settings file a session loads is: the user's home, the session's worktree, the main worktree.
+USER, WORKTREE, MAIN = "user", "worktree", "main"
 
 
 class Sandbox:
@@ -51,11 +52,11 @@ class Facts:
         """The settings files that live in a worktree (relative paths)."""
         return [f for s, f in self.settings.items() if not f.startswith("~")]
 
-    def loaded(self, worktree: Path, main: Path) -> list[tuple[str, Path]]:
-        """(scope, file) for every settings file a session started in `worktree` reads, in the order
-        `hooks check` reports them: the user's first, then the worktree's, then the main worktree's."""
+    def loaded(self, worktree: Path, main: Path) -> list[tuple[str, str, Path]]:
+        """(where: user | worktree | main, scope, file) for every settings file a session started in
+        `worktree` reads, the user's first, then the worktree's, then the main worktree's."""
         files = self.settings_files()
-        out = [(s, files[s]) for s in self.loads if files[s].is_absolute()]
-        out += [(s, worktree / files[s]) for s in self.loads if not files[s].is_absolute()]
-        out += [(f"main {s}", main / files[s]) for s in self.main_loads if worktree != main]
+        out = [(USER, s, files[s]) for s in self.loads if files[s].is_absolute()]
+        out += [(WORKTREE, s, worktree / files[s]) for s in self.loads if not files[s].is_absolute()]
+        out += [(MAIN, s, main / files[s]) for s in self.main_loads if worktree != main]
         return out

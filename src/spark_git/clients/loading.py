@@ -29,7 +29,7 @@ def _has_ours(settings: Path, event: str = "PreToolUse") -> bool:
 def _loads(worktree: Path, main: Path, c: Client) -> bool:
     """A session of `c` started in `worktree` reads spark-git's hooks from one of the files it loads."""
     event = c.wanted()[0].event
-    return any(_has_ours(p, event) for _scope, p in c.facts.loaded(worktree, main))
+    return any(_has_ours(p, event) for _where, _scope, p in c.facts.loaded(worktree, main))
 
 
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:

@@ -28,6 +28,11 @@ def every() -> list[Client]:
     return [get(n) for n in CLIENTS]
 
 
+def repo_settings() -> list[str]:
+    """Every client's settings files that live in a worktree (relative paths)."""
+    return list(dict.fromkeys(f for c in every() for f in c.facts.repo_files()))
+
+
 def protected() -> tuple[str, ...]:
     """The names no agent may write, anywhere in a path, of every client (their config directories)."""
     return tuple(dict.fromkeys(p for c in every() for p in c.facts.protect))
