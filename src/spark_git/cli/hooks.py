@@ -67,7 +67,7 @@ def _client(name: str) -> str:
 
 
 @hook_app.command("pre-tool-use")
-def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
+def hook_pre_tool_use(client: ClientOpt = registry.DEFAULT) -> None:
     """Allow (exit 0) or block (exit 2, reason on stderr) a file write or shell command of the client.
     (Normally answered by the fast path in __main__ without loading this app.)"""
     from spark_git.clients.hooks import main
@@ -80,7 +80,7 @@ def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
 
 
 @hook_app.command("session-start")
-def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """Checkpoint recovery: the tasks this session owns, their state, what they wait for, next commands."""
     from spark_git.clients import checkpoint
     from spark_git.core.errors import BadInput
@@ -112,7 +112,7 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None
 
 
 @hook_app.command("worktree-create")
-def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_worktree_create(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """WorktreeCreate ({name} on stdin): a spark-git agent worktree of the session's task (a plain git
     worktree under the tasks root outside any task); prints its path."""
     from spark_git.ops import wthooks
@@ -139,7 +139,7 @@ def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> No
 
 
 @hook_app.command("worktree-remove")
-def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """WorktreeRemove ({worktree_path} on stdin): archive its uncommitted work, then remove it (an agent
     worktree of a task stays until `cleanup`)."""
     from spark_git.ops import wthooks
