@@ -24,11 +24,6 @@ def get(name: str = DEFAULT) -> Client:
     return client
 
 
-def phrase(words: list[str], last: str = "or") -> str:
-    """'a, b or c': how help texts list the clients."""
-    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
-
-
 def every() -> list[Client]:
     return [get(n) for n in CLIENTS]
 

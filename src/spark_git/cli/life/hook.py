@@ -11,16 +11,17 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Result, execute, state
+from spark_git.cli.common import Result, execute, or_list, state
 from spark_git.cli.root import app
 from spark_git.clients import registry
 from spark_git.core.layout import Layout
 
+_NAMES = or_list(list(registry.CLIENTS))
 hook_app = typer.Typer(help="Agent-client hook commands (read the hook's JSON event on stdin).", no_args_is_help=True)
 app.add_typer(hook_app, name="hook")
 
 
-ClientOpt = Annotated[str, typer.Option("--client", help=f"The client running the hook: {registry.phrase(list(registry.CLIENTS))}.")]
+ClientOpt = Annotated[str, typer.Option("--client", help=f"The client running the hook: {_NAMES}.")]
 
 
 def _stdin_event() -> dict[str, Any]:

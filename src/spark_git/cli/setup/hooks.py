@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Result, execute
+from spark_git.cli.common import Result, execute, or_list
 from spark_git.cli.root import app
 from spark_git.clients import facts, registry
 from spark_git.core.layout import Layout
@@ -20,17 +20,16 @@ def _scopes() -> str:
     for c in registry.every():
         for scope, f in c.facts.settings.items():
             files.setdefault(scope, []).append(f)
-    return registry.phrase([f"{s} ({', '.join(fs)})" for s, fs in files.items() if s != facts.USER] + ["user (~/.<client>/…)"])
+    return or_list([f"{s} ({', '.join(fs)})" for s, fs in files.items() if s != facts.USER] + ["user (~/.<client>/…)"])
 
 
 _CLIENTS = registry.every()
-hooks_app = typer.Typer(help=f"Install, remove or check spark-git's hooks in {registry.phrase([c.facts.title for c in _CLIENTS], 'and')}.",
-                        no_args_is_help=True)
+_NAMES = or_list(list(registry.CLIENTS))
+hooks_app = typer.Typer(help=f"Install, remove or check spark-git's hooks in {or_list([c.facts.title for c in _CLIENTS], 'and')}.", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
 
 ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help=(
-    f"{registry.phrase(list(registry.CLIENTS))} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, "
-    f"else {registry.DEFAULT})."), show_default=False)]
+    f"{_NAMES} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, else {registry.DEFAULT})."), show_default=False)]
 ScopeOpt = Annotated[str, typer.Option("--scope", help=f"{_scopes()}.")]
 
 
