@@ -25,7 +25,7 @@ from spark_git.core.config import Command, GatesConfig, ReportSpec
 from spark_git.core.git import Git, clean_env
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gate_command
-from spark_git.gates import toolchain, verdictkey
+from spark_git.gates import confine, toolchain, verdictkey
 from spark_git.gates.evidence import GateEvidence
 from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
@@ -101,11 +101,12 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
             reused_from=str(prior.get("run") or prior.get("log_path")),
             reports=GateReports.model_validate(prior["reports"]) if prior.get("reports") else None,
         )
-    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports)
+    box = confine.for_worktree(store.layout, worktree)
+    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports, sandbox=box)
     ev.fingerprint = fp
     ev.flaky = ev.passed and _failed_before(earlier, fp, key, tree)
     if ev.tree:
-        store.add_verdict(ev.tree, verdictkey.sign(key, ev.tree, _verdict(ev, _where(env, worktree))))
+        store.add_verdict(ev.tree, verdictkey.sign(key, ev.tree, {**_verdict(ev, _where(env, worktree)), "sandboxed": box is not None}))
     return ev
 
 

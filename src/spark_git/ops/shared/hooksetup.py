@@ -12,6 +12,7 @@ from pathlib import Path
 
 from spark_git.clients import facts, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
+from spark_git.core import gatebox
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -229,5 +230,5 @@ def check(layout: Layout) -> HooksCheckData:
                 box = sandbox.present(layout.agent_worktree(t, a)) if boxed(c) else None
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
-    notes = _sandbox_notes(clients, checks)
+    notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates)
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
