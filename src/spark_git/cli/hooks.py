@@ -188,6 +188,7 @@ def hooks_uninstall(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeO
 def hooks_check(ctx: typer.Context) -> None:
     """Per agent worktree and client: will the hooks load there (settings committed, or ignored and
     copied, or the user's), and is `spark-git` on the hook's PATH."""
+    from spark_git.clients.loading import CLIENT_NAMES
     from spark_git.ops import hooksetup
 
     def action(layout: Layout) -> Result:
@@ -197,7 +198,7 @@ def hooks_check(ctx: typer.Context) -> None:
         def human(out: Any) -> None:
             for c in d.checks:
                 out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else "")
-                          + (" · Claude Code sandbox on" if c.sandbox else ""))
+                          + (f" · {CLIENT_NAMES.get(c.client, c.client)} sandbox on" if c.sandbox else ""))
                 if c.problem:
                     out.print(f"    {c.problem}")
             for n in d.notes:

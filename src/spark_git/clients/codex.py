@@ -14,7 +14,7 @@ from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
-from spark_git.clients.jsonhooks import Wanted
+from spark_git.clients.jsonhooks import Wanted, guarded
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
@@ -24,12 +24,18 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".codex"
-PRE_TOOL_USE = "spark-git hook pre-tool-use --client codex"
-SESSION_START = "spark-git hook session-start --client codex"
+# Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
+PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
+SESSION_START = guarded("spark-git hook session-start --client codex")
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
 # version matches on the tool's own name.
 MATCHER = "Bash|Write|Edit|apply_patch"
 PATCH_TOOLS = ("apply_patch", "Write", "Edit")
+
+
+def home() -> Path:
+    """Where Codex keeps the user's config and hooks.json: $CODEX_HOME, else ~/.codex."""
+    return Path(os.environ.get("CODEX_HOME") or Path(os.path.expanduser("~"), CONFIG_DIR))
 
 
 def read_event(raw: str) -> dict[str, Any]:
@@ -92,7 +98,7 @@ class Codex:
         return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
 
     def settings_files(self) -> dict[str, Path]:
-        return {"project": Path(CONFIG_DIR, "hooks.json"), "user": Path(os.path.expanduser("~"), CONFIG_DIR, "hooks.json")}
+        return {"project": Path(CONFIG_DIR, "hooks.json"), "user": home() / "hooks.json"}
 
     def wanted(self) -> list[Wanted]:
         return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]

@@ -16,6 +16,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops import codexsetup
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 
@@ -54,6 +55,7 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
     boxed = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
+    boxed += _codex(layout, files, scope, on=True)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
 
 
@@ -64,7 +66,20 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
     files = [c.uninstall(root, scope) for c in clients]
     boxed = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
+    boxed += _codex(layout, files, scope, on=False)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
+
+
+def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool) -> list[str]:
+    """Codex: its trust entries (into each file's `trusted`) and its sandbox in the agent worktrees."""
+    f = next((f for f in files if f.client == codexsetup.NAME), None)
+    if f is None:
+        return []
+    f.trusted = codexsetup.trust(layout, scope) if on else codexsetup.untrust(layout, scope)
+    f.changed = f.changed or bool(f.trusted)
+    agents = _agent_worktrees(layout)
+    return codexsetup.sandbox_all(layout, agents, on=True) if on else (
+        codexsetup.sandbox_all(layout, agents, on=False) if not codexsetup.installed(layout) else [])
 
 
 # -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
@@ -137,7 +152,7 @@ class HookCheck(Model):
     loads: bool
     source: str | None = None  # the settings file that brings the hooks, and how it got there
     problem: str | None = None
-    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json
+    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json; codex: Codex's in its .codex/config.toml
 
 
 class HooksCheckData(Model):
@@ -205,9 +220,11 @@ def check(layout: Layout) -> HooksCheckData:
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), c)
+                boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
+                if c.name == codexsetup.NAME:
+                    loads, source, problem, boxed = codexsetup.check(layout, layout.agent_worktree(t, a))
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
