@@ -9,6 +9,7 @@ from pathlib import Path
 
 from spark_git.clients import codexbox, codextrust
 from spark_git.clients.codex import CODEX
+from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
@@ -49,16 +50,28 @@ def sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
     return [str(wt) for wt in agents if (codexbox.apply(wt, common) if on else codexbox.remove(wt))]
 
 
-def sandbox_new(layout: Layout, agents: list[Path]) -> list[Path]:
-    """At agent worktree creation, when spark-git's Codex hooks are installed."""
+def sandbox_new(layout: Layout, agents: list[Path], existing: list[Path]) -> list[Path]:
+    """At agent worktree creation, when spark-git's Codex hooks are installed: the new worktrees get
+    the sandbox, and every `existing` agent's is regenerated (the new branches become read-only there)."""
     if not agents or not installed(layout):
         return []
-    return [Path(p) for p in sandbox_all(layout, agents, on=True)]
+    everyone = list(dict.fromkeys([*agents, *existing]))
+    changed = set(sandbox_all(layout, everyone, on=True))
+    return [wt for wt in agents if str(wt) in changed]
+
+
+def legacy_sandbox() -> str | None:
+    """`sandbox_mode` in the user's Codex config: Codex then ignores permission profiles, ours included."""
+    try:
+        mode = codextrust.read_config(codextrust.config_path()).get("sandbox_mode")
+    except BadInput:
+        return None
+    return mode if isinstance(mode, str) else None
 
 
 def check(layout: Layout, worktree: Path) -> tuple[bool, str | None, str | None, bool]:
     """(loads, source, problem, sandbox on) for one agent worktree."""
-    boxed = codexbox.present(worktree, layout.repo.common_dir)
+    boxed = codexbox.present(worktree) and legacy_sandbox() is None
     found = [(f, p) for f, p in hooks_files(layout).values() if codextrust.ours(f)]
     if not found:
         return False, None, (f"no spark-git hooks for codex: `spark-git hooks install --client codex` "

@@ -50,7 +50,7 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    agents = agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
     for wt in agents:
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
@@ -63,7 +63,7 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    agents = agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
     files = [c.uninstall(root, scope) for c in clients]
     boxed = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
     boxed += _codex(layout, files, scope, on=False)
@@ -77,7 +77,7 @@ def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: b
         return []
     f.trusted = codexsetup.trust(layout, scope) if on else codexsetup.untrust(layout, scope)
     f.changed = f.changed or bool(f.trusted)
-    agents = _agent_worktrees(layout)
+    agents = agent_worktrees(layout)
     return codexsetup.sandbox_all(layout, agents, on=True) if on else (
         codexsetup.sandbox_all(layout, agents, on=False) if not codexsetup.installed(layout) else [])
 
@@ -91,7 +91,7 @@ def claude_installed(layout: Layout) -> bool:
     return any(c.name == CLAUDE for r in roots for c in configured(r))
 
 
-def _agent_worktrees(layout: Layout) -> list[Path]:
+def agent_worktrees(layout: Layout) -> list[Path]:
     """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
     store = open_store(layout)
     out = []
@@ -226,8 +226,12 @@ def check(layout: Layout) -> HooksCheckData:
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
+    legacy = codexsetup.legacy_sandbox() if any(c.client == codexsetup.NAME for c in checks) else None
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
         "`bwrap` (bubblewrap) is not on PATH: Claude Code runs agents' Bash commands without its sandbox here "
         "(spark-git's hook still checks them); install bubblewrap and socat to have both"]
+    if legacy is not None:
+        notes.append(f"Codex's sandbox for agents is off: sandbox_mode = {legacy!r} in the user's Codex config overrides "
+                     "spark-git's permission profile; remove it from there")
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)

@@ -187,7 +187,7 @@ def setup_new(store: Store, task: str, new: list[tuple[str | None, Path]], no_se
     hooksetup.sandbox_new(store.layout, agents, before=True)  # the settings file ignored before anything is copied
     reports = [provision(store.layout, task, agent, path, no_setup=no_setup, progress=progress) for agent, path in new]
     boxed = hooksetup.sandbox_new(store.layout, agents, before=False)  # over the copied settings, never under them
-    boxed += codexsetup.sandbox_new(store.layout, agents)  # Codex's, when its hooks are installed
+    boxed += codexsetup.sandbox_new(store.layout, agents, hooksetup.agent_worktrees(store.layout))  # Codex's, when its hooks are installed
     for r in reports:
         r.sandbox = Path(r.worktree) in boxed
     if any(r.failed for r in reports):
