@@ -64,18 +64,19 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
     agents = agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    untrusted = codexsetup.untrust(layout, scope) if any(c.name == codexsetup.NAME for c in clients) else []  # while the entries are there to name
     files = [c.uninstall(root, scope) for c in clients]
     boxed = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
-    boxed += _codex(layout, files, scope, on=False)
+    boxed += _codex(layout, files, scope, on=False, untrusted=untrusted)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
 
 
-def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool) -> list[str]:
-    """Codex: its trust entries (into each file's `trusted`) and its sandbox in the agent worktrees."""
+def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
+    """Codex: its trust entries (into its file's `trusted`) and its sandbox in the agent worktrees."""
     f = next((f for f in files if f.client == codexsetup.NAME), None)
     if f is None:
         return []
-    f.trusted = codexsetup.trust(layout, scope) if on else codexsetup.untrust(layout, scope)
+    f.trusted = codexsetup.trust(layout, scope) if on else untrusted or []
     f.changed = f.changed or bool(f.trusted)
     agents = agent_worktrees(layout)
     return codexsetup.sandbox_all(layout, agents, on=True) if on else (
