@@ -77,10 +77,9 @@ def test_check_says_not_loaded_whenever_codex_would_skip_the_hooks(repo: Path, c
         _config().write_text(config)
         r = cli("hooks", "check", "--json")
         assert r.returncode == 1 and all(why in c["problem"] for c in r.json["data"]["checks"]), (why, r)
-    _config().write_text('sandbox_mode = "danger-full-access"\n' + text)  # Codex then ignores permission profiles
+    _config().write_text('sandbox_mode = "danger-full-access"\n' + text)  # measured: the agent's profile still wins
     r = cli("hooks", "check", "--json")
-    assert r.returncode == 0 and not any(c["sandbox"] for c in r.json["data"]["checks"]), r
-    assert any("sandbox_mode" in n for n in r.json["data"]["notes"]), r
+    assert r.returncode == 0 and all(c["sandbox"] for c in r.json["data"]["checks"]), r
 
 
 def test_a_config_spark_git_cannot_edit_safely_is_refused_and_left_alone(repo: Path, cli) -> None:

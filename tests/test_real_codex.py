@@ -138,3 +138,14 @@ def test_without_spark_git_on_path_every_call_is_refused(ct: CodexTask) -> None:
     assert [r.layer(0), r.layer(1)] == ["hook", "hook"], r.outputs
     assert "not on PATH" in r.outputs[0], r.outputs[0]
     assert not (ct.a / "hello.txt").exists() and not (ct.a / "more.txt").exists()
+
+
+def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: CodexTask) -> None:
+    # Only a flag at launch (`--sandbox …`, `-c sandbox_mode=…`, `--dangerously-bypass-…`) overrides
+    # the agent worktree's profile (measured; docs/hooks.md lists it as not covered).
+    config = ct.codex_home / "config.toml"
+    config.write_text('sandbox_mode = "danger-full-access"\n' + config.read_text())
+    main = git(ct.main, "rev-parse", "refs/heads/main")
+    r = run(ct, [sh("echo x > work.txt && git add -A && git commit -qm work"), hidden("git update-ref refs/heads/main HEAD"), py_write(ct.b / "evil.txt")])
+    assert [r.layer(1), r.layer(2)] == ["sandbox", "sandbox"], r.outputs
+    assert git(ct.main, "rev-parse", "refs/heads/main") == main and not (ct.b / "evil.txt").exists()

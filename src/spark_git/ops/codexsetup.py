@@ -9,7 +9,6 @@ from pathlib import Path
 
 from spark_git.clients import codexbox, codextrust
 from spark_git.clients.codex import CODEX
-from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
@@ -60,18 +59,9 @@ def sandbox_new(layout: Layout, agents: list[Path], existing: list[Path]) -> lis
     return [wt for wt in agents if str(wt) in changed]
 
 
-def legacy_sandbox() -> str | None:
-    """`sandbox_mode` in the user's Codex config: Codex then ignores permission profiles, ours included."""
-    try:
-        mode = codextrust.read_config(codextrust.config_path()).get("sandbox_mode")
-    except BadInput:
-        return None
-    return mode if isinstance(mode, str) else None
-
-
 def check(layout: Layout, worktree: Path) -> tuple[bool, str | None, str | None, bool]:
     """(loads, source, problem, sandbox on) for one agent worktree."""
-    boxed = codexbox.present(worktree) and legacy_sandbox() is None
+    boxed = codexbox.present(worktree)
     found = [(f, p) for f, p in hooks_files(layout).values() if codextrust.ours(f)]
     if not found:
         return False, None, (f"no spark-git hooks for codex: `spark-git hooks install --client codex` "

@@ -227,12 +227,8 @@ def check(layout: Layout) -> HooksCheckData:
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
-    legacy = codexsetup.legacy_sandbox() if any(c.client == codexsetup.NAME for c in checks) else None
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
         "`bwrap` (bubblewrap) is not on PATH: Claude Code runs agents' Bash commands without its sandbox here "
         "(spark-git's hook still checks them); install bubblewrap and socat to have both"]
-    if legacy is not None:
-        notes.append(f"Codex's sandbox for agents is off: sandbox_mode = {legacy!r} in the user's Codex config overrides "
-                     "spark-git's permission profile; remove it from there")
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
