@@ -103,3 +103,19 @@ def test_the_hook_entry_fails_closed_and_older_entries_are_upgraded(repo: Path, 
     assert cli("hooks", "install", "--client", "codex").returncode == 0
     cmd = json.loads(old.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert cmd == jsonhooks.guarded("/opt/bin/spark-git hook pre-tool-use --client codex") and cmd.startswith("command -v /opt/bin/spark-git ")
+
+
+def test_agents_created_later_get_the_sandbox_and_every_other_agent_loses_their_branch(repo: Path, cli) -> None:
+    _setup(cli)
+    assert cli("agent", "add", "t1", "c", "--why", "a third pair of hands").returncode == 0
+    assert cli("start", "t2", "--agents", "x").returncode == 0
+    agents = repo.parent / "repo.tasks"
+    heads = Path(os.path.realpath(repo), ".git", "refs", "heads")
+    for wt in (agents / "t1" / "agents" / "a" / "code", agents / "t1" / "agents" / "c" / "code", agents / "t2" / "agents" / "x" / "code"):
+        box = tomllib.loads((wt / ".codex" / "config.toml").read_text())
+        rules = box["permissions"][box["default_permissions"]]["filesystem"]
+        mine = {f"task-{wt.parent.parent.parent.name}-agent-{wt.parent.name}"}
+        want = {"main", "t1", "t2", "task-t1-agent-a", "task-t1-agent-b", "task-t1-agent-c", "task-t2-agent-x"} - mine
+        assert {Path(k).name for k, v in rules.items() if Path(k).parent == heads and v == "read"} == want, (wt, rules)
+    check = cli("hooks", "check", "--json")
+    assert check.returncode == 0 and len(check.json["data"]["checks"]) == 4 and all(c["sandbox"] for c in check.json["data"]["checks"]), check
