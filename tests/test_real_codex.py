@@ -78,6 +78,7 @@ def test_normal_work_edits_tests_commits_rebases_and_switches(ct: CodexTask) -> 
 def test_every_escape_fails_and_names_its_layer(ct: CodexTask) -> None:
     common = ct.main / ".git"
     watched = {"b": ct.b, "task": ct.task, "main": ct.main}
+    dotgit = (ct.a / ".git").read_bytes()
     before = {k: _files(p) for k, p in watched.items()}
     config = (common / "config").read_bytes()
     refs, hooks_json, own_box = _refs(ct.main), (ct.main / ".codex" / "hooks.json").read_bytes(), (ct.a / ".codex" / "config.toml").read_bytes()
@@ -99,13 +100,14 @@ def test_every_escape_fails_and_names_its_layer(ct: CodexTask) -> None:
         (py_write(common / "config"), {"sandbox"}),
         (py_write(common / "packed-refs"), {"sandbox"}),
         (py_write(ct.a / ".codex" / "config.toml"), {"sandbox"}),  # Codex keeps .codex read-only
+        (py_write(ct.a / ".git"), {"sandbox"}),  # and the worktree's .git file
     ]
     r = run(ct, [t for t, _ in escapes])
     assert r.returncode == 0, r.stderr
     wrong = [(i, r.layer(i), r.outputs[i][-400:]) for i, (_, want) in enumerate(escapes) if r.layer(i) not in want]
     assert not wrong, wrong
     assert {k: _files(p) for k, p in watched.items()} == before
-    assert (common / "config").read_bytes() == config
+    assert (common / "config").read_bytes() == config and (ct.a / ".git").read_bytes() == dotgit
     others = [x for x in _refs(ct.main).splitlines() if not x.endswith(" refs/heads/task-t1-agent-a")]
     assert others == [x for x in refs.splitlines() if not x.endswith(" refs/heads/task-t1-agent-a")]
     assert git(ct.a, "log", "-1", "--format=%s", "refs/heads/task-t1-agent-a") == "work"  # only a's own branch moved
