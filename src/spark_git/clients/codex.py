@@ -65,6 +65,7 @@ def _text(value: object) -> str | None:
 
 class Codex:
     name = "codex"
+    hooks_from_main = True  # in a linked worktree Codex loads the main checkout's .codex/hooks.json (measured, 0.169)
 
     def parse_event(self, raw: str) -> ToolCall:
         event = read_event(raw)

@@ -1,6 +1,7 @@
 """Will the agents' client sessions (Claude Code, Codex, Gemini) load spark-git's hooks? Warnings for
 `start` and `status`, per client: hooks installed in the main worktree's project settings but not
-committed (new worktrees are checked out from the branch, so they do not get the file), or configured
+committed (new worktrees are checked out from the branch, so they do not get the file; Codex reads
+the main checkout's file, in a worktree that has a `.codex` directory), or configured
 while `spark-git` is not on the PATH the client runs hooks with (the hook then fails; with
 onFailure=block every tool call is refused). `hooks check` (ops/hooksetup.py) is the full report."""
 
@@ -42,6 +43,15 @@ def _user(c: Client) -> bool:
     return user is not None and _has_ours(user, c.wanted()[0].event)
 
 
+def _from_main(main: Path, live: list[Path], c: Client) -> list[str]:
+    missing = [] if _user(c) else [str(w) for w in live if not (_loads(main, c) and (w / f".{c.name}").is_dir())]
+    if not missing:
+        return []
+    return [f"{len(missing)} worktree(s) will not load spark-git's {c.name} hooks ({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): "
+            f"{CLIENT_NAMES.get(c.name, c.name)} reads the main checkout's {c.settings_files()['project']}, and only in a worktree "
+            f"with a .{c.name} directory; run `spark-git hooks install --client {c.name}`"]
+
+
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
     """One line per problem; [] when the hooks are not configured anywhere (nothing was asked for)."""
     clients = [registry.get(n) for n in registry.CLIENTS]
@@ -55,6 +65,9 @@ def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
         out.append("spark-git hooks are configured but `spark-git` is not on PATH: every hook call will fail "
                    f"(and block); install spark-git where {names} can run it")
     for c in configured:
+        if getattr(c, "hooks_from_main", False):  # Codex: the main checkout's file, in a worktree with a .codex dir
+            out += _from_main(main, live, c)
+            continue
         missing = [] if _user(c) else [str(w) for w in live if not _loads(w, c)]
         if not missing:
             continue
