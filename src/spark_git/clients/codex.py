@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.facts import Facts
 from spark_git.clients.jsonhooks import Wanted, guarded
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".codex"
+# In a linked worktree Codex (0.169, measured) loads the main checkout's .codex/hooks.json, not the
+# worktree's own copy (and only when the worktree has a .codex directory: hooks_from_main below).
+# The user's file is in $CODEX_HOME (settings_files), ~/.codex by default.
+FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
+              main_loads=("project",))
 # Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
 PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
 SESSION_START = guarded("spark-git hook session-start --client codex")
@@ -64,8 +70,9 @@ def _text(value: object) -> str | None:
 
 
 class Codex:
-    name = "codex"
-    hooks_from_main = True  # in a linked worktree Codex loads the main checkout's .codex/hooks.json (measured, 0.169)
+    name = FACTS.name
+    facts = FACTS
+    hooks_from_main = True  # see FACTS: the worktree needs a .codex directory for them to load
 
     def parse_event(self, raw: str) -> ToolCall:
         event = read_event(raw)
@@ -99,7 +106,7 @@ class Codex:
         return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
 
     def settings_files(self) -> dict[str, Path]:
-        return {"project": Path(CONFIG_DIR, "hooks.json"), "user": home() / "hooks.json"}
+        return {**FACTS.settings_files(), "user": home() / "hooks.json"}
 
     def wanted(self) -> list[Wanted]:
         return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]
