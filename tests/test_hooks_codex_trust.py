@@ -72,6 +72,7 @@ def test_check_says_not_loaded_whenever_codex_would_skip_the_hooks(repo: Path, c
         "changed since it was trusted": text.replace("sha256:", "sha256:0", 1),
         "does not trust the project": text.replace('trust_level = "trusted"', 'trust_level = "untrusted"'),
         "is not trusted": "",
+        "switched off": text + "\n[features]\nhooks = false\n",  # measured: Codex then runs no hook at all
     }
     for why, config in cases.items():
         _config().write_text(config)

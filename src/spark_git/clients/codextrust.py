@@ -93,6 +93,10 @@ def problems(hooks_json: Path, project: Path | None) -> list[str]:
     except BadInput as e:
         return [str(e)]
     out = []
+    features = config.get("features")
+    off = [f for f in ("hooks", "codex_hooks") if isinstance(features, dict) and features.get(f) is False]
+    if off:
+        out.append(f"Codex's hooks are switched off ({path}: [features] {off[0]} = false)")
     if project is not None and project_trust(config, project) != "trusted":
         out.append(f"Codex does not trust the project {project} ({path}: [projects.\"{project}\"] trust_level), so it ignores its .codex")
     for key, want in ours(hooks_json).items():
