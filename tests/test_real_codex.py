@@ -91,11 +91,13 @@ def test_every_escape_fails_and_names_its_layer(ct: CodexTask) -> None:
         (sh("git update-ref refs/heads/main HEAD"), {"hook"}),
         (patch(f"*** Update File: {ct.main}/.codex/hooks.json\n@@\n-{{\n+{{}}\n"), {"hook"}),
         (patch("*** Add File: .codex/hooks.json\n+{}\n"), {"hook"}),
+        (sh("echo '{}' > .codex/hooks.json"), {"hook"}),
         # what the hook cannot read: the kernel stops it (the hardened hook may refuse it first)
         (hidden("git update-ref refs/heads/main HEAD"), {"sandbox", "hook"}),
         (hidden("git update-ref refs/heads/task-t1-agent-b HEAD"), {"sandbox", "hook"}),
         (hidden(f"echo x > {ct.b}/evil.txt"), {"sandbox", "hook"}),
         (py_write(ct.main / "evil.txt"), {"sandbox"}),
+        (py_write(ct.main / ".codex" / "hooks.json"), {"sandbox"}),
         (py_write(ct.task / "evil.txt"), {"sandbox"}),
         (py_write(common / "config"), {"sandbox"}),
         (py_write(common / "packed-refs"), {"sandbox"}),
