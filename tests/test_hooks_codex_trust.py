@@ -120,3 +120,14 @@ def test_agents_created_later_get_the_sandbox_and_every_other_agent_loses_their_
         assert {Path(k).name for k, v in rules.items() if Path(k).parent == heads and v == "read"} == want, (wt, rules)
     check = cli("hooks", "check", "--json")
     assert check.returncode == 0 and len(check.json["data"]["checks"]) == 4 and all(c["sandbox"] for c in check.json["data"]["checks"]), check
+
+
+def test_ending_a_task_does_not_archive_codex_s_sandbox_file_as_ignored_work(repo: Path, cli) -> None:
+    _setup(cli)
+    b = repo.parent / "repo.tasks" / "t1" / "agents" / "b" / "code"
+    (b / "scratch.log").write_text("b's own ignored work\n")
+    (repo / ".git" / "info" / "exclude").write_text((repo / ".git" / "info" / "exclude").read_text() + "*.log\n")
+    r = cli("abandon", "t1", "--why", "stop", "--json")
+    assert r.returncode == 0, r
+    refs = [a["ref"] for a in r.json["data"]["archived"]]
+    assert not any("/ignored-a/" in ref for ref in refs) and any("/ignored-b/" in ref for ref in refs), refs
