@@ -44,7 +44,9 @@ def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt
     def action(layout: Layout) -> Result:
         d = hooksetup.install(layout, client or [], scope)
         shown = ", ".join(f.path for f in d.files)
-        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}", d, next=_next("uninstall", d, scope))
+        trusted = sum(len(f.trusted) for f in d.files)  # Codex: entries in the user's Codex config
+        also = f"; {trusted} Codex trust entr{'y' if trusted == 1 else 'ies'} written" if trusted else ""
+        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}{also}", d, next=_next("uninstall", d, scope))
 
     execute(ctx, action)
 
