@@ -130,7 +130,7 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, 
     if final == "CLEANUP" and tf.state == "COMPLETE":
         # The protocol's own conditions for COMPLETE → CLEANUP (the branch is contained in the base, every
         # agent COMPLETE, some agent ever invoked unless `why` says otherwise).
-        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session, why))
+        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store, tf, session, why))
         if unmet:
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 

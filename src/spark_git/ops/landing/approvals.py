@@ -178,11 +178,11 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
         show(present(store, tf, target))
     via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
     by = who_approves(session)
-    with updating(layout, task, session, owner=False) as cur:
+    with updating(store, task, session, owner=False) as cur:
         if sha is None and layout.git().branch_head(cur.task_branch) != target:
             raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
         frm, rule = cur.state, _back_rule(layout, cur)
-        ctx = protocol.make_ctx(layout, cur, session, why)
+        ctx = protocol.make_ctx(store, cur, session, why)
         ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(cur.base_branch, target),
                         "why": why, "by": by, "via": via}
         if rule is None:  # protocol light, outside AWAITING_USER_APPROVAL: the decision is recorded, the state stays
@@ -240,7 +240,8 @@ def reject_plan(layout: Layout, task: str, *, why: str, session: str | None, int
     digest = protocol.task_md_digest(layout, task)
     via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject")
     by, at = who_approves(session), now()
-    with updating(layout, task, session, owner=False) as cur:
+    store = open_store(layout)
+    with updating(store, task, session, owner=False) as cur:
         if protocol.task_md_digest(layout, task) != digest or protocol.approve_conditions(layout, cur, "plan"):
             raise Blocked("the task or its task.md changed while you were confirming; nothing was recorded", task=task)
         cur.plan_approval = None

@@ -21,6 +21,7 @@ from spark_git.protocol import State
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 
 class AdvanceData(Model):
@@ -37,11 +38,12 @@ class AdvanceData(Model):
 def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None) -> AdvanceData:
     task = task_name(task)
     to = _known_state(to, task)
-    with updating(layout, task, session, owner=False) as tf:
+    store = open_store(layout)
+    with updating(store, task, session, owner=False) as tf:
         frm = tf.state
         rule = _rule(layout, tf, to)
         to = rule.to.value
-        ctx = protocol.make_ctx(layout, tf, session, why, run_build=_build_runner(layout, tf))
+        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf))
         unmet = rule.guard(ctx)
         if to == State.COMPLETE:
             raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
@@ -103,14 +105,15 @@ def _command_to(layout: Layout, tf: TaskFile, state: str) -> str:
     if state != State.COMPLETE:
         return cmd
     cp = tf.checkpoint
-    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(layout, tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
+    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(open_store(layout), tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
         return cmd
     return f"spark-git approve {tf.task_name} --changes && {cmd}"
 
 
-def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
+def _build_runner(store: Store, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
+    layout = store.layout
     cfg, task = layout.config.gates, tf.task_name
     # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
-    return lambda: verdicts.run_or_reuse(open_store(layout), "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
-                                         env=envs.for_worktree(layout, task), rerun=True, reports=cfg.reports_for("build"))
+    return lambda: verdicts.run_or_reuse(store, "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
+                                         env=envs.for_worktree(store, task), rerun=True, reports=cfg.reports_for("build"))

@@ -280,7 +280,7 @@ def _radars(git: Git, objects: Path, views: list[TaskView]) -> None:
 
 def _main_lock(layout: Layout) -> mainlock.MainLockData:
     try:
-        return mainlock.view(layout, mainlock.read(layout))
+        return mainlock.view(open_store(layout), mainlock.read(open_store(layout)))
     except CorruptState as e:
         return mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
 
@@ -311,7 +311,7 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
                 protocol.approval_holds(layout.git(), tf.base_branch, r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
-        for state, unmet in protocol.blockers(layout, tf, None).items():
+        for state, unmet in protocol.blockers(open_store(layout), tf, None).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
     except SparkError as e:  # status never fails because of one task's protocol view
         view.problem = f"cannot evaluate the protocol conditions: {e.message}"

@@ -90,7 +90,7 @@ def check_prunable(ctx: Ctx, only: list[str] | None) -> None:
 
         def fix(wt: Worktree = wt, p: Path = p, t: str | None = t) -> None:
             if wt.detached and wt.head and not ctx.contained(wt.head, "HEAD"):
-                archive.keep(ctx.layout, t or "repo", f"detached-{p.name}", wt.head, f"detached HEAD of vanished {p}", ctx.session)
+                archive.keep(ctx.store, t or "repo", f"detached-{p.name}", wt.head, f"detached HEAD of vanished {p}", ctx.session)
             with mutex(ctx.layout, WORKTREES):
                 ctx.git.worktree_prune()
 

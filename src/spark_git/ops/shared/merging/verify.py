@@ -6,18 +6,18 @@ import shlex
 from typing import Any
 
 from spark_git.core.errors import Failed
-from spark_git.core.layout import Layout
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.gates import evidence, verdicts
 from spark_git.ops.shared import envs
 from spark_git.ops.shared.merging.plan import Plan
+from spark_git.state.store import Store
 
 GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
 
 
-def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
-    evidence.record(layout, task, ev, session, **extra)
+def record_gate(store: Store, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
+    evidence.record(store, task, ev, session, **extra)
 
 
 def gate_failed(ev: gates.GateEvidence, task: str, what: str, retry: str) -> Failed:
@@ -44,8 +44,8 @@ def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> 
     layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
     cfg = layout.config.gates
     ev = verdicts.run_or_reuse(plan.store, "build", cfg.build, awt.cwd, layout.logs_dir(task), cfg.timeout_s,
-                               env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker, reports=cfg.reports_for("build"))
-    record_gate(layout, task, ev, plan.session, agent=agent)
+                               env=envs.for_worktree(plan.store, task, agent), rerun=rerun, ticker=ticker, reports=cfg.reports_for("build"))
+    record_gate(plan.store, task, ev, plan.session, agent=agent)
     if not ev.passed:
         raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")
     after = awt.head_and_tree()
