@@ -55,6 +55,9 @@ class LocalStore:
     def read_task(self, task: str) -> TaskFile | None:
         return read_optional(self.layout.task_json(task), TaskFile)
 
+    def read_task_here(self, task: str) -> TaskFile | None:
+        return LocalStore.read_task(self, task)  # the remote backend keeps its mirror here too
+
     def write_task(self, tf: TaskFile) -> None:
         write_atomic(self.layout.task_json(tf.task_name), tf)
 

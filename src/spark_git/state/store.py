@@ -59,6 +59,10 @@ class Store(Protocol):
     def write_task(self, tf: TaskFile) -> None: ...
     def release_task(self, task: str) -> None:
         """Ends the ownership lock (cleanup, abandon, an undone start); records stay."""
+    def read_task_here(self, task: str) -> TaskFile | None:
+        """This machine's copy of the task's state: no fetch, no holder check (`status`, `doctor` and
+        the branch checks read it; remote mode's mirror can be stale, which `status` says). None if
+        there is none; CorruptState if it cannot be read."""
     def has_task(self, task: str) -> bool:
         """The task's lock exists (readable or not)."""
     def task_names(self) -> list[str]: ...

@@ -16,7 +16,6 @@ from spark_git.ops.shared.queue.land import record_outcome
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.state.backends import open_store
-from spark_git.state.files import read_optional
 from spark_git.state.models import TaskFile, now
 from spark_git.state.queuelog import QueueOutcome
 
@@ -106,7 +105,7 @@ def refresh_all(layout: Layout) -> list[ForgeView]:
     res = []
     for name in layout.task_names():
         try:
-            tf = read_optional(layout.task_json(name), TaskFile)
+            tf = open_store(layout).read_task_here(name)
         except SparkError:
             continue
         if tf is not None and tf.forge is not None:

@@ -194,7 +194,7 @@ def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
     """The view of one task from its files (no git); the TaskFile when the task is live."""
     view = TaskView.model_construct(task=name)
     try:
-        tf = read_optional(layout.task_json(name), TaskFile)
+        tf = open_store(layout).read_task_here(name)
     except CorruptState as e:
         view.problem = e.message
         return view, None

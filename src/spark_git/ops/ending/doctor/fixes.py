@@ -16,7 +16,7 @@ from spark_git.ops.shared.merging.rewrite import MARKER
 from spark_git.ops.shared.merging.strays import abort_rebase
 from spark_git.ops.shared.worktrees import stray_agent_branch
 from spark_git.state import audit
-from spark_git.state.files import read_optional, write_atomic
+from spark_git.state.files import write_atomic
 from spark_git.state.locks import WORKTREES, mutex
 from spark_git.state.models import TaskFile
 
@@ -120,7 +120,7 @@ def switch(ctx: Ctx, task: str, label: str, path: Path, branch: str) -> None:
 
 def _named_now(ctx: Ctx, task: str) -> set[str]:
     """Branches task.json names now (re-read under the task mutex: an `agent add` may have finished)."""
-    cur = read_optional(ctx.layout.task_json(task), TaskFile)
+    cur = ctx.store.read_task_here(task)
     return {e.branch for e in cur.agents.values()} | {cur.task_branch} if cur else set()
 
 

@@ -154,6 +154,6 @@ def parses(path: Path, model: type[BaseModel]) -> bool:
 def load_task(layout: Layout, task: str) -> TaskFile | CorruptState | None:
     """task.json as doctor reports on it: the model, the reason it cannot be read, or None (absent)."""
     try:
-        return read_optional(layout.task_json(task), TaskFile)
+        return open_store(layout).read_task_here(task)
     except CorruptState as e:
         return e
