@@ -28,7 +28,7 @@ from spark_git.state.models import (
     TaskFile,
 )
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry, QueueLog
-from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, archive_ref_for
+from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, Shared, archive_ref_for
 
 HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
 
@@ -36,6 +36,10 @@ HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks 
 class LocalStore:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
+
+    @property
+    def remote(self) -> Shared | None:
+        return None  # local mode: no other machine
 
     @contextmanager
     def mutex(self, name: str, timeout: float = 3600.0) -> Iterator[None]:
