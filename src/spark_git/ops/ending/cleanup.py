@@ -208,7 +208,7 @@ def _archive(store: Store, tf: TaskFile, dirty: list[Tree], trees: list[Tree], b
 def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None, archived: list[archive.Archived]) -> None:
     if tf.state != final:
         reason = why or "spark-git cleanup"
-        record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+        record_transition(store, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
         save_task(store, tf)
     faults.point("end-after-transition")
 

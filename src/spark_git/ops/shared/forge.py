@@ -68,7 +68,7 @@ def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
         if seen.state == "merged":
             store.add_notes([(m.head, {"kind": "completed", "task": task, "session": session, "base": tf.base_branch, "via": m.via,
                                        "url": m.url, "landed_as": seen.merge_commit, "merged_at": seen.merged_at})])
-            record_transition(layout, tf, "COMPLETE", session, f"merged on the forge ({m.via}): {m.url}",
+            record_transition(store, tf, "COMPLETE", session, f"merged on the forge ({m.via}): {m.url}",
                               {"commit": m.head, "landed_commit": seen.merge_commit, "via": m.via, "url": m.url})
             store.event(task, "completed", session, base=tf.base_branch, via=m.via, url=m.url, landed_commit=seen.merge_commit)
         else:
