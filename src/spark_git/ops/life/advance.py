@@ -112,8 +112,7 @@ def _command_to(store: Store, tf: TaskFile, state: str) -> str:
 
 def _build_runner(store: Store, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
-    layout = store.layout
-    cfg, task = layout.config.gates, tf.task_name
+    layout, task = store.layout, tf.task_name
     # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
-    return lambda: verdicts.run_or_reuse(store, "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
-                                         env=envs.for_worktree(store, task), rerun=True, reports=cfg.reports_for("build"))
+    return lambda: verdicts.run_configured(store, "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
+                                           env=envs.for_worktree(store, task), rerun=True)
