@@ -4,20 +4,17 @@ a close seen there recorded (the transition, the note, the queue's outcome, the 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from spark_git.core import forge
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
-from spark_git.core.gitremote import Remote
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared.queue.land import record_outcome
-from spark_git.ops.shared.taskfile import updating
-from spark_git.ops.shared.transitions import record_transition
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, now
-from spark_git.state.queuelog import QueueOutcome
+
+if TYPE_CHECKING:
+    from spark_git.core import forge
 
 
 class ForgeView(Model):
@@ -48,6 +45,8 @@ def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
     m = tf.forge
     if m is None or m.state != "open":
         return view_of(tf)
+    from spark_git.core import forge  # lazy, like the recording below: `status` shows tasks without a PR/MR at no cost
+
     try:
         seen = forge.cli(m.via).view(layout.main_worktree, forge.Opened(m.url, m.number))
         if seen.state != "open":
@@ -58,6 +57,11 @@ def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
 
 
 def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
+    from spark_git.ops.shared.queue.land import record_outcome  # lazy: only a PR/MR seen merged or closed is recorded
+    from spark_git.ops.shared.taskfile import updating
+    from spark_git.ops.shared.transitions import record_transition
+    from spark_git.state.queuelog import QueueOutcome
+
     store = open_store(layout)
     with updating(store, task, None, owner=False) as tf:
         m = tf.forge
@@ -84,6 +88,8 @@ def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
 def _take_base(layout: Layout, tf: TaskFile) -> None:
     """The base as the forge left it, fast-forwarded here when that is a fast-forward (then `cleanup`
     finds the task contained in it); otherwise left for the user to pull."""
+    from spark_git.core.gitremote import Remote  # lazy: see _record
+
     assert tf.forge is not None
     git, base = layout.git(), tf.base_branch
     try:

@@ -5,12 +5,16 @@ only in remote mode."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.backends import open_store
-from spark_git.state.remote_refs import Lease
 from spark_git.state.store import Shared, Store
+
+if TYPE_CHECKING:
+    from spark_git.state.remote_refs import Lease
 
 
 class LeaseView(Model):
