@@ -14,9 +14,8 @@ from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import codexsetup, hooksetup
 from spark_git.ops.shared.provision import ProvisionReport, failure_summary, provision
-from spark_git.state.files import read_optional
+from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES
-from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 Progress = Callable[[str], None]
@@ -61,7 +60,7 @@ def claimed_by_another_task(layout: Layout, task: str, branch: str) -> bool:
         if other == task:
             continue
         try:
-            tf = read_optional(layout.task_json(other), TaskFile)
+            tf = open_store(layout).read_task_here(other)
         except CorruptState:
             tf = None
         if tf is not None:
