@@ -10,7 +10,7 @@ from pathlib import Path
 
 from spark_git.clients import gitrefs, shwrites
 from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, describe, holds_main_lock
+from spark_git.clients.writes import Who, describe, guarded, holds_main_lock
 from spark_git.core import paths
 from spark_git.core.paths import Repo, real
 
@@ -136,6 +136,9 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
     if denied is not None:
         return denied
     redirected = redirected or any(k in env for k in _ELSEWHERE_ENV)
+    d = _agent_paths(who, sub, rest)
+    if d is not None:
+        return d
     if "GIT_INDEX_FILE" in env:  # the index it writes is a file like any other
         d = shwrites.check_target(who, where, env["GIT_INDEX_FILE"], f"GIT_INDEX_FILE={env['GIT_INDEX_FILE']}")
         if d is not None:
@@ -205,6 +208,30 @@ def _history(who: Who, sub: str, rest: list[str], pos: list[str]) -> str | None:
     if who.agent and sub == "prune" and not any(gitrefs.is_opt(a, "-n", "--dry-run") for a in rest):
         return "unreachable objects archived work may still need"
     return None
+
+
+def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
+    """An agent's git commands that write the hook or git settings in its own worktree (`git rm
+    .claude/settings.json`), or out of it (`git apply --directory=../x`, `--unsafe-paths`)."""
+    if not who.agent or sub not in ("rm", "mv", "checkout", "restore", "apply"):
+        return None
+    hit = None
+    if sub == "apply":
+        d = gitrefs.value_of(rest, "--directory")
+        if any(gitrefs.is_opt(a, "--unsafe-paths") for a in rest) or (d is not None and (d.startswith(("/", "~")) or ".." in d.split("/"))):
+            hit = "files outside the agent's worktree"
+        elif d is not None and guarded(Path(d)):
+            hit = guarded(Path(d))
+    else:
+        args = rest[rest.index("--") + 1 :] if "--" in rest else [a for a in rest if not a.startswith("-")]
+        hit = next((g for a in args for g in [guarded(Path(a))] if g), None)
+    if hit is None:
+        return None
+    return Decision(
+        False,
+        f"spark-git: blocked: agent {who.me.agent} may not change {hit} with `git {sub}`: it holds the hooks, git's or spark-git's "
+        "own configuration, or lies outside its worktree; ask the coordinator",
+    )
 
 
 def _remote_writes(pos: list[str]) -> bool:

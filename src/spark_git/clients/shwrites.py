@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+from spark_git.clients import shtools
 from spark_git.clients.calls import Decision
 from spark_git.clients.writes import Who, absolute, decide_write
 from spark_git.core import paths
@@ -25,7 +26,15 @@ _PS_WRITERS = {
 }
 _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inputobject"}
 _LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
-_WRITES_IN_CODE = re.compile(r"open\([^)]*['\"][wax+]|write|unlink|remove|rmtree|rename|replace|copy|move|mkdir|touch|symlink|chmod|truncate|Fs\.|fs\.")
+# Code that writes files: an open() mode that writes, and the calls that write, move or delete (a
+# one-argument `.replace(x)` is Path.replace; str.replace takes two).
+_WRITES_IN_CODE = re.compile(
+    r"""open(?:Sync)?\([^,)]*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]|\.open\(\s*['"][^'"]*[wax+]|mode\s*=\s*['"][^'"]*[wax+]"""
+    r"""|\.write_(?:text|bytes)\(|\.replace\(\s*[^,()]*\)|\bshutil\.(?!which|disk_usage|get_terminal_size)|\bos\.(?:remove|replace)\b"""
+    r"""|\b(?:unlink|rename|renames|rmtree|rmdir|removedirs|makedirs|mkdir|mkdirSync|symlink|symlink_to|hardlink_to|chmod|chown|truncate|"""
+    r"""utime|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|rmSync|cpSync|copyFile|copyFileSync|renameSync|"""
+    r"""unlinkSync|rmdirSync|symlinkSync|chmodSync|truncateSync|FileUtils)\b|\.touch\(|\bfs\.(?:rm|cp)\(|File\.(?:write|delete)"""
+)
 _UNJUDGED = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-")
 
 
@@ -53,6 +62,9 @@ def check_target(who: Who, here: Path, target: str, what: str) -> Decision | Non
 def targets(prog: str, args: list[str]) -> list[str]:
     """The paths `prog args` writes (or deletes)."""
     low = prog.lower()
+    tool = shtools.targets(prog, args)
+    if tool is not None:
+        return [t for t in tool if t]
     pos = _positional(args, ("-s",) if prog == "truncate" else ())
     if low in _PS_WRITERS:
         return _ps_targets(args)
@@ -68,8 +80,6 @@ def targets(prog: str, args: list[str]) -> list[str]:
     if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
         scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
         return pos if scripted else pos[1:]
-    if prog == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-fprint") for a in args):
-        return [a for a in args[: next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))]]
     if prog == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
     if prog in _SCRIPTS or prog.startswith("python3."):

@@ -17,7 +17,7 @@ DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 DOC_DIRS = ("docs", "doc")
 # What switches hooks off, points git elsewhere or configures spark-git: never written by an agent.
 GUARDED_DIRS = (".claude", ".codex", ".gemini", ".git")
-GUARDED_FILES = (".spark-git.toml",)
+GUARDED_FILES = (".spark-git.toml", ".gitconfig")  # ~/.gitconfig: core.hooksPath there runs in spark-git's own git
 
 
 class Who:
@@ -61,6 +61,8 @@ def guarded(resolved: Path) -> str | None:
     hit = next((p for p in parts if p in GUARDED_DIRS), None)
     if hit is None and parts and parts[-1] in GUARDED_FILES:
         hit = parts[-1]
+    if hit is None and any(parts[i : i + 2] == (".config", "git") for i in range(len(parts) - 1)):
+        hit = ".config/git"  # git's XDG configuration, read like ~/.gitconfig
     return hit
 
 
