@@ -131,6 +131,9 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
     sub, rest, where, redirected, cfg = _parse(args, here)
     if sub is None:
         return None
+    if "__spark_subst__" in sub or "$" in sub or "`" in sub:
+        return Decision(False, f"spark-git: blocked: the git subcommand `{sub}` is computed at run time; the hook cannot know what it "
+                               "runs — run the plain git command instead")
     cfg.update(_env_settings(env))
     denied = _agent_settings(who, cfg, env)
     if denied is not None:

@@ -19,7 +19,7 @@ _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncat
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
 _TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
 _VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
-_SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
+SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
 _PS_WRITERS = {
     "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
     "rename-item", "ni", "ri", "del", "erase", "rd", "copy", "move", "cpi", "mi", "sc", "ac",
@@ -82,7 +82,7 @@ def targets(prog: str, args: list[str]) -> list[str]:
         return pos if scripted else pos[1:]
     if prog == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
-    if prog in _SCRIPTS or prog.startswith("python3."):
+    if prog in SCRIPTS or prog.startswith("python3."):
         return _code_paths(args)
     return []
 
@@ -126,9 +126,14 @@ def _ps_targets(args: list[str]) -> list[str]:
     return out
 
 
+def code_of(args: list[str]) -> str | None:
+    """The code of `python -c CODE` / `node -e CODE` / `perl -e CODE`."""
+    return next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+
+
 def _code_paths(args: list[str]) -> list[str]:
     """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
-    code = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+    code = code_of(args)
     if code is None or not _WRITES_IN_CODE.search(code):
         return []
     return [m.group(2) for m in _LITERAL.finditer(code)]
