@@ -226,8 +226,8 @@ def targets(sub: str, rest: list[str], where: Path, repo: Repo, cfg: dict[str, s
         return _update_ref(rest, where, repo)
     if sub == "fast-import":
         return [UNKNOWN]
-    if sub in ("fetch", "push", "send-pack"):
-        return _transfer(sub, rest, where, repo, cfg)
+    if sub in ("fetch", "push", "send-pack", "pull"):  # pull fetches first: its refspecs are fetch's
+        return _transfer("fetch" if sub == "pull" else sub, rest, where, repo, cfg)
     if sub == "branch":
         return _branch(rest, where, repo)
     if sub == "tag":
