@@ -155,7 +155,16 @@ def _substitutions(cmd: str) -> tuple[str, list[str]]:
     quote = ""
     while i < n:
         c = cmd[i]
-        if quote != "'" and c in "$<>" and cmd.startswith("(", i + 1) and not cmd.startswith("((", i + 1):
+        if quote != "'" and cmd.startswith("$((", i):  # arithmetic: a number; what it runs inside is judged
+            depth, j = 2, i + 3
+            while j < n and depth:
+                depth += {"(": 1, ")": -1}.get(cmd[j], 0)
+                j += 1
+            inner += _substitutions(cmd[i + 3 : j - 2])[1]
+            res.append("0")
+            i = j
+            continue
+        if quote != "'" and c in "$<>" and cmd.startswith("(", i + 1):
             depth, j = 1, i + 2
             while j < n and depth:
                 depth += {"(": 1, ")": -1}.get(cmd[j], 0)
