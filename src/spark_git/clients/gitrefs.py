@@ -15,6 +15,7 @@ from spark_git.core.paths import Repo
 
 UNKNOWN = "refs it cannot see (from stdin, a computed name or unseen configuration)"
 EVERY = "every branch or tag (--all, --mirror, --tags, a wildcard)"
+UPDATE_REFS = "the branches that point into the rebased commits (--update-refs, an update-ref todo line)"
 
 
 def is_opt(a: str, *names: str) -> bool:
@@ -176,7 +177,7 @@ def full(ref: str, repo: Repo, where: Path, deref: bool = True, short: str = "re
 def judge(target: str, own: Owners, agent: bool, via: str) -> str | None:
     """What `target` is when the caller may not write it, else None. `via` is the command family:
     fetch may update remote-tracking refs."""
-    if target in (UNKNOWN, EVERY):
+    if target in (UNKNOWN, EVERY, UPDATE_REFS):
         return target
     if target.startswith(("refs/spark/", "refs/notes/spark")):
         return f"spark-git's own refs ({target})"
@@ -227,7 +228,7 @@ def targets(sub: str, rest: list[str], where: Path, repo: Repo, cfg: dict[str, s
     if sub == "fast-import":
         return [UNKNOWN]
     if sub in ("fetch", "push", "send-pack", "pull"):  # pull fetches first: its refspecs are fetch's
-        return _transfer("fetch" if sub == "pull" else sub, rest, where, repo, cfg)
+        return _transfer("fetch" if sub == "pull" else sub, rest, where, repo, cfg) + _updating_refs(sub, rest, cfg, env)
     if sub == "branch":
         return _branch(rest, where, repo)
     if sub == "tag":
@@ -239,8 +240,19 @@ def targets(sub: str, rest: list[str], where: Path, repo: Repo, cfg: dict[str, s
         return _notes(rest, cfg, env)
     if sub == "rebase":
         _, pos = split_args(rest, _REBASE_VALUED)
-        return [full(pos[1], repo, where)] if len(pos) >= 2 else []
+        return ([full(pos[1], repo, where)] if len(pos) >= 2 else []) + _updating_refs(sub, rest, cfg, env)
     return None
+
+
+def _updating_refs(sub: str, rest: list[str], cfg: dict[str, str], env: dict[str, str]) -> list[str]:
+    """`rebase --update-refs` (or `rebase.updateRefs`) moves every branch that points into the rebased
+    commits — a task branch among them; an `update-ref` line slipped into the todo list by a
+    sequence editor moves any ref."""
+    if sub not in ("rebase", "pull"):
+        return []
+    on = any(is_opt(a, "--update-refs") for a in rest) or cfg.get("rebase.updaterefs", "").lower() in ("true", "1", "yes", "on")
+    editor = " ".join(v for v in (env.get("GIT_SEQUENCE_EDITOR", ""), cfg.get("sequence.editor", "")) if v)
+    return [UPDATE_REFS] if on or "update-ref" in editor or "__spark_subst__" in editor else []
 
 
 def _update_ref(rest: list[str], where: Path, repo: Repo) -> list[str]:
