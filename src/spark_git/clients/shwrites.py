@@ -18,7 +18,10 @@ from spark_git.core import paths
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
 _TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
-_VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
+_VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "--reference"}
+# Options that take the next word, for the commands where they do (`rm -f x`, `cp -r d`: flags).
+_VALUED_BY_PROG = {"touch": ("-r", "-d", "-t"), "truncate": ("-s", "-r"), "sed": ("-e", "-f"), "perl": ("-e",),
+                   "rsync": ("-e", "-f"), "scp": ("-P", "-i", "-F", "-c", "-l", "-J")}
 SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
 _PS_WRITERS = {
     "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
@@ -65,7 +68,7 @@ def targets(prog: str, args: list[str]) -> list[str]:
     tool = shtools.targets(prog, args)
     if tool is not None:
         return [t for t in tool if t]
-    pos = _positional(args, ("-s",) if prog == "truncate" else ())
+    pos = _positional(args, _VALUED_BY_PROG.get(prog, ()))
     if low in _PS_WRITERS:
         return _ps_targets(args)
     if prog in _ALL_ARGS:
@@ -96,7 +99,7 @@ def _positional(args: list[str], valued: tuple[str, ...] = ()) -> list[str]:
         elif a == "--":
             out += args[i + 1 :]
             break
-        elif a in _VALUE_OPTS or a in valued or a in ("-t", "--target-directory", "-e", "-f", "--expression", "--file"):
+        elif a in _VALUE_OPTS or a in valued or a in ("-t", "--target-directory", "--expression", "--file"):
             skip = a not in ("-t", "--target-directory")
         elif not a.startswith("-") or a == "-":
             out.append(a)

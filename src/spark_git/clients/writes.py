@@ -77,7 +77,26 @@ def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decis
     shown = f"{target} (→ {resolved})" if str(resolved) != target else target
     if who.agent:
         return _agent_write(who, there, resolved, shown)
+    if spark_records(who.repo, resolved):
+        return Decision(
+            False,
+            f"spark-git: blocked: {shown} holds spark-git's records (verdicts, archive refs, sessions) or the packed refs; "
+            "only spark-git writes them — use `spark-git merge` / `spark-git complete` / `spark-git cleanup`",
+        )
     return _coordinator_write(who, there, shown, shell)
+
+
+def spark_records(repo: Repo, resolved: Path) -> bool:
+    """Files under the git common dir that hold spark-git's verdict notes, archive refs and records
+    (and packed-refs, where any ref can be rewritten): written by hand, they forge what the gates read."""
+    try:
+        rel = resolved.relative_to(repo.common).parts
+    except ValueError:
+        return False
+    if rel[:1] == ("logs",):
+        rel = rel[1:]
+    return rel[:1] in (("spark",), ("packed-refs",)) or rel[:2] == ("refs", "spark") or (
+        rel[:2] == ("refs", "notes") and len(rel) > 2 and rel[2].startswith("spark"))
 
 
 def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision:
