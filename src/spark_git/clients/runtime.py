@@ -51,12 +51,16 @@ def evaluate(inner: str, here: Path) -> str | None:
     while i + 1 < len(words) and words[i] == "-C":
         here = Path(os.path.expanduser(words[i + 1])) if os.path.isabs(os.path.expanduser(words[i + 1])) else here / words[i + 1]
         i += 2
-    if words[i : i + 1] != ["rev-parse"] or len(words) != i + 2:
+    if words[i : i + 1] != ["rev-parse"] or len(words) not in (i + 2, i + 3):
         return None
     gitdir = gitrefs.gitdir_of(here)
     if gitdir is None:
         return None
     ask = words[i + 1]
+    if ask == "--git-path" and len(words) == i + 3:
+        return str(gitdir / words[i + 2])  # inside the git dir (or the common dir): where it lands is .git either way
+    if len(words) != i + 2:
+        return None
     if ask == "--show-toplevel":
         return next((str(c) for c in (here, *here.parents) if (c / ".git").exists()), None)
     if ask in ("--git-dir", "--absolute-git-dir"):
