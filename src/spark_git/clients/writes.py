@@ -19,7 +19,11 @@ DOC_DIRS = ("docs", "doc")
 # What points git elsewhere or configures spark-git: never written by an agent; nor are the clients'
 # own directories, which switch hooks off (registry.protected(), from each adapter's facts).
 GUARDED_DIRS = (".git",)
-GUARDED_FILES = (".spark-git.toml", ".gitconfig")  # ~/.gitconfig: core.hooksPath there runs in spark-git's own git
+GUARDED_FILES = (".spark-git.toml",)
+# git's user configuration (`~/.gitconfig`, `~/.config/git/`): core.hooksPath there would run in
+# spark-git's own git. Guarded by the hook only (Claude Code's sandbox writes nothing outside the
+# worktree and temp dirs; the per-worktree denyWrite list stays as it was).
+GIT_USER_CONFIG = ".gitconfig"
 
 
 class Who:
@@ -62,7 +66,7 @@ def guarded(resolved: Path) -> str | None:
     parts = resolved.parts
     dirs = (*registry.protected(), *GUARDED_DIRS)
     hit = next((p for p in parts if p in dirs), None)
-    if hit is None and parts and parts[-1] in GUARDED_FILES:
+    if hit is None and parts and parts[-1] in (*GUARDED_FILES, GIT_USER_CONFIG):
         hit = parts[-1]
     if hit is None and any(parts[i : i + 2] == (".config", "git") for i in range(len(parts) - 1)):
         hit = ".config/git"  # git's XDG configuration, read like ~/.gitconfig
