@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
 from spark_git.core.layout import Layout, agent_name, task_name
@@ -105,7 +106,8 @@ def spark_vars(store: Store | Layout, task: str, agent: str | None = None, sessi
     return {
         "SPARK_TASK": task,
         "SPARK_AGENT": agent or "",
-        "SPARK_SESSION_ID": session or tf.session_id,
+        # an agent's own identity, never the owner's session (core/caller.py)
+        "SPARK_SESSION_ID": agent_session(task, agent) if agent else session or tf.session_id,
         "SPARK_WORKTREE": str(wt),
         "SPARK_TASK_WORKTREE": str(task_wt),
         "SPARK_PORT": port,

@@ -1,0 +1,173 @@
+"""An agent's identity is its own (issue 22 item 2, issue 23 item 5): `spark-git env T --agent A` gives
+agent A a session that is not the owner's; coordinator commands refuse an agent (by its environment,
+its working directory, or those of a process it runs under) with exit 3; `report`, `sync` and `env`
+take an agent only for itself. Real processes wherever the environment is what is tested."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.repo import commit, git, make_repo, spark
+
+from spark_git.core import caller
+from tests.hookutil import run_cli
+
+CONFIG = 'protocol = "light"\n[ports]\nstart = 45800\nend = 45899\n'
+PY = sys.executable
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Path]:
+    repo = make_repo(tmp_path / "repo", config=CONFIG)
+    assert run_cli(repo, "start", "t1", "--agents", "a,b", session="owner-1").returncode == 0
+    root = tmp_path / "repo.tasks" / "t1"
+    return {"repo": repo, "task_wt": root / "code", "a": root / "agents" / "a" / "code", "b": root / "agents" / "b" / "code"}
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`script` in a real bash whose `spark-git` is this checkout's (a function: no install needed)."""
+    prelude = f'spark-git() {{ {PY} -m spark_git "$@"; }}\n'
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+    e.update(env or {})
+    return subprocess.run(["bash", "-c", prelude + script], cwd=cwd, capture_output=True, text=True, env=e, timeout=120)
+
+
+def _envelope(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_env_gives_the_agent_its_own_session_never_the_owners(world: dict[str, Path]) -> None:
+    for shell in ("bash", "json", "fish"):
+        r = run_cli(world["repo"], "env", "t1", "--agent", "a", "--shell", shell, session=None)
+        assert r.returncode == 0, r
+        assert "owner-1" not in r.stdout and caller.agent_session("t1", "a") in r.stdout
+    assert caller.agent_of(caller.agent_session("t1", "a")) == ("t1", "a")
+    assert caller.agent_of("owner-1") is None and caller.agent_of("agent:t1") is None
+
+
+def test_the_documented_eval_makes_an_agent_that_cannot_merge(world: dict[str, Path]) -> None:
+    """Fails before: the env carried the owner's session, and the agent's merge landed."""
+    commit(world["a"], {"a.txt": "a\n"}, "[a] work")
+    before = git(world["repo"], "rev-parse", "refs/heads/t1")
+    for where in (world["a"], world["repo"]):  # in its worktree, and after a `cd` out of it
+        r = _bash(f'eval "$(spark-git env t1 --agent a)" && cd {where} && spark-git --json merge t1 --agent a', world["a"])
+        assert r.returncode == 3, r
+        env = _envelope(r.stdout)
+        assert env["status"] == "BLOCKED" and "coordinator" in env["summary"] and "agent a of task t1" in env["summary"]
+        assert env["next"][0] == "spark-git report t1 --agent a --status COMPLETE"
+    assert git(world["repo"], "rev-parse", "refs/heads/t1") == before
+
+
+def test_an_agent_cannot_turn_the_env_output_into_the_owners_identity(world: dict[str, Path]) -> None:
+    """The task worktree's env (which carries the owner's session) and another agent's are refused
+    to an agent; the owner's session passed by hand does not help while the agent's marks remain."""
+    set_up = 'eval "$(spark-git env t1 --agent a)" && '
+    for ask in ("spark-git --json env t1", "spark-git --json env t1 --agent b"):
+        r = _bash(set_up + ask, world["a"])
+        assert r.returncode == 3 and "owner-1" not in r.stdout, r
+        assert _envelope(r.stdout)["next"] == ["spark-git env t1 --agent a"]
+    r = _bash(set_up + f"cd {world['repo']} && spark-git --json merge t1 --agent a --session owner-1", world["a"])
+    assert r.returncode == 3 and "SPARK_AGENT=a" in _envelope(r.stdout)["summary"], r
+    assert _bash(set_up + "spark-git env t1 --agent a", world["a"]).returncode == 0
+
+
+def test_a_process_the_agent_runs_under_keeps_it_an_agent(world: dict[str, Path]) -> None:
+    """The client was started with the agent's environment (or in its worktree): unsetting the
+    variables and `cd`-ing out inside it changes nothing (Linux /proc)."""
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("no /proc: ancestors cannot be read on this platform")
+    agent_env = json.loads(run_cli(world["repo"], "env", "t1", "--agent", "a", "--shell", "json", session=None).stdout)
+    shed = f"unset SPARK_AGENT SPARK_TASK; cd {world['repo']} && SPARK_SESSION_ID=owner-1 spark-git --json merge t1 --agent a"
+    # `; exit $?`: the outer bash stays a process (the client), not exec'd into the inner one
+    r = _bash(f"bash -c {json.dumps(shed)}; exit $?", world["repo"], env=agent_env)
+    assert r.returncode == 3, r
+    assert "was started with SPARK_AGENT=a" in _envelope(r.stdout)["summary"]
+    r = _bash(f"bash -c {json.dumps(shed)}; exit $?", world["a"], env={"SPARK_SESSION_ID": "owner-1"})  # launched in a's worktree
+    assert r.returncode == 3, r
+    assert "runs in agent a's worktree" in _envelope(r.stdout)["summary"]
+
+
+def test_an_agent_worktree_as_working_directory_is_an_agent(world: dict[str, Path]) -> None:
+    owner = {"SPARK_SESSION_ID": "owner-1"}
+    r = spark(world["a"], "--json", "advance", "t1", env={**os.environ, **owner})
+    assert r.returncode == 3 and "working directory is in agent a's worktree" in r.json["summary"], r
+    r = spark(world["a"], "--json", "-C", str(world["repo"]), "lock", "main", env={**os.environ, **owner}, process=True)
+    assert r.returncode == 3, r  # -C elsewhere: the process still stands in a's worktree
+    assert spark(world["repo"], "--json", "lock", "main", env={**os.environ, **owner}).returncode == 0
+    assert spark(world["repo"], "--json", "-C", str(world["a"]), "status", "t1", env={**os.environ, **owner}).returncode == 0
+
+
+# One call per command family (cli modules); each refused to agent a, and nothing changes.
+COORDINATOR_CALLS = [
+    ["start", "t2"], ["agent", "add", "t1", "c", "--why", "x"],
+    ["lock", "main"], ["unlock", "main"], ["lock", "break", "t1", "--why", "x"],
+    ["merge", "t1", "--agent", "a"], ["merge", "t1", "--all"], ["update", "t1"], ["approve", "t1", "--changes"],
+    ["complete", "t1"], ["queue", "run"],
+    ["advance", "t1"], ["classify", "t1", "--risk", "LOW", "--why", "x"],
+    ["cleanup", "t1"], ["abandon", "t1", "--why", "x"], ["archive", "restore", "refs/spark/archive/x"],
+    ["hooks", "install"], ["hooks", "uninstall"],
+    ["remote", "enable", "origin"], ["remote", "disable"],
+]
+
+
+def test_every_coordinator_command_refuses_an_agent(world: dict[str, Path]) -> None:
+    covered = {" ".join(w for w in call if not w.startswith("-") and w not in ("t1", "t2", "a", "c", "x", "origin", "LOW"))
+               .replace(" refs/spark/archive/x", "") for call in COORDINATOR_CALLS}
+    assert covered == caller.COORDINATOR, "every coordinator command has a call here"
+    tasks = world["repo"].parent / "repo.tasks"
+    before = {p: p.read_bytes() for p in sorted(tasks.rglob("*.json"))}
+    refs = git(world["repo"], "for-each-ref")
+    agent = {"SPARK_AGENT": "a", "SPARK_TASK": "t1", "SPARK_SESSION_ID": caller.agent_session("t1", "a")}
+    for call in COORDINATOR_CALLS:
+        r = run_cli(world["repo"], "--json", *call, session=None, env=agent)
+        assert r.returncode == 3, (call, r)
+        assert r.json["data"]["agents"] == ["t1/a"] and r.json["next"][0].startswith("spark-git report t1 --agent a"), call
+    assert {p: p.read_bytes() for p in sorted(tasks.rglob("*.json"))} == before
+    assert git(world["repo"], "for-each-ref") == refs
+
+
+def test_every_guarded_name_is_a_command() -> None:
+    import typer
+
+    from spark_git.cli.root import load
+
+    def names(cmd: object, path: list[str]) -> list[str]:
+        subs = getattr(cmd, "commands", None)
+        return [n for k, c in subs.items() for n in names(c, [*path, k])] if subs else [" ".join(path)]
+
+    known = set(names(typer.main.get_command(load(None)), []))
+    assert known >= caller.COORDINATOR | caller.SELF_ONLY
+
+
+def test_report_is_accepted_from_the_agent_it_names_or_the_coordinator(world: dict[str, Path]) -> None:
+    """Fails before: the agent's own session was refused (not the owner), the owner's was accepted
+    for any agent."""
+    a_env = {"SPARK_AGENT": "a", "SPARK_TASK": "t1", "SPARK_SESSION_ID": caller.agent_session("t1", "a")}
+    r = run_cli(world["a"], "--json", "report", "t1", "--agent", "a", "--status", "WORKING", session=None, env=a_env)
+    assert r.returncode == 0, r
+    r = run_cli(world["a"], "--json", "report", "t1", "--agent", "b", "--status", "COMPLETE", session=None, env=a_env)
+    assert r.returncode == 3 and "only for itself" in r.json["summary"] and r.json["next"] == ["spark-git report t1 --agent a --status WORKING"], r
+    # the agent's session from a neutral place still speaks only for that agent
+    r = run_cli(world["repo"], "--json", "report", "t1", "--agent", "b", "--status", "COMPLETE", session=caller.agent_session("t1", "a"))
+    assert r.returncode == 3, r
+    status = world["repo"].parent / "repo.tasks" / "t1" / "agents"
+    assert json.loads((status / "b" / "status.json").read_text())["status"] == "NEW"
+    assert json.loads((status / "a" / "status.json").read_text())["status"] == "WORKING"
+    trail = json.loads((world["repo"].parent / "repo.tasks" / "t1" / "audit-trail.json").read_text())
+    assert trail["agent_invocations"][-1]["session_id"] == "agent:t1:a"
+    r = run_cli(world["repo"], "--json", "report", "t1", "--agent", "b", "--status", "COMPLETE", session="owner-1")
+    assert r.returncode == 0, r
+
+
+def test_sync_is_the_agents_own(world: dict[str, Path]) -> None:
+    commit(world["task_wt"], {"base.txt": "x\n"}, "task moved")
+    a_env = {"SPARK_AGENT": "a", "SPARK_TASK": "t1", "SPARK_SESSION_ID": caller.agent_session("t1", "a")}
+    r = run_cli(world["a"], "--json", "sync", "t1", "--agent", "a", session=None, env=a_env)
+    assert r.returncode == 0 and r.json["data"]["rebased"], r
+    assert run_cli(world["a"], "--json", "sync", "t1", "--agent", "b", session=None, env=a_env).returncode == 3
+    assert run_cli(world["repo"], "--json", "sync", "t1", "--agent", "b", session="owner-1").returncode == 0
