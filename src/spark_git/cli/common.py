@@ -169,7 +169,7 @@ def _guard(ctx: typer.Context, st: AppState, layout: Layout) -> None:
 
     p = ctx.params
     task, agent = p.get("task"), p.get("agent")
-    caller.check(ctx.command_path.partition(" ")[2], layout.tasks_root, st.cwd,
+    caller.check(ctx.command_path.partition(" ")[2], layout.tasks_root, layout.main_worktree, st.cwd,
                  task if isinstance(task, str) else None, agent if isinstance(agent, str) else None)
 
 

@@ -105,7 +105,7 @@ def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancest
     """Everything that marks the caller as an agent (empty: the coordinator)."""
     root = real(tasks_root)
     out = _env_signs(env, "the environment sets")
-    out += [s for d in dict.fromkeys(dirs) if (s := _dir_sign(root, d, "the working directory is")) is not None]
+    out += [s for d in dict.fromkeys(dirs) if (s := _dir_sign(root, d, _HERE)) is not None]
     for pid, name in _ancestors() if ancestors else ():
         where = f"process {pid} ({name}), which this command runs under,"
         out += _env_signs(_environ(pid), f"{where} was started with")
@@ -119,9 +119,9 @@ def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancest
     return out
 
 
-def check(command: str, tasks_root: Path, cwd: Path, task: str | None, agent: str | None) -> None:
+def check(command: str, tasks_root: Path, main: Path, cwd: Path, task: str | None, agent: str | None) -> None:
     """The guard: Blocked (exit 3) when an agent runs a coordinator command, or a command of another
-    agent. `task`/`agent`: the command's own arguments."""
+    agent. `main`: the main worktree; `cwd`: where the command runs (-C); `task`/`agent`: its arguments."""
     if command not in COORDINATOR and command not in SELF_ONLY:
         return
     try:
@@ -131,13 +131,17 @@ def check(command: str, tasks_root: Path, cwd: Path, task: str | None, agent: st
     found = signs(tasks_root, os.environ, (cwd, here))
     if not found:
         return
-    first = found[0]
     if command in SELF_ONLY and agent and all(s.agent == agent and s.task in (None, task) for s in found):
         return
-    raise refusal(command, first, found, task)
+    # Only this command's own directory says "agent": it may be a coordinator who `cd`-ed in.
+    moved = all(s.why.startswith(_HERE) for s in found)
+    raise refusal(command, found[0], found, task, main=main if moved else None)
 
 
-def refusal(command: str, me: Sign, found: list[Sign], task: str | None) -> Blocked:
+_HERE = "the working directory is"
+
+
+def refusal(command: str, me: Sign, found: list[Sign], task: str | None, main: Path | None = None) -> Blocked:
     t = me.task or task
     who = f"agent {me.agent}" + (f" of task {t}" if t else "")
     if command in SELF_ONLY:
@@ -146,10 +150,11 @@ def refusal(command: str, me: Sign, found: list[Sign], task: str | None) -> Bloc
     else:
         msg = f"`spark-git {command}` is the coordinator's, and this is {who}"
         nxt = [f"spark-git report {t} --agent {me.agent} --status COMPLETE", f"spark-git status {t}"] if t else ["spark-git status"]
+    hint = ("an agent works and commits in its own worktree and reports with `spark-git report`; the coordinator "
+            "(the task owner's session, outside every agent worktree) merges, approves and completes")
     return Blocked(
         msg + ": " + "; ".join(s.why for s in found),
-        hint="an agent works and commits in its own worktree and reports with `spark-git report`; the coordinator "
-             "(the task owner's session, outside every agent worktree) merges, approves and completes",
+        hint=hint + (f"; a coordinator standing in an agent worktree runs it from elsewhere: cd {main}" if main else ""),
         next=nxt, details={"agents": sorted({f"{s.task or '?'}/{s.agent}" for s in found})}, task=task,
     )
 
