@@ -171,3 +171,28 @@ def test_sync_is_the_agents_own(world: dict[str, Path]) -> None:
     assert r.returncode == 0 and r.json["data"]["rebased"], r
     assert run_cli(world["a"], "--json", "sync", "t1", "--agent", "b", session=None, env=a_env).returncode == 3
     assert run_cli(world["repo"], "--json", "sync", "t1", "--agent", "b", session="owner-1").returncode == 0
+
+
+@pytest.mark.parametrize("client", ["claude", "codex", "gemini"])
+def test_session_start_tells_an_agent_who_it_is_never_the_owners_tasks(world: dict[str, Path], client: str) -> None:
+    """Fails before: with the owner's session in the environment (what `env --agent` gave), the
+    agent's session start listed the owner's task and told it to `cd` into the task worktree."""
+    ev = {"session_id": "client-1", "cwd": str(world["a"]), "hook_event_name": "SessionStart", "source": "startup"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+    for launched, extra in ((world["a"], {"SPARK_SESSION_ID": "owner-1"}),  # in its worktree, the owner's session exported
+                            (world["repo"], {"SPARK_AGENT": "a", "SPARK_TASK": "t1", "SPARK_SESSION_ID": caller.agent_session("t1", "a")})):
+        r = spark(launched, "hook", "session-start", "--client", client, input=json.dumps({**ev, "cwd": str(launched), "session_id": f"c-{launched.name}"}),
+                  env={**env, **extra}, process=True)
+        assert r.returncode == 0, r
+        text = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"] if client == "gemini" else r.stdout
+        assert "you are agent a (role other) of task t1" in text and "not the coordinator" in text
+        assert f"your worktree: {world['a']} (branch task-t1-agent-a)" in text
+        assert "spark-git report t1 --agent a --status COMPLETE" in text and '"[a] what changed"' in text
+        assert "owns" not in text and str(world["task_wt"]) not in text and "spark-git merge" not in text
+    r = spark(world["a"], "--json", "hook", "session-start", input=json.dumps(ev), env={**env, "SPARK_SESSION_ID": "owner-1"}, process=True)
+    d = r.json["data"]
+    assert d["tasks"] == [] and d["agent"]["agent"] == "a" and d["agent"]["branch"] == "task-t1-agent-a", r
+    # the coordinator's own session start is unchanged: its task, every worktree
+    r = spark(world["repo"], "hook", "session-start", input=json.dumps({**ev, "cwd": str(world["repo"]), "session_id": "coord"}),
+              env={**env, "SPARK_SESSION_ID": "owner-1"}, process=True)
+    assert "owns 1 task(s)" in r.stdout and f"agent a: {world['a']}" in r.stdout, r
