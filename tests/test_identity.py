@@ -196,3 +196,27 @@ def test_session_start_tells_an_agent_who_it_is_never_the_owners_tasks(world: di
     r = spark(world["repo"], "hook", "session-start", input=json.dumps({**ev, "cwd": str(world["repo"]), "session_id": "coord"}),
               env={**env, "SPARK_SESSION_ID": "owner-1"}, process=True)
     assert "owns 1 task(s)" in r.stdout and f"agent a: {world['a']}" in r.stdout, r
+
+
+def test_gates_and_setup_run_as_the_agent_or_the_gate_never_as_the_owner(tmp_path: Path) -> None:
+    """The agents' code runs in gates and set-up commands: there it is refused the coordinator's
+    commands even when it names the owner's session. Fails before: they ran with the owner's session."""
+    log = tmp_path / "log"
+    probe = (f"echo $SPARK_SESSION_ID >> {log}; {PY} -m spark_git --json merge t1 --agent b --session owner-1 > /dev/null; echo merge $? >> {log};"
+             f" {PY} -m spark_git --json report t1 --agent b --status COMPLETE --session owner-1 > /dev/null; echo report $? >> {log}")
+    # final differs from build (`; true`): a verdict of the same command on this tree would be reused
+    cfg = (f'protocol = "light"\n[worktree]\nsetup = [["sh", "-c", "echo setup $SPARK_SESSION_ID >> {log}"]]\n'
+           f"[gates]\nbuild = {json.dumps(['sh', '-c', probe])}\nfinal = {json.dumps(['sh', '-c', probe + '; true'])}\n[approval]\nallow_non_interactive = true\n")
+    repo = make_repo(tmp_path / "repo", config=cfg)
+    r = run_cli(repo, "--json", "start", "t1", "--agents", "a,b", session="owner-1")
+    assert r.returncode == 0 and log.exists(), r
+    assert sorted(log.read_text().splitlines()) == ["setup agent:t1:a", "setup agent:t1:b", "setup gate:t1"]
+    log.unlink()
+    commit(tmp_path / "repo.tasks" / "t1" / "agents" / "a" / "code", {"a.txt": "a\n"}, "[a] work")
+    assert run_cli(repo, "--json", "merge", "t1", "--agent", "a", session="owner-1").returncode == 0
+    assert log.read_text().splitlines() == ["agent:t1:a", "merge 3", "report 3"]
+    log.unlink()
+    assert run_cli(repo, "--json", "approve", "t1", "--changes", session="owner-1").returncode == 0
+    r = run_cli(repo, "--json", "complete", "t1", session="owner-1")
+    assert r.returncode == 0, r
+    assert log.read_text().splitlines() == ["gate:t1", "merge 3", "report 3"]

@@ -136,8 +136,8 @@ def agent_of(layout: Layout, session: object, cwd: Path) -> tuple[str, str] | No
     place = identity.caller(repo, session if isinstance(session, str) else None, str(cwd)) if repo is not None else None
     if place is not None and place.kind == "agent" and place.task and place.agent:
         return place.task, place.agent
-    found = [s for s in caller.signs(layout.tasks_root, os.environ, ()) if s.task]
-    return (found[0].task, found[0].agent) if found and found[0].task else None
+    found = [(s.task, s.agent) for s in caller.signs(layout.tasks_root, os.environ, ()) if s.task and s.agent]
+    return found[0] if found else None
 
 
 def from_event(event_cwd: str | None) -> Path:

@@ -27,6 +27,7 @@ AGENT_ENV = "SPARK_AGENT"
 TASK_ENV = "SPARK_TASK"
 SESSION_ENV = "SPARK_SESSION_ID"
 PREFIX = "agent:"
+GATE_PREFIX = "gate:"
 
 # Commands only the coordinator runs (as `spark-git <words>`), and those an agent runs for itself
 # (the --agent they name must be the caller). Every other command is open to agents (views, hooks).
@@ -43,6 +44,11 @@ def agent_session(task: str, agent: str) -> str:
     return f"{PREFIX}{task}:{agent}"
 
 
+def gate_session(task: str) -> str:
+    """The session id of what spark-git runs in the task worktree (gates, set-up): not the owner's."""
+    return f"{GATE_PREFIX}{task}"
+
+
 def agent_of(session: str | None) -> tuple[str, str] | None:
     """(task, agent) when `session` is an agent's session id."""
     if not session or not session.startswith(PREFIX):
@@ -52,11 +58,12 @@ def agent_of(session: str | None) -> tuple[str, str] | None:
 
 
 class Sign:
-    """One thing that marks the caller as agent `agent` (of `task`, when known)."""
+    """One thing that marks the caller as agent `agent` (of `task`, when known); agent None: a gate
+    or set-up command spark-git runs in the task worktree."""
 
     __slots__ = ("agent", "task", "why")
 
-    def __init__(self, task: str | None, agent: str, why: str) -> None:
+    def __init__(self, task: str | None, agent: str | None, why: str) -> None:
         self.task, self.agent, self.why = task, agent, why
 
 
@@ -64,9 +71,12 @@ def _env_signs(env: Mapping[str, str], where: str) -> list[Sign]:
     out = []
     if env.get(AGENT_ENV):
         out.append(Sign(env.get(TASK_ENV) or None, env[AGENT_ENV], f"{where} {AGENT_ENV}={env[AGENT_ENV]}"))
-    pair = agent_of(env.get(SESSION_ENV))
+    session = env.get(SESSION_ENV) or ""
+    pair = agent_of(session)
     if pair:
-        out.append(Sign(pair[0], pair[1], f"{where} the agent session {SESSION_ENV}={env[SESSION_ENV]}"))
+        out.append(Sign(pair[0], pair[1], f"{where} the agent session {SESSION_ENV}={session}"))
+    elif session.startswith(GATE_PREFIX):
+        out.append(Sign(session[len(GATE_PREFIX):] or None, None, f"{where} the gate session {SESSION_ENV}={session}"))
     return out
 
 
@@ -144,6 +154,10 @@ _HERE = "the working directory is"
 def refusal(command: str, me: Sign, found: list[Sign], task: str | None, main: Path | None = None) -> Blocked:
     t = me.task or task
     who = f"agent {me.agent}" + (f" of task {t}" if t else "")
+    if me.agent is None:  # a gate or set-up command: it acts for nobody
+        return Blocked(f"`spark-git {command}` is not for a command spark-git runs in task {t}'s worktree (a gate or set-up): "
+                       + "; ".join(s.why for s in found), hint="gates and set-up commands only check and prepare; the coordinator acts",
+                       next=[f"spark-git status {t}" if t else "spark-git status"], details={"agents": []}, task=task)
     if command in SELF_ONLY:
         msg = f"{who} runs `spark-git {command}` only for itself" + ("" if command != "env" else " (`--agent` names it)")
         nxt = [f"spark-git {command} {t} --agent {me.agent}" + (" --status WORKING" if command == "report" else "")] if t else []
@@ -155,7 +169,7 @@ def refusal(command: str, me: Sign, found: list[Sign], task: str | None, main: P
     return Blocked(
         msg + ": " + "; ".join(s.why for s in found),
         hint=hint + (f"; a coordinator standing in an agent worktree runs it from elsewhere: cd {main}" if main else ""),
-        next=nxt, details={"agents": sorted({f"{s.task or '?'}/{s.agent}" for s in found})}, task=task,
+        next=nxt, details={"agents": sorted({f"{s.task or '?'}/{s.agent}" for s in found if s.agent})}, task=task,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from spark_git.core.caller import agent_session
+from spark_git.core.caller import agent_session, gate_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
 from spark_git.core.layout import Layout, agent_name, task_name
@@ -114,11 +114,15 @@ def spark_vars(store: Store | Layout, task: str, agent: str | None = None, sessi
     }
 
 
-def for_worktree(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
+def for_worktree(store: Store | Layout, task: str, agent: str | None = None) -> dict[str, str]:
     """The environment gates and setup commands run with: the process environment without variables
-    that would point git at another repository, plus SPARK_* of the worktree."""
+    that would point git at another repository, plus SPARK_* of the worktree. They run the agents'
+    code: in an agent worktree as that agent, in the task worktree as the task's gate, never as the
+    owner (core/caller.py refuses both the coordinator's commands)."""
     env = clean_env()
-    env.update(spark_vars(store, task, agent, session, need_port=False))
+    env.update(spark_vars(store, task, agent, need_port=False))
+    if agent is None:
+        env["SPARK_SESSION_ID"] = gate_session(task)
     return env
 
 
