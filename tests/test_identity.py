@@ -220,3 +220,17 @@ def test_gates_and_setup_run_as_the_agent_or_the_gate_never_as_the_owner(tmp_pat
     r = run_cli(repo, "--json", "complete", "t1", session="owner-1")
     assert r.returncode == 0, r
     assert log.read_text().splitlines() == ["gate:t1", "merge 3", "report 3"]
+
+
+def test_the_hook_judges_a_session_started_with_an_agents_environment_as_that_agent(world: dict[str, Path]) -> None:
+    """Launched in the main worktree with `env --agent a`'s variables: a's worktree is its own, the
+    main worktree and b's are not. Fails before: it was judged as the coordinator (a's worktree blocked)."""
+    from tests.hookutil import event, hook
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+    env.update(json.loads(run_cli(world["repo"], "env", "t1", "--agent", "a", "--shell", "json", session=None).stdout))
+    spark(world["repo"], "hook", "session-start", input=json.dumps({"session_id": "c1", "cwd": str(world["repo"])}), env=env, process=True)
+    assert hook(event(world["repo"], "Write", session="c1", file_path=str(world["a"] / "x.py")), env).returncode == 0
+    for elsewhere in (world["repo"] / "x.py", world["b"] / "x.py"):
+        r = hook(event(world["repo"], "Write", session="c1", file_path=str(elsewhere)), env)
+        assert r.returncode == 2, (elsewhere, r)

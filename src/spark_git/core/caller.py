@@ -80,6 +80,12 @@ def _env_signs(env: Mapping[str, str], where: str) -> list[Sign]:
     return out
 
 
+def env_agent(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(task, agent) that `env` names as its agent (SPARK_AGENT with SPARK_TASK, or an agent session)."""
+    found = [(s.task, s.agent) for s in _env_signs(env, "") if s.task and s.agent]
+    return found[0] if found else None
+
+
 def _dir_sign(tasks_root: Path, d: Path, where: str) -> Sign | None:
     place = locate(tasks_root, real(d))
     if place.kind != "agent" or not place.agent:
