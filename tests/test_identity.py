@@ -234,3 +234,11 @@ def test_the_hook_judges_a_session_started_with_an_agents_environment_as_that_ag
     for elsewhere in (world["repo"] / "x.py", world["b"] / "x.py"):
         r = hook(event(world["repo"], "Write", session="c1", file_path=str(elsewhere)), env)
         assert r.returncode == 2, (elsewhere, r)
+
+
+def test_an_agent_session_given_as_an_option_is_an_agent(world: dict[str, Path]) -> None:
+    """No agent session ever owns a task or the main lock, however it is given."""
+    for call in (["start", "t9"], ["lock", "main"], ["merge", "t1", "--agent", "a"]):
+        r = run_cli(world["repo"], "--json", *call, "--session", caller.agent_session("t1", "a"), session=None)
+        assert r.returncode == 3 and "--session gives the agent session" in r.json["summary"], (call, r)
+    assert not (world["repo"].parent / "repo.tasks" / "t9").exists()

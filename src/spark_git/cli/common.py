@@ -167,10 +167,8 @@ def _guard(ctx: typer.Context, st: AppState, layout: Layout) -> None:
     commands, nor report, sync or env for another agent."""
     from spark_git.core import caller
 
-    p = ctx.params
-    task, agent = p.get("task"), p.get("agent")
-    caller.check(ctx.command_path.partition(" ")[2], layout.tasks_root, layout.main_worktree, st.cwd,
-                 task if isinstance(task, str) else None, agent if isinstance(agent, str) else None)
+    task, agent, session = (v if isinstance(v := ctx.params.get(k), str) else None for k in ("task", "agent", "session"))
+    caller.check(ctx.command_path.partition(" ")[2], layout.tasks_root, layout.main_worktree, st.cwd, task, agent, session)
 
 
 def _stop_progress(st: AppState) -> None:

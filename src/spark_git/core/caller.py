@@ -135,16 +135,18 @@ def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancest
     return out
 
 
-def check(command: str, tasks_root: Path, main: Path, cwd: Path, task: str | None, agent: str | None) -> None:
+def check(command: str, tasks_root: Path, main: Path, cwd: Path, task: str | None, agent: str | None, session: str | None = None) -> None:
     """The guard: Blocked (exit 3) when an agent runs a coordinator command, or a command of another
-    agent. `main`: the main worktree; `cwd`: where the command runs (-C); `task`/`agent`: its arguments."""
+    agent. `main`: the main worktree; `cwd`: where the command runs (-C); `task`/`agent`/`session`:
+    its arguments (a --session of the agent form is an agent too)."""
     if command not in COORDINATOR and command not in SELF_ONLY:
         return
     try:
         here = Path.cwd()
     except OSError:  # the directory was removed under us
         here = cwd
-    found = signs(tasks_root, os.environ, (cwd, here))
+    found = _env_signs({SESSION_ENV: session} if session else {}, "--session gives")
+    found += signs(tasks_root, os.environ, (cwd, here))
     if not found:
         return
     if command in SELF_ONLY and agent and all(s.agent == agent and s.task in (None, task) for s in found):
