@@ -242,3 +242,14 @@ def test_an_agent_session_given_as_an_option_is_an_agent(world: dict[str, Path])
         r = run_cli(world["repo"], "--json", *call, "--session", caller.agent_session("t1", "a"), session=None)
         assert r.returncode == 3 and "--session gives the agent session" in r.json["summary"], (call, r)
     assert not (world["repo"].parent / "repo.tasks" / "t9").exists()
+
+
+def test_an_agent_of_another_repository_is_the_coordinator_here(world: dict[str, Path], tmp_path: Path) -> None:
+    """Agent a of this repo runs another repo's tests (which start tasks there): its marks name this
+    repo's worktrees, so the other repo does not take it for an agent."""
+    other = make_repo(tmp_path / "other")
+    agent_env = json.loads(run_cli(world["repo"], "env", "t1", "--agent", "a", "--shell", "json", session=None).stdout)
+    r = _bash(f"cd {other} && SPARK_SESSION_ID=o1 spark-git --json start t2 --agents x; exit $?", world["a"], env={**agent_env, "SPARK_SESSION_ID": "o1"})
+    assert r.returncode == 0, r
+    r = _bash(f"cd {world['repo']} && spark-git --json merge t1 --agent a --session owner-1; exit $?", world["a"], env=agent_env)
+    assert r.returncode == 3, r

@@ -43,7 +43,7 @@ def caller(repo: Repo, session: str | None, cwd: str) -> Place:
     the agent), or stands in one that `hook worktree-create` made for it (EnterWorktree, a
     worktree-isolated subagent: same session, new cwd); any other place means the coordinator."""
     launched = repo.locate(real(launch_dir(repo, session, cwd)))
-    named = env_agent(os.environ) if launched.kind != "agent" else None
+    named = env_agent(os.environ, repo.tasks_root) if launched.kind != "agent" else None
     if named is not None:  # started with an agent's environment (`spark-git env T --agent A`): that agent, wherever launched
         launched = Place("agent", named[0], named[1])
     if not session:

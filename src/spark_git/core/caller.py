@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 AGENT_ENV = "SPARK_AGENT"
 TASK_ENV = "SPARK_TASK"
 SESSION_ENV = "SPARK_SESSION_ID"
+WORKTREE_ENV = "SPARK_WORKTREE"
 PREFIX = "agent:"
 GATE_PREFIX = "gate:"
 
@@ -59,15 +60,20 @@ def agent_of(session: str | None) -> tuple[str, str] | None:
 
 class Sign:
     """One thing that marks the caller as agent `agent` (of `task`, when known); agent None: a gate
-    or set-up command spark-git runs in the task worktree."""
+    or set-up command spark-git runs in the task worktree. `here`: only the command's own directory."""
 
-    __slots__ = ("agent", "task", "why")
+    __slots__ = ("agent", "here", "task", "why")
 
-    def __init__(self, task: str | None, agent: str | None, why: str) -> None:
-        self.task, self.agent, self.why = task, agent, why
+    def __init__(self, task: str | None, agent: str | None, why: str, here: bool = False) -> None:
+        self.task, self.agent, self.why, self.here = task, agent, why, here
 
 
-def _env_signs(env: Mapping[str, str], where: str) -> list[Sign]:
+def _env_signs(env: Mapping[str, str], where: str, root: Path | None = None) -> list[Sign]:
+    """Signs in `env`; with `root`, only when its SPARK_WORKTREE (if any) is under that tasks root: an
+    agent of another repository (running this repo's tests, say) is not an agent here."""
+    wt = env.get(WORKTREE_ENV)
+    if root is not None and wt and locate(root, real(wt)).kind == "outside":
+        return []
     out = []
     if env.get(AGENT_ENV):
         out.append(Sign(env.get(TASK_ENV) or None, env[AGENT_ENV], f"{where} {AGENT_ENV}={env[AGENT_ENV]}"))
@@ -80,17 +86,17 @@ def _env_signs(env: Mapping[str, str], where: str) -> list[Sign]:
     return out
 
 
-def env_agent(env: Mapping[str, str]) -> tuple[str, str] | None:
+def env_agent(env: Mapping[str, str], tasks_root: Path) -> tuple[str, str] | None:
     """(task, agent) that `env` names as its agent (SPARK_AGENT with SPARK_TASK, or an agent session)."""
-    found = [(s.task, s.agent) for s in _env_signs(env, "") if s.task and s.agent]
+    found = [(s.task, s.agent) for s in _env_signs(env, "", real(tasks_root)) if s.task and s.agent]
     return found[0] if found else None
 
 
-def _dir_sign(tasks_root: Path, d: Path, where: str) -> Sign | None:
+def _dir_sign(tasks_root: Path, d: Path, where: str, here: bool = False) -> Sign | None:
     place = locate(tasks_root, real(d))
     if place.kind != "agent" or not place.agent:
         return None
-    return Sign(place.task, place.agent, f"{where} in agent {place.agent}'s worktree ({d})")
+    return Sign(place.task, place.agent, f"{where} in agent {place.agent}'s worktree ({d})", here)
 
 
 def _ancestors(limit: int = 64) -> Iterable[tuple[int, str]]:
@@ -114,17 +120,17 @@ def _environ(pid: int) -> dict[str, str]:
     except OSError:
         return {}
     pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
-    return {k: v for k, _, v in pairs if k in (AGENT_ENV, TASK_ENV, SESSION_ENV)}
+    return {k: v for k, _, v in pairs if k in (AGENT_ENV, TASK_ENV, SESSION_ENV, WORKTREE_ENV)}
 
 
 def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancestors: bool = True) -> list[Sign]:
     """Everything that marks the caller as an agent (empty: the coordinator)."""
     root = real(tasks_root)
-    out = _env_signs(env, "the environment sets")
-    out += [s for d in dict.fromkeys(dirs) if (s := _dir_sign(root, d, _HERE)) is not None]
+    out = _env_signs(env, "the environment sets", root)
+    out += [s for d in dict.fromkeys(dirs) if (s := _dir_sign(root, d, "the working directory is", here=True)) is not None]
     for pid, name in _ancestors() if ancestors else ():
         where = f"process {pid} ({name}), which this command runs under,"
-        out += _env_signs(_environ(pid), f"{where} was started with")
+        out += _env_signs(_environ(pid), f"{where} was started with", root)
         try:
             cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
         except OSError:
@@ -152,11 +158,8 @@ def check(command: str, tasks_root: Path, main: Path, cwd: Path, task: str | Non
     if command in SELF_ONLY and agent and all(s.agent == agent and s.task in (None, task) for s in found):
         return
     # Only this command's own directory says "agent": it may be a coordinator who `cd`-ed in.
-    moved = all(s.why.startswith(_HERE) for s in found)
+    moved = all(s.here for s in found)
     raise refusal(command, found[0], found, task, main=main if moved else None)
-
-
-_HERE = "the working directory is"
 
 
 def refusal(command: str, me: Sign, found: list[Sign], task: str | None, main: Path | None = None) -> Blocked:
@@ -168,7 +171,7 @@ def refusal(command: str, me: Sign, found: list[Sign], task: str | None, main: P
                        next=[f"spark-git status {t}" if t else "spark-git status"], details={"agents": []}, task=task)
     if command in SELF_ONLY:
         msg = f"{who} runs `spark-git {command}` only for itself" + ("" if command != "env" else " (`--agent` names it)")
-        nxt = [f"spark-git {command} {t} --agent {me.agent}" + (" --status WORKING" if command == "report" else "")] if t else []
+        nxt = [f"spark-git {command} {t} --agent {me.agent}" + (" --status WORKING" if command == "report" else "")] if t else ["spark-git status"]
     else:
         msg = f"`spark-git {command}` is the coordinator's, and this is {who}"
         nxt = [f"spark-git report {t} --agent {me.agent} --status COMPLETE", f"spark-git status {t}"] if t else ["spark-git status"]
