@@ -107,10 +107,11 @@ def spark_vars(store: Store | Layout, task: str, agent: str | None = None, sessi
 
 
 def for_worktree(store: Store | Layout, task: str, agent: str | None = None) -> dict[str, str]:
-    """The environment gates and setup commands run with: the process environment without variables
-    that would point git at another repository, plus SPARK_* of the worktree. They run the agents'
-    code: in an agent worktree as that agent, in the task worktree as the task's gate, never as the
-    owner (core/caller.py refuses both the coordinator's commands)."""
+    """The environment gates and setup commands run with (and an agent's client, when spark-git starts
+    one): the process environment without variables that would point git at another repository, plus
+    SPARK_* of the worktree. They run the agents' code: in an agent worktree as that agent, in the
+    task worktree as the task's gate, never as the owner (core/caller.py refuses both the
+    coordinator's commands)."""
     env = clean_env()
     env.update(spark_vars(store, task, agent, need_port=False))
     if agent is None:
