@@ -62,10 +62,10 @@ class Sign:
     """One thing that marks the caller as agent `agent` (of `task`, when known); agent None: a gate
     or set-up command spark-git runs in the task worktree. `here`: only the command's own directory."""
 
-    __slots__ = ("agent", "here", "task", "why")
+    __slots__ = ("agent", "here", "kind", "task", "why")
 
-    def __init__(self, task: str | None, agent: str | None, why: str, here: bool = False) -> None:
-        self.task, self.agent, self.why, self.here = task, agent, why, here
+    def __init__(self, task: str | None, agent: str | None, why: str, kind: str, here: bool = False) -> None:
+        self.task, self.agent, self.why, self.kind, self.here = task, agent, why, kind, here
 
 
 def _env_signs(env: Mapping[str, str], where: str, root: Path | None = None) -> list[Sign]:
@@ -76,13 +76,13 @@ def _env_signs(env: Mapping[str, str], where: str, root: Path | None = None) -> 
         return []
     out = []
     if env.get(AGENT_ENV):
-        out.append(Sign(env.get(TASK_ENV) or None, env[AGENT_ENV], f"{where} {AGENT_ENV}={env[AGENT_ENV]}"))
+        out.append(Sign(env.get(TASK_ENV) or None, env[AGENT_ENV], f"{where} {AGENT_ENV}={env[AGENT_ENV]}", AGENT_ENV))
     session = env.get(SESSION_ENV) or ""
     pair = agent_of(session)
     if pair:
-        out.append(Sign(pair[0], pair[1], f"{where} the agent session {SESSION_ENV}={session}"))
+        out.append(Sign(pair[0], pair[1], f"{where} the agent session {SESSION_ENV}={session}", SESSION_ENV))
     elif session.startswith(GATE_PREFIX):
-        out.append(Sign(session[len(GATE_PREFIX):] or None, None, f"{where} the gate session {SESSION_ENV}={session}"))
+        out.append(Sign(session[len(GATE_PREFIX):] or None, None, f"{where} the gate session {SESSION_ENV}={session}", SESSION_ENV))
     return out
 
 
@@ -96,7 +96,7 @@ def _dir_sign(tasks_root: Path, d: Path, where: str, here: bool = False) -> Sign
     place = locate(tasks_root, real(d))
     if place.kind != "agent" or not place.agent:
         return None
-    return Sign(place.task, place.agent, f"{where} in agent {place.agent}'s worktree ({d})", here)
+    return Sign(place.task, place.agent, f"{where} in agent {place.agent}'s worktree ({d})", "dir", here)
 
 
 def _ancestors(limit: int = 64) -> Iterable[tuple[int, str]]:
@@ -137,6 +137,19 @@ def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancest
             continue
         s = _dir_sign(root, cwd, f"{where} runs")
         if s is not None:
+            out.append(s)
+    return _first_of_each(out)
+
+
+def _first_of_each(found: list[Sign]) -> list[Sign]:
+    """One sign per agent and kind, the command's own directory apart (a shell and the client it runs in
+    often share a directory and an environment: the refusal names it once)."""
+    seen: set[tuple[str | None, str | None, str, bool]] = set()
+    out = []
+    for s in found:
+        key = (s.task, s.agent, s.kind, s.here)
+        if key not in seen:
+            seen.add(key)
             out.append(s)
     return out
 
