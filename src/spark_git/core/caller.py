@@ -7,9 +7,10 @@ nothing of the owner's session). A caller is an agent when any of these says so:
 - the same facts of a process it runs under (Linux /proc): the client an agent runs in was started
   with the agent's environment, or in its worktree, and an agent can change its own environment and
   directory, never its parents'.
+Gates and set-up commands in the task worktree run as `gate:<task>`, which acts for nobody.
 Coordinator commands refuse an agent (exit 3); `report`, `sync` and `env` take an agent only for
 itself. The one guard is `check`, called for every command by cli/common.execute. Standard library
-only (the session-start hook reads it too)."""
+only (the hooks read it too: identity.caller, session-start)."""
 
 from __future__ import annotations
 
