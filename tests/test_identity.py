@@ -257,3 +257,21 @@ def test_an_agent_of_another_repository_is_the_coordinator_here(world: dict[str,
     assert r.returncode == 0, r
     r = _bash(f"cd {world['repo']} && spark-git --json merge t1 --agent a --session owner-1; exit $?", world["a"], env=agent_env)
     assert r.returncode == 3, r
+
+
+def test_a_worktree_made_by_the_worktree_hook_is_an_agents_place(world: dict[str, Path]) -> None:
+    """A worktree-isolated subagent of the coordinator's Claude Code session shares its environment
+    (the owner's session exported): standing in the worktree `hook worktree-create` made, it is that
+    agent, refused the coordinator's commands. Fails before: the merge was accepted."""
+    from tests.hookutil import client_event, replay
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+    r = replay(client_event("claude-WorktreeCreate", CWD=str(world["repo"]), NAME="helper", SESSION="coord"), "claude", "worktree-create",
+               env={**env, "SPARK_SESSION_ID": "owner-1"})
+    assert r.returncode == 0, r
+    sub = Path(r.stdout.strip())
+    assert sub == world["repo"].parent / "repo.tasks" / "t1" / "agents" / "helper" / "code"
+    r = spark(sub, "--json", "merge", "t1", "--agent", "helper", env={**env, "SPARK_SESSION_ID": "owner-1"}, process=True)
+    assert r.returncode == 3 and "agent helper of task t1" in r.json["summary"], r
+    r = spark(sub, "--json", "report", "t1", "--agent", "helper", "--status", "WORKING", env={**env, "SPARK_SESSION_ID": "owner-1"})
+    assert r.returncode == 0, r  # its own report: the owner's session is accepted for any agent
