@@ -73,7 +73,7 @@ def test_request_changes_goes_back_and_lands_after_a_new_round(tmp_path: Path) -
         assert p.go()["to"] == to
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
     trail = (p.root / "audit-trail.json").read_text()
     assert '"changes_requested"' in trail
 
@@ -113,7 +113,7 @@ def test_a_failed_build_goes_back_to_implementation_and_lands(tmp_path: Path) ->
         assert p.go()["to"] == to
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
 
 
 def test_every_refusal_hint_on_a_moving_main_is_accepted(tmp_path: Path) -> None:

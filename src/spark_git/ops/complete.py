@@ -25,7 +25,7 @@ class CompleteData(Model):
     old_base: str | None = None
     new_base: str | None = None
     approved_sha: str
-    landed_commit: str | None = None  # the task's last commit on the base (== approved_sha unless replayed onto a newer base)
+    landed_commit: str | None = None  # the merge commit the task landed as on the base (second parent: approved_sha)
     batch: list[str] = []  # the tasks gated and landed together
     queue_ref: str | None = None
     gate: gates.GateEvidence | None = None
@@ -54,7 +54,8 @@ def result_of(o: QueueOutcome, base: str) -> CompleteData:
                      details={"log_path": o.gate_log, "log_tail": gates.log_tail(o.gate_log), "batch": o.batch, "queue_ref": o.ref,
                               "sent_back_to_implementation": o.sent_back, "retry": nxt})
     if o.result == "blocked":
-        raise Blocked(f"{o.task} was not completed: {o.reason}", task=o.task, details={"files": o.files, "queue_ref": o.ref})
+        raise Blocked(f"{o.task} was not completed: {o.reason}", task=o.task, details={"files": o.files, "queue_ref": o.ref},
+                      next=o.next or None)
     return CompleteData(task=o.task, base_branch=base, old_base=o.old_base, new_base=o.new_base, approved_sha=o.head,
                         landed_commit=o.landed_commit, batch=o.batch, queue_ref=o.ref,
                         gate=gates.GateEvidence.model_validate(o.gate) if o.gate else None,
