@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spark_git import protocol
-from spark_git.core.errors import SparkError
+from spark_git.core.errors import GitError, SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
@@ -23,7 +23,7 @@ from spark_git.ops.merging.record import (
     record,
     record_unrecorded_landing,
 )
-from spark_git.ops.merging.rewrite import rebase, stamp
+from spark_git.ops.merging.rewrite import rebase, stamp, undo
 from spark_git.ops.merging.verify import verify
 from spark_git.ops.radar import Clash
 from spark_git.ops.taskfile import load_task, save_task
@@ -144,6 +144,7 @@ def _merge_locked(
     if not plan.new:
         plan.recovered += record_unrecorded_landing(plan)
         return _data(plan, [], None)
+    original = plan.a_head
     rebase(plan)
     stamp(plan)
     if not plan.new:  # everything was already upstream after the rebase
@@ -152,6 +153,10 @@ def _merge_locked(
     try:
         ev = verify(plan, rerun=rerun, ticker=ticker)
     except SparkError as e:
+        try:
+            undo(plan, original)
+        except GitError as not_undone:  # e.g. the gate left files behind: the refusal says so, the archive ref keeps the head
+            e.details["agent_branch_not_restored"] = str(not_undone)
         e.details.setdefault("radar", [c.model_dump(mode="json") for c in clashes])
         raise
     land(plan)
