@@ -155,8 +155,8 @@ def _merge_locked(
     except SparkError as e:
         try:
             undo(plan, original)
-        except GitError as not_undone:  # e.g. the gate left files behind: the refusal says so, the archive ref keeps the head
-            e.details["agent_branch_not_restored"] = str(not_undone)
+        except GitError:  # the gate left files behind (its own refusal says so); the archive ref keeps the old head
+            pass
         e.details.setdefault("radar", [c.model_dump(mode="json") for c in clashes])
         raise
     land(plan)
