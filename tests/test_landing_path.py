@@ -74,3 +74,17 @@ def test_a_patch_that_changes_when_rebuilt_on_the_moved_main_is_not_landed(tmp_p
     assert r.returncode == 3, r
     assert "patch" in r.json["summary"] and r.json["next"] == ["spark-git update t1"], r.json
     assert git(q.repo, "rev-parse", "main") == before
+
+
+def test_complete_again_on_a_landed_task_says_it_has_landed_and_lands_nothing(tmp_path: Path) -> None:
+    # Issue 24, item 9: re-running `complete` said "main moved → update", and update "nothing to update".
+    q = Queue(tmp_path, 2)
+    for t in q.tasks:
+        assert q.spark(t, "complete", t).returncode == 0
+    main = git(q.repo, "rev-parse", "main")
+    r = q.spark("t0", "--json", "complete", "t0")
+    assert r.returncode == 0 and r.json["data"]["already_landed"] is True and r.json["next"] == ["spark-git cleanup t0"], r
+    assert r.json["data"]["landed_commit"] == git(q.repo, "rev-parse", "main~1")
+    r = q.spark("t0", "complete", "t0")
+    assert "landed already" in r.stdout, r.stdout
+    assert git(q.repo, "rev-parse", "main") == main and q.queue_refs() == []

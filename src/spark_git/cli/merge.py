@@ -238,6 +238,9 @@ def complete(
             return Result(f"task {d.task} is in the merge queue ({d.queue_ref})", d, task=d.task, next=["spark-git queue"])
 
         def human(out: Out) -> None:
+            if d.already_landed:
+                out.print(f"  it had landed already (as {(d.landed_commit or '?')[:12]}); nothing was done")
+                return
             how = f"one merge commit of the approved head {d.approved_sha[:12]}"
             out.print(f"  {d.base_branch}: {(d.old_base or '?')[:12]} → {(d.new_base or '?')[:12]} ({how})")
             if len(d.batch) > 1:
