@@ -96,11 +96,11 @@ def test_a_failed_build_goes_back_to_implementation_and_lands(tmp_path: Path) ->
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
     assert p.go()["to"] == "VALIDATION"
     (p.wt() / "stop.flag").write_text("")  # ignored: the build gate fails on a clean worktree
-    r = p.advance("REVIEW")
+    r = p.spark("--json", "advance", p.task, "--to", "REVIEW", "--rerun")  # the tree passed at its merge: --rerun runs it again
     assert r.returncode == 3 and "gates.build failed" in r.stdout, r
     r = p.advance("IMPLEMENTATION")  # no failing result recorded, no reason: refused, with the way
     assert r.returncode == 3 and "--why" in hints(r)[0], r
-    run_hints(p, p.advance("REVIEW"))  # runs `advance --to IMPLEMENTATION --why 'gates.build failed: …'`
+    run_hints(p, p.spark("--json", "advance", p.task, "--to", "REVIEW", "--rerun"))  # runs `advance --to IMPLEMENTATION --why 'gates.build failed: …'`
     assert p.state() == "IMPLEMENTATION"
     assert "gates.build failed" in p.task_json()["transition_log"][-1]["evidence"]["why"]
     (p.wt() / "stop.flag").unlink()
