@@ -88,3 +88,18 @@ def test_complete_again_on_a_landed_task_says_it_has_landed_and_lands_nothing(tm
     r = q.spark("t0", "complete", "t0")
     assert "landed already" in r.stdout, r.stdout
     assert git(q.repo, "rev-parse", "main") == main and q.queue_refs() == []
+
+
+def test_status_shows_that_the_queue_gave_the_head_back_and_the_way_on(tmp_path: Path) -> None:
+    # Issue 24, item 10: status did not show that a task was evicted from the queue.
+    q = Queue(tmp_path, 2)
+    for t in q.tasks:
+        commit(q.root / t / "code", {"shared.txt": f"{t}\n"}, f"{t}: shared")
+        assert q.spark(t, "approve", t, "--changes").returncode == 0
+    assert q.spark("t0", "complete", "t0").returncode == 0
+    assert q.spark("t1", "complete", "t1").returncode == 3
+    d = q.spark("t1", "--json", "status", "t1").json["data"]["tasks"][0]
+    assert d["given_back"]["result"] == "blocked" and "shared.txt" in d["given_back"]["reason"], d
+    assert d["given_back"]["next"] == ["spark-git update t1"]
+    out = q.spark("t1", "status", "t1").stdout
+    assert "the merge queue gave this head back" in out and "→ spark-git update t1" in out, out

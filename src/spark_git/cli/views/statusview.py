@@ -131,6 +131,10 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     lines = fit.fields(head, w)
     if t.problem:
         lines += fit.wrap(t.problem, w, "  ")
+    if t.given_back:
+        g = t.given_back
+        way = f" → {g.next[0]}" if g.next else ""
+        lines += fit.wrap(f"the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
     if t.forge:
         f = t.forge
         seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")
