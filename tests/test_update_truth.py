@@ -25,7 +25,10 @@ def test_update_after_a_resolved_conflict_says_the_approval_is_void_and_what_to_
     r = p2.spark("update", p2.task)  # the human-readable output
     assert r.returncode == 0, r
     assert "approval: voided" in r.stdout and "patch changed" in r.stdout, r.stdout
-    assert f"spark-git approve {p2.task} --changes" in r.stdout.split("next:")[-1], r.stdout
+    # protocol full: the head is no longer the one presented, so the way on is a new round, and the
+    # command that `complete` would ask for is what `update` says now
+    nxt = r.stdout.split("next:")[-1].strip()
+    assert nxt == f"spark-git approve {p2.task} --request-changes --why 'changed after review'", r.stdout
     (ev,) = [e for e in json.loads((p2.root / "audit-trail.json").read_text())["events"] if e.get("kind") == "updated"]
     assert ev["old_head"] == approved and ev["new_head"] == new and ev["approval"] == "voided", ev
     # status: the last build gate ran on the approved head, not on the head the conflict resolution made

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, GitError
 from spark_git.core.git import Git, Sha, branch_ref
@@ -20,7 +21,7 @@ from spark_git.gates import command as gates
 from spark_git.ops.shared.ignored import added, not_held, refuse_if
 from spark_git.ops.shared.merging.prepare import existing_worktree
 from spark_git.ops.shared.merging.rewrite import rebase_with_marker, recover_rebase, update_marker
-from spark_git.ops.shared.taskfile import updating
+from spark_git.ops.shared.taskfile import load_task, updating
 from spark_git.protocol import approval_holds
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, now
@@ -101,6 +102,7 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     if tf.base_commit != base_head and git.is_ancestor(tf.base_commit, base_head):
         tf.base_commit = base_head  # the task's commits are now base_head..head (who, log, classify)
     d.agents = [_bring_agent(tf, a, movers[a], Sha(d.new_head)) for a in tf.agents]
+    _last_merges_follow(git, tf, d)
     cp = tf.checkpoint
     if cp is not None and cp.type == "changes" and cp.commit_sha not in (None, d.new_head) and (d.rebased or cp.approved):
         _carry_approval(layout, tf, d)  # also after a rebase the coordinator finished (--leave-conflict)
@@ -133,6 +135,17 @@ def _rebase(layout: Layout, store: Store, tf: TaskFile, twt: Git, d: UpdateData,
     d.new_head = git.branch_head(tf.task_branch) or d.old_head
     d.rebased = True
     return True
+
+
+def _last_merges_follow(git: Git, tf: TaskFile, d: UpdateData) -> None:
+    """The agents' merged work is on the new head now (rebased, and after a resolved conflict with
+    another patch): their last merges follow, so no record points at a commit the branch left."""
+    if d.new_head == d.old_head:
+        return
+    moved = {a.agent for a in d.agents if a.moved}
+    for agent, e in tf.agents.items():
+        if e.last_merge_sha and (agent in moved or git.is_ancestor(e.last_merge_sha, d.old_head)):
+            e.last_merge_sha = d.new_head
 
 
 def _take_over_resolved(store: Store, tf: TaskFile, d: UpdateData) -> None:
@@ -229,9 +242,13 @@ def _carry_approval(layout: Layout, tf: TaskFile, d: UpdateData) -> None:
 
 
 def next_step(layout: Layout, d: UpdateData) -> str:
-    """After an update: the human's approval again when it was voided, `complete` when it holds."""
-    if d.approval == "voided":
-        return f"spark-git approve {d.task} --changes"
-    if d.approval == "kept":
-        return f"spark-git complete {d.task}"
-    return f"spark-git status {d.task}"
+    """After an update: the human's approval again when it was voided (under protocol "full" the
+    protocol's own way back first: a head other than the one presented needs a new round), `complete`
+    when it holds."""
+    if d.approval == "none":
+        return f"spark-git status {d.task}"
+    tf = load_task(open_store(layout), d.task)
+    way = [u.fix for u in protocol.complete_conditions(layout, tf, d.new_head) if u.fix]
+    if way:
+        return way[0]
+    return f"spark-git approve {d.task} --changes" if d.approval == "voided" else f"spark-git complete {d.task}"

@@ -24,7 +24,6 @@ from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, TaskFile, now
 from spark_git.state.recorded import layout_problem
-from spark_git.state.store import archive_ref_for
 
 ENDED = ("CLEANUP", "ABANDONED")
 
@@ -219,7 +218,7 @@ def check_merges(ctx: Ctx, tf: TaskFile) -> None:
         sha = e.last_merge_sha
         if not sha or th is None:
             continue
-        if not ctx.merged_into(sha, th) and not _in_updated_head(ctx, tf, sha, th) and not _in_archived_head(ctx, tf, sha):
+        if not ctx.merged_into(sha, th) and not _in_updated_head(ctx, tf, sha, th):
             ctx.add(Finding(where=f"{tf.task_name}/{a}", kind="last-merge-not-in-task-branch",
                             problem=f"last_merge_sha {sha[:12]} of agent {a} is not an ancestor of task branch {tf.task_branch} (the task branch was rewritten)",
                             repair=f"git log --oneline {tf.task_branch}..{sha}  (see what was lost), keep it: git update-ref refs/spark/archive/{tf.task_name}/lost-merge-{a}/{sha[:12]} {sha}; then spark-git merge {tf.task_name} --agent {a}"))
@@ -232,14 +231,6 @@ def _in_updated_head(ctx: Ctx, tf: TaskFile, sha: str, head: str) -> bool:
         return not missing_patches(ctx.git, head, sha, tf.base_commit)
     except GitError:  # e.g. the base commit is gone: report it as the rewrite it may be
         return False
-
-
-def _in_archived_head(ctx: Ctx, tf: TaskFile, sha: str) -> bool:
-    """`update` archives the task head before it rewrites the branch; after a conflict it resolved, the
-    merged work has another patch on the new head, but the archived head keeps every commit of it:
-    nothing was lost (a hand rewrite archives nothing and is still reported)."""
-    prefix = archive_ref_for(tf.task_name, tf.task_branch, "").rstrip("/") + "/"
-    return any(ctx.git.is_ancestor(sha, head) for head in ctx.git.refs(prefix).values())
 
 
 def check_strays(ctx: Ctx, tf: TaskFile, expected: set[Path]) -> None:
