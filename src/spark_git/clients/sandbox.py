@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.clients import originals, settings
+from spark_git.clients import gitgrants, originals, settings
 from spark_git.state.files import write_text_atomic
 
 FILE = Path(".claude", "settings.local.json")
@@ -25,19 +25,47 @@ FILE = Path(".claude", "settings.local.json")
 DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
 EXCLUDE_NOTE = "# spark-git: agents' Claude Code sandbox settings (`spark-git hooks install`; kept out of git)"
 EXCLUDE_LINE = "/.claude/settings.local.json"
+# Inside the sandbox, Claude Code 2.1.328 mounts /dev/null over these names at the worktree's root where
+# they do not exist (its own write protections): git there would list them as files to add (`git add -A`
+# fails: "can only add regular files"). Anchored at the root; tracked files are not affected. spark-git's
+# DENIED names are denied only where they exist (an ignored .codex would be copied into new worktrees).
+MOUNTS_NOTE = "# spark-git: what Claude Code's sandbox mounts in an agent worktree (not files to add)"
+MOUNTS = ("/.bash_profile", "/.bashrc", "/.gitconfig", "/.gitmodules", "/.idea", "/.mcp.json", "/.profile",
+          "/.ripgreprc", "/.vscode", "/.zprofile", "/.zshrc")
 
 
-def wanted(worktree: Path, before: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sandbox for an agent session in `worktree`, over the one the file already had (its other keys
-    kept, lists joined): on, no way out for a command, git outside it, spark-git's files read-only."""
+Owned = tuple[tuple[Path, str | None], ...]  # a session's other worktrees (its subagents') and their branches
+
+
+def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | None = None,
+           more: Owned = ()) -> dict[str, Any]:
+    """The sandbox for an agent session in `worktree` on `branch` (None: the one checked out), with
+    `more` (its subagents' worktrees and branches) writable too, over the one the file already had
+    (its other keys kept, lists joined; spark-git's git entries replaced, they follow the common
+    dir): on, no way out for a command, spark-git's files read-only, git's writes limited to the
+    session's own worktrees and branches (clients/gitgrants.py)."""
     sb: dict[str, Any] = json.loads(json.dumps(before)) if isinstance(before, dict) else {}
     real = os.path.realpath(worktree)
     sb.update(enabled=True, allowUnsandboxedCommands=False)
     sb["excludedCommands"] = _joined(sb.get("excludedCommands"), ["git"])
     fs = sb["filesystem"] if isinstance(sb.get("filesystem"), dict) else {}
-    fs["denyWrite"] = _joined(fs.get("denyWrite"), [f"/{real}/{d}" for d in DENIED])  # `//` = absolute
+    owned = [(worktree, branch), *more]
+    allow, deny = gitgrants.grants([(Path(w), b) for w, b in owned])
+    dirs = gitgrants.git_dirs(worktree)
+    mine = f"/{dirs[1]}/" if dirs else None  # entries under the common dir are spark-git's, recomputed
+    fs["allowWrite"] = _joined(_fresh(fs.get("allowWrite"), mine), [f"/{os.path.realpath(w)}" for w, _ in more] + [f"/{p}" for p in allow])
+    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{real}/{d}" for d in DENIED if os.path.lexists(f"{real}/{d}")] + [f"/{p}" for p in deny])
+    if not fs["allowWrite"]:
+        del fs["allowWrite"]
     sb["filesystem"] = fs
     return sb
+
+
+def _fresh(old: Any, mine: str | None) -> Any:
+    """The list without spark-git's earlier git entries (paths of a common dir go stale as refs come and go)."""
+    if not isinstance(old, list) or mine is None:
+        return old
+    return [x for x in old if not (isinstance(x, str) and x.startswith(mine))]
 
 
 def _joined(old: Any, ours: list[str]) -> list[str]:
@@ -45,14 +73,14 @@ def _joined(old: Any, ours: list[str]) -> list[str]:
     return have + [x for x in ours if x not in have]
 
 
-def present(worktree: Path) -> bool:
-    """The worktree's settings hold spark-git's sandbox for it."""
+def present(worktree: Path, branch: str | None = None, more: Owned = ()) -> bool:
+    """The worktree's settings hold spark-git's sandbox for it, as the common dir is now."""
     try:
         data = json.loads((worktree / FILE).read_text())
     except (OSError, ValueError):
         return False
     sb = data.get("sandbox") if isinstance(data, dict) else None
-    return isinstance(sb, dict) and wanted(worktree, sb) == sb
+    return isinstance(sb, dict) and wanted(worktree, sb, branch, more) == sb
 
 
 def only_ours(worktree: Path) -> bool:
@@ -60,14 +88,15 @@ def only_ours(worktree: Path) -> bool:
     return originals.original_if_untouched(worktree / FILE) == (True, None)
 
 
-def apply(worktree: Path, *, new: bool = False) -> bool:
+def apply(worktree: Path, *, new: bool = False, branch: str | None = None, more: Owned = ()) -> bool:
     """spark-git's sandbox merged into the agent worktree's local settings; True when the file changed.
-    `new`: a worktree just created, so any memo of its path is from an earlier task of that name."""
+    `new`: a worktree just created, so any memo of its path is from an earlier task of that name.
+    `branch`, `more`: as for `wanted`."""
     path = worktree / FILE
     if new:
         originals.forget(path)
     data = settings.load(path)
-    sb = wanted(worktree, data.get("sandbox"))
+    sb = wanted(worktree, data.get("sandbox"), branch, more)
     if data.get("sandbox") == sb:
         return False
     before = originals.read_exact(path)
@@ -119,23 +148,36 @@ def _sandbox_of(text: str | None) -> Any:
 
 
 def exclude(common_dir: Path) -> bool:
-    """The line in `<git-common-dir>/info/exclude` (every worktree reads that one); True when added."""
+    """spark-git's block in `<git-common-dir>/info/exclude` (every worktree reads that one); True when
+    written. An older block (the settings line alone) is brought up to date."""
     path = common_dir / "info" / "exclude"
     text = originals.read_exact(path) or ""
-    if EXCLUDE_LINE in text.splitlines():
+    if _block() in text:
         return False
+    text = _without_block(text)
     sep = "" if not text or text.endswith("\n") else "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, f"{text}{sep}{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n")
+    write_text_atomic(path, f"{text}{sep}{_block()}")
     return True
 
 
 def unexclude(common_dir: Path) -> bool:
-    """spark-git's two lines taken out of info/exclude again (only when spark-git added them)."""
+    """spark-git's block taken out of info/exclude again (only when spark-git added it)."""
     path = common_dir / "info" / "exclude"
     text = originals.read_exact(path)
-    ours = f"{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n"
-    if text is None or ours not in text:
+    if text is None or EXCLUDE_NOTE not in text:
         return False
-    write_text_atomic(path, text.replace(ours, "", 1))
+    write_text_atomic(path, _without_block(text))
     return True
+
+
+def _block() -> str:
+    return "".join(f"{x}\n" for x in (EXCLUDE_NOTE, EXCLUDE_LINE, MOUNTS_NOTE, *MOUNTS))
+
+
+def _without_block(text: str) -> str:
+    """The text minus spark-git's lines: the whole block, or the older two-line one."""
+    for ours in (_block(), f"{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n"):
+        if ours in text:
+            return text.replace(ours, "", 1)
+    return text

@@ -16,6 +16,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops import sandboxes
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 
@@ -90,7 +91,7 @@ def _sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
     """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
     if on:
         _exclude(layout, on=True)
-    changed = [str(wt) for wt in agents if (sandbox.apply(wt) if on else sandbox.remove(wt))]
+    changed = [str(wt) for wt in sandboxes.refresh(layout)] if on else [str(wt) for wt in agents if sandbox.remove(wt)]
     tasks = [layout.task_worktree(t) for t in layout.task_names()]
     if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
         _exclude(layout, on=False)  # no worktree of a task would show an untracked copy
@@ -116,14 +117,8 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
     if before:
         _exclude(layout, on=True)
         return []
-    done = []
-    for wt in agents:
-        try:
-            sandbox.apply(wt, new=True)
-            done.append(wt)
-        except BadInput:
-            continue
-    return done
+    sandboxes.refresh(layout, new=agents)  # the others' too: their git entries name the new branches
+    return [wt for wt in agents if sandboxes.present(layout, wt)]
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -207,7 +202,7 @@ def check(layout: Layout) -> HooksCheckData:
                 loads, source, problem = _one(Path(e.worktree), c)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
+                boxed = sandboxes.present(layout, layout.agent_worktree(t, a)) if c.name == CLAUDE else None
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
