@@ -31,7 +31,7 @@ EXCLUDE_LINE = "/.claude/settings.local.json"
 # DENIED names are denied only where they exist (an ignored .codex would be copied into new worktrees).
 MOUNTS_NOTE = "# spark-git: what Claude Code's sandbox mounts in an agent worktree (not files to add)"
 MOUNTS = ("/.bash_profile", "/.bashrc", "/.gitconfig", "/.gitmodules", "/.idea", "/.mcp.json", "/.profile",
-          "/.ripgreprc", "/.vscode", "/.zprofile", "/.zshrc")
+          "/.ripgreprc", "/.vscode", "/.zprofile", "/.zshrc", "/.claude/agents", "/.claude/commands")
 
 
 Owned = tuple[tuple[Path, str | None], ...]  # a session's other worktrees (its subagents') and their branches
@@ -54,7 +54,7 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | N
     dirs = gitgrants.git_dirs(worktree)
     mine = f"/{dirs[1]}/" if dirs else None  # entries under the common dir are spark-git's, recomputed
     fs["allowWrite"] = _joined(_fresh(fs.get("allowWrite"), mine), [f"/{os.path.realpath(w)}" for w, _ in more] + [f"/{p}" for p in allow])
-    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{real}/{d}" for d in DENIED if os.path.lexists(f"{real}/{d}")] + [f"/{p}" for p in deny])
+    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in DENIED if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
     if not fs["allowWrite"]:
         del fs["allowWrite"]
     sb["filesystem"] = fs
@@ -97,13 +97,27 @@ def apply(worktree: Path, *, new: bool = False, branch: str | None = None, more:
         originals.forget(path)
     data = settings.load(path)
     sb = wanted(worktree, data.get("sandbox"), branch, more)
-    if data.get("sandbox") == sb:
+    perms = _with_dirs(data.get("permissions"), [os.path.realpath(w) for w, _ in more])
+    if data.get("sandbox") == sb and data.get("permissions", perms) == perms:
         return False
     before = originals.read_exact(path)
     data["sandbox"] = sb
+    if perms:
+        data["permissions"] = perms
     settings.save(path, data)
     originals.remember(path, before, originals.read_exact(path) or "", True)
     return True
+
+
+def _with_dirs(perms: Any, dirs: list[str]) -> Any:
+    """`permissions` with the subagents' worktrees among its additionalDirectories: Claude Code pins
+    `<common>/worktrees` read-only and gives back only the admin dirs of the session's own directories,
+    so a subagent's git needs its worktree named there (allowWrite alone is not enough)."""
+    if not dirs:
+        return perms
+    out = dict(perms) if isinstance(perms, dict) else {}
+    out["additionalDirectories"] = _joined(out.get("additionalDirectories"), dirs)
+    return out
 
 
 def remove(worktree: Path) -> bool:
@@ -124,6 +138,7 @@ def remove(worktree: Path) -> bool:
     data = settings.load(path)
     if "sandbox" not in data:
         return False
+    _drop_dirs(data, data["sandbox"])
     old = _sandbox_of(prior)
     if old is None:
         del data["sandbox"]
@@ -134,6 +149,21 @@ def remove(worktree: Path) -> bool:
     else:
         path.unlink()
     return True
+
+
+def _drop_dirs(data: dict[str, Any], sb: Any) -> None:
+    """The additionalDirectories `apply` added (the ones its sandbox also grants) taken out again."""
+    fs = sb.get("filesystem") if isinstance(sb, dict) else None
+    granted = {x[1:] for x in fs.get("allowWrite", [])} if isinstance(fs, dict) and isinstance(fs.get("allowWrite"), list) else set()
+    perms = data.get("permissions")
+    dirs = perms.get("additionalDirectories") if isinstance(perms, dict) else None
+    if not isinstance(perms, dict) or not isinstance(dirs, list):
+        return
+    perms["additionalDirectories"] = [d for d in dirs if d not in granted]
+    if not perms["additionalDirectories"]:
+        del perms["additionalDirectories"]
+    if not perms:
+        del data["permissions"]
 
 
 def _sandbox_of(text: str | None) -> Any:

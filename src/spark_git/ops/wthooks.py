@@ -15,7 +15,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops import archive
+from spark_git.ops import archive, hooksetup, sandboxes
 from spark_git.ops.agent_add import add_agent
 from spark_git.protocol import agent_add_guard
 from spark_git.state.backends import open_store
@@ -95,6 +95,8 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
         # Only a worktree made now is claimed: an existing one (another agent's, or made for another
         # session) is handed out but judged as before, else naming it would take over its identity.
         identity.claim(layout.repo.common_dir, task, agent, session)
+        if hooksetup.claude_installed(layout):
+            sandboxes.refresh(layout)  # the launching agent's sandbox now grants its subagent's worktree
     return d
 
 
