@@ -149,3 +149,30 @@ def test_escapes_leave_every_ref_but_a_own_where_it_was(escaped: tuple[AgentTask
     assert others == [r for r in out.before["refs"].splitlines() if not r.endswith("task-t1-agent-a")]
     assert git(t.worktree("a"), "log", "-1", "--format=%s") == "a: work"
     assert out.seconds < 60, out.seconds
+
+
+# -- subagents -----------------------------------------------------------------------------------
+
+
+def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) -> None:
+    """`isolation: worktree`: hook worktree-create makes a spark-git agent worktree for it and grants it
+    to a's sandbox. Claude Code re-reads the settings through a file watcher, so the subagent's first
+    command retries until its worktree is writable (a command before that fails read-only)."""
+    t = fresh(base, "subagent")
+    wait = "for i in $(seq 100); do touch .probe 2>/dev/null && rm .probe && break; sleep 0.1; done"
+    out = run_claude(t, "a", [
+        Tool("Agent", {"description": "sub work", "prompt": "do it", "subagent_type": "general-purpose",
+                       "isolation": "worktree", "run_in_background": False}),
+        bash(f"{wait}; pwd; echo 'y = 2' > sub.py && git add -A && git commit -q -m 'sub: y' && git log --oneline -1"),
+        Say("sub done"),
+        Say("parent done"),
+    ])
+    assert out.returncode == 0, out.stderr
+    sub = out.calls[0].text.splitlines()[0]
+    assert sub.startswith(str(t.base / "repo.tasks/t1/agents/agent-")) and sub.endswith("/code"), out.calls
+    agent = Path(sub).parent.name
+    assert git(Path(sub), "log", "-1", "--format=%s", f"task-t1-agent-{agent}") == "sub: y", out.calls
+    assert git(Path(sub), "status", "--porcelain", "--untracked-files=all") == ""
+    assert out.after[-1]["main"] == out.before["main"]
+    # b's sandbox settings were rewritten (they now deny the new branch); nothing else of b changed
+    assert [f for f in out.after[-1]["b"].splitlines() if "settings.local" not in f] == [f for f in out.before["b"].splitlines() if "settings.local" not in f]
