@@ -17,18 +17,25 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.clients import gitgrants, originals, settings
+from spark_git.clients import gitgrants, originals, registry, settings, writes
+from spark_git.clients.claude import SANDBOX
 from spark_git.state.files import write_text_atomic
 
-FILE = Path(".claude", "settings.local.json")
-# What an agent may not write even inside its own worktree (they switch hooks off or redirect git/spark-git).
-DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
+FILE = Path(SANDBOX.file)
 EXCLUDE_NOTE = "# spark-git: agents' Claude Code sandbox settings (`spark-git hooks install`; kept out of git)"
-EXCLUDE_LINE = "/.claude/settings.local.json"
+EXCLUDE_LINE = f"/{SANDBOX.file}"
+
+
+def denied() -> tuple[str, ...]:
+    """What an agent may not write even inside its own worktree: what the hook guards (the clients'
+    directories switch hooks off, .git and .spark-git.toml redirect git and spark-git)."""
+    return (*registry.protected(), *writes.GUARDED_DIRS, *writes.GUARDED_FILES)
+
+
 # Inside the sandbox, Claude Code 2.1.328 mounts /dev/null over these names at the worktree's root where
 # they do not exist (its own write protections): git there would list them as files to add (`git add -A`
 # fails: "can only add regular files"). Anchored at the root; tracked files are not affected. spark-git's
-# DENIED names are denied only where they exist (an ignored .codex would be copied into new worktrees).
+# denied() names are denied only where they exist (an ignored .codex would be copied into new worktrees).
 MOUNTS_NOTE = "# spark-git: what Claude Code's sandbox mounts in an agent worktree (not files to add)"
 MOUNTS = ("/.bash_profile", "/.bashrc", "/.gitconfig", "/.gitmodules", "/.idea", "/.mcp.json", "/.profile",
           "/.ripgreprc", "/.vscode", "/.zprofile", "/.zshrc", "/.claude/agents", "/.claude/commands")
@@ -54,7 +61,7 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | N
     dirs = gitgrants.git_dirs(worktree)
     mine = f"/{dirs[1]}/" if dirs else None  # entries under the common dir are spark-git's, recomputed
     fs["allowWrite"] = _joined(_fresh(fs.get("allowWrite"), mine), [f"/{os.path.realpath(w)}" for w, _ in more] + [f"/{p}" for p in allow])
-    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in DENIED if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
+    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in denied() if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
     if not fs["allowWrite"]:
         del fs["allowWrite"]
     sb["filesystem"] = fs
