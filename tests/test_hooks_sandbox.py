@@ -263,3 +263,32 @@ def test_starts_at_once_write_the_exclude_line_once(tmp_path: Path) -> None:
     assert lines.count(EXCLUDE_LINE) == 1, lines
     for i in range(6):
         assert clean(tmp_path / f"repo.tasks/t{i}/agents/a1/code")
+
+
+def test_hooks_check_fails_on_any_loaded_settings_file_that_switches_hooks_or_sandbox_off(tmp_path: Path) -> None:
+    """A session in an agent worktree also loads the MAIN worktree's .claude/settings.local.json (and the
+    user's): `{"disableAllHooks": true}` there let a real Claude Code Write into b's worktree while
+    check printed ✓. Every loaded file is read; any switch-off fails the check, naming file and key."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1,a2", env=env))
+    assert spark(repo, "hooks", "check", "--json", env=env).returncode == 0
+    write(repo / LOCAL, '{"disableAllHooks": true}\n')
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and r.json["status"] == "FAIL", r
+    offs = [c["switched_off"] for c in r.json["data"]["checks"]]
+    assert offs == [[f"{repo / LOCAL}: disableAllHooks = true turns Claude Code's hooks off"]] * 2, offs
+    assert "SWITCHED OFF" in spark(repo, "hooks", "check", env=env).stdout
+    (repo / LOCAL).unlink()
+    user = Path(env["HOME"]) / ".claude/settings.json"
+    write(user, '{"sandbox": {"enabled": false}}\n')
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.enabled = false turns Claude Code's sandbox off"]
+                                     for c in r.json["data"]["checks"]), r
+    user.unlink()
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    data = json.loads((a1 / LOCAL).read_text())
+    (a1 / LOCAL).write_text(json.dumps({**data, "sandbox": {**data["sandbox"], "allowUnsandboxedCommands": True}}))
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and [bool(c["switched_off"]) for c in r.json["data"]["checks"]] == [True, False], r

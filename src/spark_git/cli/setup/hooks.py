@@ -66,7 +66,7 @@ def hooks_check(ctx: typer.Context) -> None:
     copied, or the user's), and is `spark-git` on the hook's PATH."""
     def action(layout: Layout) -> Result:
         d = hooksetup.check(layout)
-        bad = [c for c in d.checks if not c.loads]
+        bad = [c for c in d.checks if not c.loads or c.switched_off]
 
         def human(out: Any) -> None:
             for c in d.checks:
@@ -74,6 +74,8 @@ def hooks_check(ctx: typer.Context) -> None:
                           + (" · Claude Code sandbox on" if c.sandbox else ""))
                 if c.problem:
                     out.print(f"    {c.problem}")
+                for off in c.switched_off:
+                    out.print(f"    SWITCHED OFF: {off} (remove it)")
             for n in d.notes:
                 out.print(f"  note: {n}")
 

@@ -137,6 +137,7 @@ class HookCheck(Model):
     source: str | None = None  # the settings file that brings the hooks, and how it got there
     problem: str | None = None
     sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json
+    switched_off: list[str] = []  # "<file>: <key> = <value>" for each setting a session here loads that turns the hooks or the sandbox off
 
 
 class HooksCheckData(Model):
@@ -194,6 +195,25 @@ def _in_worktree(git: Git, scope: str, rel: Path) -> tuple[bool, str | None, str
         f"{rel} is present here but neither committed nor ignored: worktrees created later will not get it")
 
 
+def _switched_off(c: Client, wt: Path, main: Path) -> list[str]:
+    """Each setting in a file a session of `c` in `wt` loads (the main worktree's and an administrator's
+    included) that turns spark-git's hooks or sandbox off: one such file undoes every other."""
+    files = [p for _, _, p in c.facts.loaded(wt, main)] + [Path(m) for m in c.facts.managed]
+    out = []
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for key, value, what in c.facts.off:
+            got: object = data
+            for part in key.split("."):
+                got = got.get(part) if isinstance(got, dict) else None
+            if got is value:
+                out.append(f"{path}: {key} = {json.dumps(value)} turns {c.facts.title}'s {what} off")
+    return out
+
+
 def _sandbox_notes(clients: list[Client], checks: list[HookCheck]) -> list[str]:
     """A client's sandbox that cannot run here for want of a program: worth knowing, not a failure."""
     if not sys.platform.startswith("linux"):
@@ -222,7 +242,9 @@ def check(layout: Layout) -> HooksCheckData:
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
                 box = sandboxes.present(layout, layout.agent_worktree(t, a)) if boxed(c) else None
-                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
+                off = _switched_off(c, Path(e.worktree), layout.main_worktree)
+                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
+                                        sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks)
-    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
+    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)
