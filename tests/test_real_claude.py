@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fixtures.claude_agent import AgentTask, Outcome, agent_task, run_claude
 from fixtures.modelserver.core import Say, Tool, require_binary
-from fixtures.repo import git
+from fixtures.repo import git, spark
 
 
 def _needs() -> None:
@@ -176,3 +176,14 @@ def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) 
     assert out.after[-1]["main"] == out.before["main"]
     # b's sandbox settings were rewritten (they now deny the new branch); nothing else of b changed
     assert [f for f in out.after[-1]["b"].splitlines() if "settings.local" not in f] == [f for f in out.before["b"].splitlines() if "settings.local" not in f]
+
+
+def test_main_worktree_settings_that_switch_hooks_off_reach_the_agent_and_fail_hooks_check(base: Path) -> None:
+    """Why `hooks check` reads the main worktree's local settings: Claude Code loads them in every
+    worktree, and `disableAllHooks` there lets a Write (not sandboxed) into b's worktree through."""
+    t = fresh(base, "switched-off")
+    (t.repo / ".claude/settings.local.json").write_text('{"disableAllHooks": true}\n')
+    out = run_claude(t, "a", [write(t.worktree("b") / "x.py", "x = 1\n"), Say("done")])
+    assert out.returncode == 0 and (t.worktree("b") / "x.py").exists(), out.calls  # the hook did not run
+    r = spark(t.repo, "hooks", "check", "--json", env=t.env)
+    assert r.returncode == 1 and all(c["switched_off"] for c in r.json["data"]["checks"]), r
