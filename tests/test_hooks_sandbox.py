@@ -292,3 +292,22 @@ def test_hooks_check_fails_on_any_loaded_settings_file_that_switches_hooks_or_sa
     (a1 / LOCAL).write_text(json.dumps({**data, "sandbox": {**data["sandbox"], "allowUnsandboxedCommands": True}}))
     r = spark(repo, "hooks", "check", "--json", env=env)
     assert r.returncode == 1 and [bool(c["switched_off"]) for c in r.json["data"]["checks"]] == [True, False], r
+
+
+def test_the_sandbox_names_only_paths_that_exist_as_tasks_come_and_go(tmp_path: Path) -> None:
+    """Claude Code mounts /dev/null over a denied path that does not exist, which leaves an empty file
+    (a broken ref for everybody) on the host while a command runs: every agent's list is rewritten
+    when refs come (start, agent add) and go (abandon, cleanup)."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    ok(spark(repo, "start", "t2", "--agents", "a2", env=env))
+    a1, a2 = tmp_path / "repo.tasks/t1/agents/a1/code", tmp_path / "repo.tasks/t2/agents/a2/code"
+    common = os.path.realpath(repo / ".git")
+    assert f"/{common}/refs/heads/task-t2-agent-a2" in sandbox_of(a1)["filesystem"]["denyWrite"]  # t1's agent, rewritten by t2's start
+    ok(spark(repo, "abandon", "t2", "--why", "stop", env=env))
+    deny = sandbox_of(a1)["filesystem"]["denyWrite"]
+    assert not any("t2" in d for d in deny), deny
+    assert all(os.path.lexists(d[1:]) for d in deny), [d for d in deny if not os.path.lexists(d[1:])]
+    assert ours(sandbox_of(a1), a1) and not a2.exists()

@@ -112,6 +112,13 @@ def _exclude(layout: Layout, *, on: bool) -> None:
             sandbox.unexclude(layout.repo.common_dir)
 
 
+def sandbox_refresh(layout: Layout) -> None:
+    """Every agent's sandbox rewritten after refs came or went (ops/shared/sandboxes.py): a denied path
+    that no longer exists would be mounted over, an empty file on the host while a command runs."""
+    if claude_installed(layout):
+        sandboxes.refresh(layout)
+
+
 def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Path]:
     """At agent worktree creation, when spark-git's Claude hooks are installed: the exclude line `before`
     provisioning copies ignored settings; after it, the sandbox into each new agent worktree whose
