@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fixtures.modelserver.core import Say, Tool
 from fixtures.modelserver.gemini_agent import GeminiRun, GeminiTask, agent_env, gemini_task, run_gemini
-from fixtures.repo import commit, git
+from fixtures.repo import commit, git, spark
 
 HOOK = "spark-git: blocked"
 WORKSPACE = "Path not in workspace"  # Gemini's own check on its file tools' paths
@@ -39,6 +39,12 @@ def t(tmp_path: Path) -> GeminiTask:
     return gemini_task(tmp_path)
 
 
+def check_loads(t: GeminiTask, agent: str = "a") -> bool:
+    """What `spark-git hooks check` says of agent's worktree for Gemini."""
+    r = spark(t.main, "hooks", "check", "--json", env=t.env)
+    return bool(next(c["loads"] for c in r.json["data"]["checks"] if c["agent"] == agent and c["client"] == "gemini"))
+
+
 def refs(t: GeminiTask) -> str:
     return git(t.main, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads")
 
@@ -46,6 +52,7 @@ def refs(t: GeminiTask) -> str:
 def test_normal_work_succeeds(t: GeminiTask) -> None:
     task_tip = commit(t.task, {"task.txt": "from the task\n"}, "the task moves on")
     main, b = git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")
+    assert check_loads(t)
     run = play(t,
                write(t.a / "app.py", "def f():\n    return 1\n"),
                Tool("replace", {"file_path": str(t.a / "README.md"), "old_string": "# demo", "new_string": "# demo app",
@@ -112,6 +119,7 @@ def test_untrusted_worktree_runs_nothing(tmp_path: Path) -> None:
     """Gemini loads no project settings, so none of spark-git's hooks, in a folder the user has not
     trusted; headless it refuses to start at all (exit 55): no tool call runs."""
     t = gemini_task(tmp_path, trusted=False)
+    assert not check_loads(t)
     run = run_gemini(t.a, [write(t.b / "evil.txt"), sh(f"echo x > {t.b}/evil2.txt")], agent_env(t, "a"))
     assert run.returncode == 55, str(run)
     assert "not running in a trusted directory" in run.stderr
@@ -136,6 +144,7 @@ def test_hooks_disabled_in_user_settings_let_everything_through(t: GeminiTask) -
     settings switches every hook off, spark-git's too."""
     user = t.home / ".gemini" / "settings.json"
     user.write_text(json.dumps({**json.loads(user.read_text()), "hooksConfig": {"enabled": False}}))
+    assert not check_loads(t)
     run = play(t, sh(f"echo x > {t.b}/evil.txt"))
     assert HOOK not in run.results()[0]
     assert (t.b / "evil.txt").exists()

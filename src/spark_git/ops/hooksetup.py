@@ -10,8 +10,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import jsonhooks, registry, sandbox, settings
+from spark_git.clients import geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
+from spark_git.clients.gemini import GEMINI
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -205,6 +206,9 @@ def check(layout: Layout) -> HooksCheckData:
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), c)
+                if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
+                    why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
+                    loads, problem = (False, why) if why else (loads, problem)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
                 boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
