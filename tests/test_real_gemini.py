@@ -148,3 +148,60 @@ def test_hooks_disabled_in_user_settings_let_everything_through(t: GeminiTask) -
     run = play(t, sh(f"echo x > {t.b}/evil.txt"))
     assert HOOK not in run.results()[0]
     assert (t.b / "evil.txt").exists()
+
+
+def test_session_in_a_subdirectory_loads_hooks_only_from_user_scope(t: GeminiTask) -> None:
+    """Gemini reads project settings from `<cwd>/.gemini/settings.json` only: started in a
+    subdirectory of the agent worktree it loads none of the committed hooks, and a write into b's
+    worktree goes through. spark-git's hooks in the user's settings reach every session."""
+    sub = t.a / "src"
+    sub.mkdir()
+    play_in = run_gemini(sub, [sh(f"echo x > {t.b}/evil.txt"), Say("done")], agent_env(t, "a"))
+    assert play_in.returncode == 0 and (t.b / "evil.txt").exists(), str(play_in)
+    (t.b / "evil.txt").unlink()
+    assert spark(t.main, "hooks", "install", "--client", "gemini", "--scope", "user", env=t.env).returncode == 0
+    run = run_gemini(sub, [sh(f"echo x > {t.b}/evil.txt"), Say("done")], agent_env(t, "a"))
+    assert HOOK in run.results()[0] and not (t.b / "evil.txt").exists(), str(run)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22: Gemini runs a hook that exits 1 (a crash before spark-git can answer, "
+                   "e.g. a broken install) or dies by a signal as a warning and lets the call through; the fail-closed "
+                   "hook entry (clients/jsonhooks.py) is not in yet")
+def test_hook_that_crashes_blocks(t: GeminiTask) -> None:
+    fake = t.home / "bin"
+    fake.mkdir()
+    (fake / "spark-git").write_text("#!/bin/sh\necho 'Traceback: ImportError' >&2\nexit 1\n")
+    (fake / "spark-git").chmod(0o755)
+    env = {**agent_env(t, "a"), "PATH": f"{fake}{os.pathsep}{t.env['PATH']}"}
+    run_gemini(t.a, [sh(f"echo x > {t.b}/evil.txt"), Say("done")], env)
+    assert not (t.b / "evil.txt").exists()
+
+
+def test_tool_sandboxing_what_it_stops_and_what_not(t: GeminiTask) -> None:
+    """Gemini's own OS boundary (`security.toolSandboxing`, bubblewrap on Linux), measured; spark-git
+    does not turn it on (docs/hooks.md, Gemini CLI). A script the hook cannot read writing into b's
+    worktree: through without it, read-only with it. But any command line with `git` in it gets the
+    repository's whole git directory writable, so a script run after `git status;` moves main; and
+    the sandbox creates `.geminiignore` (and `.gitignore`) in the worktree, which `git add -A` commits."""
+    (t.a / "to_b.py").write_text(f"open({str(t.b / 'evil.txt')!r}, 'w').write('x')\n")
+    (t.a / "to_main.py").write_text("import subprocess\nsubprocess.run(['git', 'update-ref', 'refs/heads/main', 'HEAD'], check=True)\n")
+    commit(t.a, {}, "a's scripts")
+    run = play(t, sh("python3 to_b.py"))
+    assert (t.b / "evil.txt").exists(), str(run)  # the hook cannot see into the script
+    (t.b / "evil.txt").unlink()
+
+    user = t.home / ".gemini" / "settings.json"
+    user.write_text(json.dumps({**json.loads(user.read_text()), "security": {"auth": {"selectedType": "gemini-api-key"},
+                                                                             "toolSandboxing": True}}))
+    main = git(t.main, "rev-parse", "main")
+    # `; echo`: a command the sandbox denied that exits non-zero makes headless Gemini wait for a
+    # "sandbox expansion" confirmation that never comes (measured: the run hangs)
+    run = play(t, sh("python3 to_b.py; echo rc=$?"), sh("python3 to_main.py; echo rc=$?"),
+               sh("git status >/dev/null; python3 to_main.py; echo rc=$?"))
+    blocked_b, blocked_main, moved = run.results()
+    # Read-only file system; under /dev/shm or /tmp (replaced inside the sandbox) No such file or directory
+    assert "OSError: [Errno" in blocked_b or "FileNotFoundError" in blocked_b, blocked_b
+    assert not (t.b / "evil.txt").exists()
+    assert "Read-only file system" in blocked_main, blocked_main
+    assert git(t.main, "rev-parse", "main") == git(t.a, "rev-parse", "HEAD") != main, moved
+    assert "?? .geminiignore" in git(t.a, "status", "--porcelain", "--untracked-files=all")
