@@ -35,8 +35,8 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     mutex, so task.json's transition_log (and the audit trail) stay consistent with its state.
     Replace with `spark-git advance` once the state-machine issue lands."""
     from spark_git.core.layout import Layout
-    from spark_git.ops import taskfile
-    from spark_git.ops.advance import record_transition
+    from spark_git.ops.shared import taskfile
+    from spark_git.ops.shared.transitions import record_transition
 
     layout = Layout.discover(repo)
     with taskfile.updating(layout, task, session) as tf:

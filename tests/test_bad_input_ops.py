@@ -55,7 +55,7 @@ def test_locked_worktree_is_not_removed_without_force(repo: Path, cmd: list[str]
 
 
 def test_doctor_without_proc_reports_git_locks_and_keeps_them(repo: Path, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from spark_git.ops.doctor import repo as doctor_repo
+    from spark_git.ops.ending.doctor import repo as doctor_repo
 
     lock = repo / ".git" / "index.lock"
     lock.write_text("")

@@ -10,7 +10,7 @@ import pytest
 from fixtures.repo import commit, git
 
 from spark_git.core.config import Config, RiskConfig
-from spark_git.ops.classify import decide
+from spark_git.ops.life.classify import decide
 from tests.protokit import P
 
 TABLE = [

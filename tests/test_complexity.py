@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_git.ops.complexity import assess, objective_text
+from spark_git.ops.life.complexity import assess, objective_text
 from tests.protokit import P
 
 

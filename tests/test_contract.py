@@ -41,7 +41,7 @@ def test_a_usage_error_points_at_the_help_of_its_command(repo: Path, args: list[
 
 
 def test_internal_error_and_ctrl_c_print_one_envelope(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_git.ops import history
+    from spark_git.ops.shared import history
 
     def bug(*_a: object, **_k: object) -> None:
         raise ZeroDivisionError("a bug")
@@ -168,10 +168,10 @@ def test_ctrl_c_during_a_gate_prints_one_envelope_and_exits_130(tmp_path: Path) 
 
 def test_every_detail_key_of_an_error_is_in_the_error_schema() -> None:
     """The error schema is closed: each key a SparkError's `details={...}` gives must be a field of
-    ErrorData (ops/schema.py), or every `--json` refusal carrying it breaks the contract."""
+    ErrorData (ops/views/schema.py), or every `--json` refusal carrying it breaks the contract."""
     import re
 
-    from spark_git.ops.schema import ErrorData
+    from spark_git.ops.views.schema import ErrorData
 
     src = Path(__file__).parent.parent / "src" / "spark_git"
     texts = [f.read_text() for f in src.rglob("*.py")]

@@ -91,7 +91,7 @@ def test_env_bad_input(tmp_path: Path) -> None:
 
 def test_release_frees_explicitly(tmp_path: Path) -> None:
     from spark_git.core.layout import Layout
-    from spark_git.ops import envs
+    from spark_git.ops.shared import envs
 
     repo = make_repo(tmp_path / "repo", config=CONFIG)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0

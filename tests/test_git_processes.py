@@ -149,9 +149,9 @@ def test_the_command_table_matches_the_app_and_its_help() -> None:
     found: dict[str, set[str]] = {}
     for cmd in app.registered_commands:
         name = cmd.name or cmd.callback.__name__.replace("_", "-")
-        found.setdefault(cmd.callback.__module__.rpartition(".")[2], set()).add(name)
+        found.setdefault(cmd.callback.__module__.removeprefix("spark_git.cli."), set()).add(name)
     for grp in app.registered_groups:
-        mod = grp.typer_instance.registered_commands[0].callback.__module__.rpartition(".")[2]
+        mod = grp.typer_instance.registered_commands[0].callback.__module__.removeprefix("spark_git.cli.")
         found.setdefault(mod, set()).add(grp.name)
     assert found == {m: set(names) for m, names in MODULES.items()}
     out = subprocess.run([sys.executable, "-m", "spark_git", "--help"], capture_output=True, text=True, check=True).stdout

@@ -122,7 +122,7 @@ def test_hold_takes_releases_and_takes_over_its_own(repo: Path, cli) -> None:
 
     from spark_git.core.errors import Blocked
     from spark_git.core.layout import Layout
-    from spark_git.ops import mainlock
+    from spark_git.ops.shared import mainlock
     from spark_git.state.backends import open_store
     from spark_git.state.models import MainLock
 

@@ -83,7 +83,7 @@ class Contract:
         self.checked: set[str] = {"schema"}
 
     def check(self, name: str, value: Any) -> None:
-        from spark_git.ops import schema as mod
+        from spark_git.ops.views import schema as mod
 
         s = self.schemas[name]
         errs = validate(value, s, s)
@@ -232,7 +232,7 @@ def test_every_cli_command_has_a_schema() -> None:
     import typer
 
     from spark_git.cli import app
-    from spark_git.ops import schema as mod
+    from spark_git.ops.views import schema as mod
 
     def walk(cmd, prefix: str = "") -> list[str]:
         if getattr(cmd, "commands", None):  # a group (which may answer by itself: `queue`)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fixtures.repo import make_repo, write
 
-from spark_git.ops.sources import detect
+from spark_git.ops.life.sources import detect
 from tests.hookutil import run_cli
 from tests.test_start_from import fake_tool
 

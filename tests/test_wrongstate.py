@@ -213,7 +213,7 @@ def test_doctor_does_not_fix_a_task_that_changed_after_it_looked(lrepo: Path, mo
     import shutil
 
     from spark_git.core.layout import Layout
-    from spark_git.ops import doctor
+    from spark_git.ops.ending import doctor
 
     ok(run(lrepo, "start", "t1", "--agents", "a1"))
     agent_wt = lrepo.parent / "repo.tasks/t1/agents/a1/code"

@@ -23,6 +23,8 @@ from spark_git.core.layout import Layout
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from spark_git.gates.evidence import GateEvidence
+
 
 @dataclass
 class AppState:
@@ -207,7 +209,7 @@ def envelope(status: str, summary: str, task: str | None, data: Any, next_: list
 
 
 def _data_schema(ctx: typer.Context, data: object) -> str | None:
-    from spark_git.ops.schema import name_of
+    from spark_git.ops.views.schema import name_of
 
     return name_of(ctx.command_path.partition(" ")[2], data)  # "spark-git agent add" → "agent add"
 
@@ -324,3 +326,18 @@ def _esc(s: str) -> str:
     from rich.markup import escape
 
     return escape(s)
+
+
+def gate_line(out: Out, gate: GateEvidence | None) -> None:
+    if gate is None:
+        return
+    if gate.reused_from:
+        out.print(f"  gate {gate.gate}: passed — reused verdict of {gate.tree[:12]} from {_esc(gate.reused_from)} (--rerun runs it again)")
+    elif not gate.ran:
+        out.print(f"  gate {gate.gate}: none configured (nothing ran)")
+    else:
+        from spark_git.gates.reports import token  # with the evidence model already loaded: no start-up cost
+
+        tests = f"  tests {gate.tests}" if gate.tests else ""
+        parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
+        out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")

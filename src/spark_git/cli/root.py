@@ -22,19 +22,30 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-# Top-level command -> the cli module registering it. Modules in the order they register, which is
-# the order `spark-git --help` lists the commands in (tests/test_git_processes.py checks this table).
+# The cli module (below spark_git.cli, in the feature package of its ops) -> the top-level commands it
+# registers. Modules in the order they register, which is the order `spark-git --help` lists the
+# commands in (commands first, then groups; tests/test_git_processes.py checks this table).
 MODULES: dict[str, tuple[str, ...]] = {
-    "tasks": ("start", "status", "agent"),
-    "mainlock": ("lock", "unlock"),
-    "merge": ("merge", "sync", "update", "approve", "complete", "who", "log"),
-    "queue": ("queue",),
-    "protocol": ("advance", "classify", "report", "audit", "brief"),
-    "cleanup": ("cleanup", "abandon", "doctor", "archive"),
-    "agents": ("env", "schema"),
-    "hooks": ("hook", "hooks"),
-    "remote": ("remote", "heartbeat"),
-    "statusline": ("statusline",),
+    "life.start": ("start", "agent"),
+    "views.status": ("status",),
+    "landing.lock": ("lock", "unlock"),
+    "landing.merge": ("merge", "sync", "update"),
+    "landing.approve": ("approve",),
+    "landing.complete": ("complete",),
+    "views.history": ("who", "log"),
+    "landing.queue": ("queue",),
+    "life.advance": ("advance", "classify"),
+    "life.report": ("report",),
+    "views.audit": ("audit",),
+    "life.brief": ("brief",),
+    "ending.cleanup": ("cleanup", "abandon", "archive"),
+    "ending.doctor": ("doctor",),
+    "setup.env": ("env",),
+    "views.schema": ("schema",),
+    "life.hook": ("hook",),
+    "setup.hooks": ("hooks",),
+    "setup.remote": ("remote", "heartbeat"),
+    "views.statusline": ("statusline",),
 }
 
 

@@ -1,6 +1,6 @@
 """The Claude Code adapter: its PreToolUse event as a ToolCall, a Decision as its exit code (0 allows,
 2 blocks with the reason on stderr, 1 is a non-blocking hook error), spark-git's entries in its
-settings file (PreToolUse, SessionStart, and WorktreeCreate/WorktreeRemove: ops/wthooks.py), and the
+settings file (PreToolUse, SessionStart, and WorktreeCreate/WorktreeRemove: ops/life/wthooks.py), and the
 SessionStart text it adds to the model's context.
 
 Imported before every tool call, so only the standard library at module level; the settings and

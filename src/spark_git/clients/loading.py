@@ -2,7 +2,7 @@
 `start` and `status`, per client: hooks installed in the main worktree's project settings but not
 committed (new worktrees are checked out from the branch, so they do not get the file), or configured
 while `spark-git` is not on the PATH the client runs hooks with (the hook then fails; with
-onFailure=block every tool call is refused). `hooks check` (ops/hooksetup.py) is the full report."""
+onFailure=block every tool call is refused). `hooks check` (ops/shared/hooksetup.py) is the full report."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ class CommandGate:
 
     @classmethod
     def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
-        return []  # runs after the rewrite, on exactly the head that will land (ops/merging/verify.py)
+        return []  # runs after the rewrite, on exactly the head that will land (ops/shared/merging/verify.py)
 
     def check(self, git: Git, task: str | None) -> GateEvidence:
         return run(self.gate, self.command, git.cwd, self.logs_dir, self.timeout_s, self.env, reports=self.reports)

@@ -1,6 +1,6 @@
 """The task protocol, pure of commands: states (states.py), the transition table with guards and
 effects (machine.py, guards.py, effects.py), and the conditions other commands ask for (conditions.py).
-Callers use `from spark_git import protocol`; ops/advance.py performs the transitions."""
+Callers use `from spark_git import protocol`; ops/life/advance.py performs the transitions."""
 
 from spark_git.protocol.conditions import (
     agent_add_guard,

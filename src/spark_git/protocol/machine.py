@@ -1,7 +1,7 @@
 """The state machine as data: every transition with its workflow variants, its guard and its effects.
 Each transition carries its guard and its effect; the functions below only read the table.
 
-`advance` (ops/advance.py) performs the transitions; `status` asks for their blockers.
+`advance` (ops/life/advance.py) performs the transitions; `status` asks for their blockers.
 """
 
 from __future__ import annotations

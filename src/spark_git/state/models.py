@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from spark_git.core.model import Model
-from spark_git.state.evidence_models import Evidence
+from spark_git.state.report_evidence import Evidence
 
 SCHEMA_VERSION = 1
 

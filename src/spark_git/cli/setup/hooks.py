@@ -1,0 +1,74 @@
+"""`hooks install|uninstall|check`: spark-git's entries in each client's settings (what the clients
+then run is `hook …`, cli/life/hook.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from spark_git.cli.common import Result, execute
+from spark_git.cli.root import app
+from spark_git.core.layout import Layout
+from spark_git.ops.shared import hooksetup
+
+hooks_app = typer.Typer(help="Install, remove or check spark-git's hooks in Claude Code, Codex CLI and Gemini CLI.", no_args_is_help=True)
+
+
+app.add_typer(hooks_app, name="hooks")
+
+
+ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help="claude, codex or gemini (repeatable; default: those whose .claude/.codex/.gemini exists here, else claude).", show_default=False)]
+
+
+ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/settings.json, .codex/hooks.json, .gemini/settings.json), local (.claude/settings.local.json) or user (~/.<client>/…).")]
+
+
+def _next(verb: str, d: Any, scope: str) -> list[str]:
+    flags = "".join(f" --client {f.client}" for f in d.files) + (f" --scope {scope}" if scope != "project" else "")
+    return [f"spark-git hooks {verb}{flags}"]
+
+
+@hooks_app.command("install")
+def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
+    """Add spark-git's hooks to each client's settings (merged, idempotent; the user's hooks kept)."""
+    def action(layout: Layout) -> Result:
+        d = hooksetup.install(layout, client or [], scope)
+        shown = ", ".join(f.path for f in d.files)
+        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}", d, next=_next("uninstall", d, scope))
+
+    execute(ctx, action)
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
+    """Remove only spark-git's entries from each client's settings."""
+    def action(layout: Layout) -> Result:
+        d = hooksetup.uninstall(layout, client or [], scope)
+        shown = ", ".join(f.path for f in d.files)
+        return Result(f"spark-git hooks removed from {shown}" if d.changed else f"no spark-git hooks in {shown}", d)
+
+    execute(ctx, action)
+
+
+@hooks_app.command("check")
+def hooks_check(ctx: typer.Context) -> None:
+    """Per agent worktree and client: will the hooks load there (settings committed, or ignored and
+    copied, or the user's), and is `spark-git` on the hook's PATH."""
+    def action(layout: Layout) -> Result:
+        d = hooksetup.check(layout)
+        bad = [c for c in d.checks if not c.loads]
+
+        def human(out: Any) -> None:
+            for c in d.checks:
+                out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else "")
+                          + (" · Claude Code sandbox on" if c.sandbox else ""))
+                if c.problem:
+                    out.print(f"    {c.problem}")
+            for n in d.notes:
+                out.print(f"  note: {n}")
+
+        summary = f"{len(d.checks) - len(bad)}/{len(d.checks)} agent worktree hook(s) will load ({', '.join(d.clients)})"
+        return Result(summary, d, status="OK" if d.ok else "FAIL", exit_code=0 if d.ok else 1, human=human)
+
+    execute(ctx, action)

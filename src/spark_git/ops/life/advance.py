@@ -1,0 +1,116 @@
+"""`advance`: perform one transition of the protocol's table (its guard, then its effects); the
+transition is written by shared/transitions.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from spark_git import protocol
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
+from spark_git.gates import command as gates
+from spark_git.gates import evidence as gate_evidence
+from spark_git.gates import verdicts
+from spark_git.ops.shared import envs
+from spark_git.ops.shared.taskfile import updating
+from spark_git.ops.shared.transitions import record_transition
+from spark_git.protocol import State
+from spark_git.state.backends import open_store
+from spark_git.state.files import write_text_atomic
+from spark_git.state.models import TaskFile
+
+
+class AdvanceData(Model):
+    task: str
+    from_state: str
+    to: str
+    variant: str
+    protocol: str
+    evidence: dict[str, Any] = {}
+    waived: list[str] = []  # unmet conditions recorded but not enforced (protocol = "light")
+    next_states: list[str] = []
+
+
+def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None) -> AdvanceData:
+    task = task_name(task)
+    to = _known_state(to, task)
+    with updating(layout, task, session, owner=False) as tf:
+        frm = tf.state
+        rule = _rule(layout, tf, to)
+        to = rule.to.value
+        ctx = protocol.make_ctx(layout, tf, session, why, run_build=_build_runner(layout, tf))
+        unmet = rule.guard(ctx)
+        if to == State.COMPLETE:
+            raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
+        if unmet and (protocol.is_full(layout) or any(u.kind == protocol.OWNER for u in unmet)):
+            raise protocol.refuse(f"cannot advance {task} from {frm} to {to}", unmet, task, hint=f"nothing was changed; the conditions of {frm} → {to} are listed")
+        waived = [str(u) for u in unmet]
+        head = protocol.task_head(ctx)
+        for effect in rule.effects:
+            effect(ctx)
+        for path, text in ctx.writes.items():
+            write_text_atomic(path, text)
+        build = None
+        if isinstance(ctx.record_build, gates.GateEvidence):
+            build = ctx.evidence["build"] = gate_evidence.entry(ctx.record_build, session, omit=("timed_out",), by="advance")
+        evidence = dict(ctx.evidence)
+        evidence["task_head"] = head
+        if waived:
+            evidence["waived"] = waived
+        if why:
+            evidence["why"] = why
+        record_transition(layout, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
+        if build is not None:
+            open_store(layout).audit(task, "build_verifications", build, session=session)
+        return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
+                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf))
+
+
+def _known_state(to: str | None, task: str) -> str | None:
+    if to is None:
+        return None
+    to = to.strip().upper()
+    if to not in protocol.WORKFLOW_STATES:
+        raise BadInput(f"unknown state {to!r}: use one of {', '.join(protocol.WORKFLOW_STATES)}", task=task)
+    return to
+
+
+def _rule(layout: Layout, tf: TaskFile, to: str | None) -> protocol.Rule:
+    """The transition to `to` (None: the variant's default next state); Blocked if it is not legal."""
+    legal, task, frm = protocol.next_states(tf), tf.task_name, tf.state
+    if to is None:
+        if not legal:
+            raise Blocked(f"task {task!r} is in {frm}: there is no state after it", task=task)
+        to = legal[0]
+    rule = protocol.rule_for(tf, to)
+    if rule is None:
+        raise Blocked(
+            f"illegal transition {frm} → {to} for task {task!r} (variant {protocol.variant_of(tf)})",
+            hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
+            details={"legal_next_states": legal},
+            next=[_command_to(layout, tf, s) for s in legal],
+            task=task,
+        )
+    return rule
+
+
+def _command_to(layout: Layout, tf: TaskFile, state: str) -> str:
+    """The command towards `state`; `complete` after the human's approval when none holds for the head."""
+    cmd = protocol.command_to(tf.task_name, state, tf.state)
+    if state != State.COMPLETE:
+        return cmd
+    cp = tf.checkpoint
+    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(layout, tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
+        return cmd
+    return f"spark-git approve {tf.task_name} --changes && {cmd}"
+
+
+def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
+    """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
+    cfg, task = layout.config.gates, tf.task_name
+    # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
+    return lambda: verdicts.run_or_reuse(open_store(layout), "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
+                                         env=envs.for_worktree(layout, task), rerun=True, reports=cfg.reports_for("build"))

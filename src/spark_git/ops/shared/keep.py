@@ -1,0 +1,139 @@
+"""What `git worktree remove` would delete that no commit holds: nested repositories (a directory with
+its own `.git`, which `git add -A` records only as a gitlink to a commit that exists nowhere else) and
+ignored files (an agent's `.env.local`). Nested repositories are moved aside, whole, to
+`<task>/kept/<label>/<path>`; ignored files go into a commit on an archive ref, up to a size cap."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spark_git.clients import sandbox
+from spark_git.core.git import Git
+from spark_git.ops.shared import archive
+from spark_git.state.store import Store, archive_ref_for
+
+
+@dataclass
+class Scan:
+    dirty: list[str] = field(default_factory=list)  # "XY path" as `git status` shows it (untracked included)
+    ignored: list[str] = field(default_factory=list)  # ignored files
+    nested: list[str] = field(default_factory=list)  # untracked or ignored directories with their own .git
+
+
+def scan(path: Path) -> Scan:
+    """One `git status` for everything a removal must account for. `--ignored=traditional` with
+    `-uall` lists ignored files one by one, and a nested repository as `dir/` (git stops there)."""
+    out = Git(path).run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional").stdout
+    res = Scan()
+    parts = iter(out.split("\0"))
+    for item in parts:
+        if not item:
+            continue
+        code, rel = item[:2], item[3:]
+        if code[0] in "RC":  # renames carry the source path as the next field
+            next(parts, None)
+        if code in ("??", "!!") and rel.endswith("/") and (path / rel / ".git").exists():
+            res.nested.append(rel.rstrip("/"))
+        if code == "!!":
+            if not rel.endswith("/"):
+                res.ignored.append(rel)
+        else:
+            res.dirty.append(f"{code} {rel}")
+    return res
+
+
+def keep_nested(store: Store, task: str, label: str, path: Path, nested: list[str]) -> list[archive.KeptPath]:
+    """Moves the untracked or ignored nested repositories (`nested`, from scan()) of the worktree at `path` aside."""
+    kept = []
+    for rel in nested:
+        src = path / rel
+        if not (src / ".git").exists():
+            continue
+        dest = nested_dest(store, task, label, rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(src, dest)
+        kept.append(archive.KeptPath(task=task, path=str(dest), was=str(src)))
+    if kept:
+        store.event(task, "nested_repositories_kept", None, kept=[k.model_dump() for k in kept])
+    return kept
+
+
+def select_ignored(store: Store, path: Path, ignored: list[str]) -> tuple[list[str], list[str]]:
+    """(taken, skipped): the ignored files still there, smallest first up to `[archive] ignored_max_bytes`."""
+    # spark-git's own sandbox settings (clients/sandbox.py), untouched since it wrote them, are nobody's work
+    files = sorted(p for p in ignored if os.path.lexists(path / p) and not (p == str(sandbox.FILE) and sandbox.only_ours(path)))
+    cap = store.layout.config.archive.ignored_max_bytes
+    taken: list[str] = []
+    skipped: list[str] = []
+    total = 0
+    for rel in sorted(files, key=lambda f: (os.lstat(path / f).st_size, f)):
+        size = os.lstat(path / rel).st_size
+        if total + size <= cap:
+            taken.append(rel)
+            total += size
+        else:
+            skipped.append(rel)
+    return taken, skipped
+
+
+def nested_dest(store: Store, task: str, label: str, rel: str) -> Path:
+    """Where a nested repository is moved: `<task>/kept/<label>/<rel>`, never over an earlier copy."""
+    dest = store.layout.task_dir(task) / archive.KEPT / label / rel
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = dest.with_name(f"{Path(rel).name}.{n}")
+    return dest
+
+
+def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[str], session: str | None) -> archive.Archived | None:
+    """A commit (parent HEAD) of HEAD's tree plus the worktree's ignored files, smallest first up to
+    `[archive] ignored_max_bytes` in all; the rest are named in `skipped`."""
+    wt = Git(path)
+    taken, skipped = select_ignored(store, path, ignored)
+    if skipped:
+        store.event(task, "ignored_files_not_archived", session, worktree=str(path), cap=store.layout.config.archive.ignored_max_bytes, files=sorted(skipped))
+    if not taken:
+        return None
+    sha = archive.commit_with_files(wt, sorted(taken), f"spark-git: ignored files of {path}\n\nSaved by spark-git before removing the worktree.\n")
+    a = archive.keep(store, task, f"ignored-{label}", sha, f"ignored files in {path}", session)
+    a.files, a.skipped = sorted(taken), sorted(skipped)
+    return a
+
+
+def submodules(path: Path, *, moved_only: bool = False) -> list[tuple[str, str]]:
+    """(path, HEAD) of the initialised submodules of the worktree at `path`, recursively; `moved_only`:
+    those whose HEAD is not the commit the superproject records (`+` in `git submodule status`)."""
+    if not (path / ".gitmodules").is_file():
+        return []
+    res = []
+    for ln in Git(path).run("submodule", "status", "--recursive").lines:
+        parts = ln[1:].split(" ")
+        if ln[0] == "-" or len(parts) < 2 or (moved_only and ln[0] != "+"):
+            continue
+        if (path / parts[1] / ".git").exists():
+            res.append((parts[1], parts[0]))
+    return res
+
+
+def keep_submodules(store: Store, task: str, label: str, path: Path, subs: list[tuple[str, str]], session: str | None) -> list[archive.Archived]:
+    """Each submodule's HEAD, plus its uncommitted state as a commit on top, pushed into this repository
+    on an archive ref: `worktree remove --force` deletes the submodule's repository with the worktree."""
+    kept = []
+    for rel, _ in subs:
+        sg = Git(path / rel)
+        dirty = [str(e) for e in sg.status()]
+        sha = archive.snapshot_commit(sg, f"spark-git: uncommitted work of submodule {rel} in {path}\n") if dirty else sg.rev_parse("HEAD")
+        if sha is None:
+            continue
+        name = f"submodule-{label}-{rel.replace('/', '-')}"
+        ref = archive_ref_for(task, name, sha)
+        # A push by commit id copies the objects; the ref is created, never moved (the ref is new or already this commit).
+        sg.run("push", "--quiet", "--no-verify", str(store.layout.repo.common_dir), f"{sha}:{ref}")
+        a = archive.keep(store, task, name, sha, f"submodule {rel} of {path}", session)
+        a.files = dirty
+        kept.append(a)
+    return kept

@@ -1,0 +1,58 @@
+"""Merge step 3: the build gate on exactly the commit that will land, and its evidence."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from spark_git.core.errors import Failed
+from spark_git.core.layout import Layout
+from spark_git.core.proc import Ticker
+from spark_git.gates import command as gates
+from spark_git.gates import evidence, verdicts
+from spark_git.ops.shared import envs
+from spark_git.ops.shared.merging.plan import Plan
+
+GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
+
+
+def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
+    evidence.record(layout, task, ev, session, **extra)
+
+
+def gate_failed(ev: gates.GateEvidence, task: str, what: str, retry: str) -> Failed:
+    """The refusal of a failed gate: the log's tail, pytest's failing tests, how to run it again
+    (`retry`: the spark-git command) or by hand."""
+    reason = ev.error or f"exit code {ev.exit_code}"
+    by_hand = f"cd {ev.worktree} && {ev.command if isinstance(ev.command, str) else shlex.join(ev.command or [])}"
+    if ev.exit_code == 127:
+        hint = f"the gate's command was not found in {ev.worktree}: install it there (or on its PATH), or fix gates.{ev.gate} in the config; then: {retry}"
+    else:
+        hint = f"read the log, fix the code, commit, and try again: {retry}"
+    return Failed(
+        f"{what}: gate {ev.gate!r} failed ({reason}); log: {ev.log_path}",
+        hint=hint, next=[retry],
+        details={"log_path": ev.log_path, "exit_code": ev.exit_code, "timed_out": ev.timed_out, "command": ev.command,
+                 "failed_tests": ev.failed_tests, "unmet": ev.reports.unmet if ev.reports else [], "log_tail": gates.log_tail(ev.log_path), "retry": retry, "run_by_hand": by_hand},
+        task=task,
+    )
+
+
+def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> gates.GateEvidence:
+    """Runs gates.build in the agent worktree (or reuses a passing verdict of its tree); refuses
+    unless it passed on the agent head and left the worktree as it found it."""
+    layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
+    cfg = layout.config.gates
+    ev = verdicts.run_or_reuse(plan.store, "build", cfg.build, awt.cwd, layout.logs_dir(task), cfg.timeout_s,
+                               env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker, reports=cfg.reports_for("build"))
+    record_gate(layout, task, ev, plan.session, agent=agent)
+    if not ev.passed:
+        raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")
+    after = awt.head_and_tree()
+    if after is None or after[0] != plan.a_head or ev.commit != plan.a_head:  # same commit id ⇒ same tree
+        raise Failed(f"{agent}'s branch changed while its gate ran ({plan.a_head[:12]} → {(after[0] if after else '?')[:12]}); nothing was merged", task=task)
+    left = awt.status()
+    if left:
+        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task,
+                     hint=GATE_LEFT_CHANGES_HINT)
+    return ev

@@ -1,0 +1,162 @@
+"""Worktree provisioning: copy the git-ignored files a build needs (`.env`, local config) into each
+new worktree, then run the post-create setup commands there, output to `<task>/logs/`.
+
+Patterns come from `.worktreeinclude` at the main worktree's root (gitignore syntax) and from the
+config's `worktree.include`. Only files git ignores are copied (tracked files come with the checkout)
+and never through a symlink that leaves the repository. A failing setup command keeps the worktree
+and is reported with its log."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import Field
+
+from spark_git.core import proc
+from spark_git.core.layout import Layout
+from spark_git.core.model import Model
+from spark_git.ops.shared import envs
+
+INCLUDE_FILE = ".worktreeinclude"
+CLAUDE_LOCAL = ".claude/settings.local.json"
+# Agent clients' hook settings: copied into new worktrees when ignored (committed ones come with the checkout).
+CLIENT_SETTINGS = (CLAUDE_LOCAL, ".codex/hooks.json", ".gemini/settings.json")
+
+
+class SetupRun(Model):
+    command: list[str] | str
+    exit_code: int | None  # None: killed at the timeout
+    duration_s: float
+    log: str
+
+
+class ProvisionReport(Model):
+    agent: str | None
+    worktree: str
+    copied: list[str] = Field(default_factory=list)
+    skipped_symlinks: list[str] = Field(default_factory=list, description="Symlinks not copied: they point outside the repository.")
+    setup: list[SetupRun] = Field(default_factory=list)
+    setup_skipped: bool = False
+    failed: SetupRun | None = None
+    sandbox: bool = Field(default=False, description="Claude Code's sandbox written into the agent worktree's .claude/settings.local.json (spark-git's Claude hooks are installed).")
+
+
+def provision(
+    layout: Layout,
+    task: str,
+    agent: str | None,
+    worktree: Path,
+    *,
+    no_setup: bool = False,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> ProvisionReport:
+    rep = ProvisionReport(agent=agent, worktree=str(worktree))
+    copy_included(layout, worktree, rep)
+    if layout.config.worktree.setup and no_setup:
+        rep.setup_skipped = True
+    elif layout.config.worktree.setup:
+        run_setup(layout, task, agent, worktree, rep, progress)
+    return rep
+
+
+# -- copying ------------------------------------------------------------------------------------
+
+
+def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
+    src_root = layout.main_worktree
+    inc = src_root / INCLUDE_FILE
+    pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
+    git = layout.git()
+    # The clients' local or ignored hook settings (`hooks install --scope local`) go wherever agents work.
+    patterns = [*layout.config.worktree.include, *CLIENT_SETTINGS]  # a middle slash anchors it at the root
+    candidates = git.untracked_matching(patterns, pattern_file)
+    if not candidates:
+        return
+    ignored = git.ignored([c.rstrip("/") for c in candidates])
+    repo_real = Path(os.path.realpath(src_root))
+    skip = Path(os.path.realpath(layout.tasks_root))
+    for rel in sorted(candidates):
+        rel = rel.rstrip("/")
+        if rel not in ignored:
+            continue  # untracked but not ignored: someone's work in progress, not local config
+        src = src_root / rel
+        if Path(os.path.realpath(src)).is_relative_to(skip):
+            continue
+        _copy_tree(src, dest / rel, rel, repo_real, rep)
+
+
+def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionReport) -> None:
+    if src.is_symlink():
+        target = Path(os.path.realpath(src))
+        if not target.is_relative_to(repo_real):
+            rep.skipped_symlinks.append(rel)
+            return
+        if not dst.exists() and not dst.is_symlink():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dst)  # same link text: a relative link stays inside the new worktree
+            rep.copied.append(rel)
+        return
+    if src.is_dir():
+        for child in sorted(src.iterdir()):
+            _copy_tree(child, dst / child.name, f"{rel}/{child.name}", repo_real, rep)
+        return
+    if not src.is_file() or dst.exists() or dst.is_symlink():
+        return  # sockets, fifos; or something already there (never overwritten)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst, follow_symlinks=False)
+    rep.copied.append(rel)
+
+
+# -- setup commands -----------------------------------------------------------------------------
+
+
+def run_setup(layout: Layout, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None]) -> None:
+    env = envs.for_worktree(layout, task, agent)
+    logs = layout.logs_dir(task)
+    logs.mkdir(parents=True, exist_ok=True)
+    cmds = layout.config.worktree.setup
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    who = agent or "task"
+    for i, cmd in enumerate(cmds, 1):
+        if cmd is None:
+            continue
+        shown = cmd if isinstance(cmd, str) else " ".join(cmd)
+        progress(f"setup {i}/{len(cmds)} in {worktree}: {shown}")
+        log = logs / f"setup-{who}-{stamp}-{i}.log"
+        run = _run(cmd, worktree, env, log, layout.config.gates.timeout_s)
+        rep.setup.append(run)
+        if run.exit_code != 0:
+            rep.failed = run
+            return  # later commands usually depend on earlier ones
+
+
+def _run(cmd: list[str] | str, cwd: Path, env: dict[str, str], log: Path, timeout: float) -> SetupRun:
+    with open(log, "wb") as out:
+        out.write(f"$ {cmd if isinstance(cmd, str) else ' '.join(cmd)}\n# in {cwd}\n".encode())
+        out.flush()
+        # the whole group dies at the end, on timeout, Ctrl-C or our death: installers spawn children
+        res = proc.run(proc.argv_of(cmd), cwd, out, timeout, env=env)
+        if res.os_error is not None:
+            out.write(f"cannot run: {res.os_error}\n".encode())
+            return SetupRun(command=cmd, exit_code=127, duration_s=0.0, log=str(log))
+        if res.timed_out:
+            out.write(f"\nkilled after {timeout:.0f}s (gates.timeout_s)\n".encode())
+    return SetupRun(command=cmd, exit_code=None if res.timed_out else res.exit_code, duration_s=res.duration_s, log=str(log))
+
+
+def failures(reports: list[ProvisionReport]) -> list[ProvisionReport]:
+    return [r for r in reports if r.failed is not None]
+
+
+def failure_summary(reports: list[ProvisionReport]) -> str:
+    parts = []
+    for r in failures(reports):
+        f = r.failed
+        assert f is not None
+        code = "timed out" if f.exit_code is None else f"exit {f.exit_code}"
+        parts.append(f"setup failed in {r.worktree} ({code}); log: {f.log}")
+    return "; ".join(parts)

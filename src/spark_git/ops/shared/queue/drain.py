@@ -1,0 +1,171 @@
+"""Draining the queue, one process at a time (the "queue-drain" mutex): batches of ready entries are
+built, gated once, landed or bisected, until the queue is empty. `wait_for` is what a `complete`
+does after enqueueing: drain if nobody does, else wait for its own outcome."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from spark_git.core import faults
+from spark_git.core.errors import Blocked
+from spark_git.core.git import Sha
+from spark_git.core.layout import Layout
+from spark_git.gates import command as gates
+from spark_git.gates import evidence
+from spark_git.ops.shared.queue import candidate, gate
+from spark_git.ops.shared.queue.bisect import bisect
+from spark_git.ops.shared.queue.checks import base_worktree, in_the_way
+from spark_git.ops.shared.queue.land import BaseMoved, evict, land, problem
+from spark_git.ops.shared.queue.recover import recover
+from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
+from spark_git.state.store import Store
+
+DRAIN = "queue-drain"
+MAX_REBUILDS = 5  # the base moved under this many batches in a row: give up for now, entries stay queued
+
+
+def wait_for(layout: Layout, store: Store, entry: QueueEntry, session: str, notify: Callable[[str], None] | None,
+             opts: gate.GateOpts | None = None) -> QueueOutcome:
+    """The entry's outcome: drains the queue when no other process does, else polls for it (bounded)."""
+    cfg = layout.config.queue
+    deadline, told = time.monotonic() + cfg.wait_s, False
+    while True:
+        with store.try_mutex(DRAIN) as got:
+            if got:
+                drain_locked(layout, store, session, opts)
+        o = store.read_queue_log().outcome_for(entry.ref)
+        if o is not None:
+            return o
+        if got or time.monotonic() > deadline:
+            raise Blocked(f"{entry.task} is still in the merge queue ({entry.ref})", task=entry.task,
+                          hint="the base kept moving or the wait timed out; the entry stays queued",
+                          next=["spark-git queue", "spark-git queue run"])
+        if notify is not None and not told:
+            notify(f"queued {entry.task} as {entry.ref}; another process is draining the queue, waiting for the outcome")
+            told = True
+        time.sleep(cfg.poll_s)  # another process drains; its outcome record is what we wait for
+
+
+def drain_locked(layout: Layout, store: Store, session: str | None, opts: gate.GateOpts | None = None) -> list[str]:
+    """Drains until the queue is empty (or the base keeps moving). Caller holds the DRAIN mutex.
+    Returns what recovery had to repair first."""
+    repaired = recover(layout, store)
+    rebuilds = 0
+    while True:
+        ready = _ready(layout, store)
+        if not ready:
+            return repaired
+        try:
+            _batch(layout, store, _run(layout, store, ready), session or f"queue-drain-{os.getpid()}", opts or gate.GateOpts())
+            rebuilds = 0
+        except BaseMoved:
+            rebuilds += 1  # nothing landed on the stale base; rebuild on the new one
+            if rebuilds >= MAX_REBUILDS:
+                return repaired
+
+
+def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
+    """Entries that may land, in queue order; the others leave the queue with a blocked outcome."""
+    ready = []
+    for e in store.queue_entries():
+        why = problem(layout, store, e)
+        if why is None:
+            ready.append(e)
+        else:
+            evict(layout, store, e, "blocked", why)
+    return ready
+
+
+def _run(layout: Layout, store: Store, ready: list[QueueEntry]) -> list[QueueEntry]:
+    """The longest run of ready entries with the first one's base branch, at most queue.batch_max."""
+    base = _base_of(store, ready[0])
+    run = []
+    for e in ready[: layout.config.queue.batch_max]:
+        if _base_of(store, e) != base:
+            break
+        run.append(e)
+    return run
+
+
+def _base_of(store: Store, e: QueueEntry) -> str | None:
+    tf = store.read_task(e.task)
+    return tf.base_branch if tf else None
+
+
+def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
+    git, base = layout.git(), _base_of(store, batch[0]) or ""
+    store.sync_base(base)  # remote mode: another machine may have landed since
+    old = git.branch_head(base)
+    if old is None:
+        for e in batch:
+            evict(layout, store, e, "blocked", f"the base branch {base} does not exist")
+        return
+    built = candidate.build(git, old, batch)
+    for e, files in built.conflicts:
+        evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files)
+    if not built.parts:
+        return
+    cand = QueueCandidate(base_branch=base, old_base=old, parts=built.parts, pid=os.getpid(), session_id=session)
+    _save_candidate(store, cand)
+    faults.point("queue-after-candidate")
+    tasks = [p.task for p in cand.parts]
+    ev = _gate_candidate(layout, store, cand, opts)
+    if ev.passed:
+        _land(layout, store, cand, ev, session)
+        return
+    entries = {p.task: e for e in batch for p in cand.parts if p.task == e.task}
+    if len(cand.parts) == 1:  # a batch of one: today's `complete`, the task keeps its state
+        _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
+        _save_candidate(store, None)
+        return
+    split = bisect(len(cand.parts), ev, lambda k: gate.run(layout, store, cand.parts[k - 1].tip, tasks[:k], opts))
+    _fail(layout, store, entries[tasks[split.culprit]], split.culprit_ev, tasks, back=True)
+    if split.passing and split.passing_ev is not None:
+        _land(layout, store, cand.model_copy(update={"parts": cand.parts[: split.passing]}), split.passing_ev, session)
+    _save_candidate(store, None)  # the rest stay queued for the next batch
+
+
+def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:
+    one = cand.parts[0]
+    tf = store.read_task(one.task) if len(cand.parts) == 1 and one.tip == one.head else None
+    ev = gate.run_in_task(layout, store, one.tip, one.task, Path(tf.worktree), opts) if tf is not None else None
+    return ev if ev is not None else gate.run(layout, store, cand.parts[-1].tip, [p.task for p in cand.parts], opts)
+
+
+def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:
+    main_wt, below = base_worktree(layout.git(), cand.base_branch), cand.old_base
+    for p in cand.parts:  # the approval, the branch and the main worktree's ignored files again, just before the base moves
+        why = problem(layout, store, QueueEntry(p.ref, "", p.task, p.head)) or _ignored_in_the_way(main_wt, below, p.tip)
+        below = p.tip
+        if why is not None:
+            evict(layout, store, QueueEntry(p.ref, "", p.task, p.head), "blocked", why)
+            raise BaseMoved(f"{p.task} may no longer land: rebuild without it")
+    try:
+        land(layout, store, cand, ev, session)
+    except BaseMoved:
+        _save_candidate(store, None)
+        raise
+
+
+def _ignored_in_the_way(main_wt: Path | None, below: str, tip: str) -> str | None:
+    """An ignored file made in the main worktree while the task waited in the queue or was gated."""
+    unmet = in_the_way(main_wt, Sha(below), Sha(tip)) if main_wt is not None else []
+    return "; ".join(str(u) for u in unmet) or None
+
+
+def _fail(layout: Layout, store: Store, e: QueueEntry, ev: gates.GateEvidence, tasks: list[str], *, back: bool) -> None:
+    tf = store.read_task(e.task)
+    session = tf.queued.session_id if tf and tf.queued else None
+    evidence.record(store, e.task, ev, session, note=not back, batch=tasks)
+    reason = ev.error or f"exit code {ev.exit_code}"
+    why = f"the final gate failed on the batch {', '.join(tasks)} ({reason}); bisection names {e.task}" if back else f"gate 'final' failed ({reason})"
+    evict(layout, store, e, "failed", why, gate_log=ev.log_path, batch=tasks, back_to_implementation=back, failed_tests=ev.failed_tests)
+
+
+def _save_candidate(store: Store, cand: QueueCandidate | None) -> None:
+    log = store.read_queue_log()
+    log.candidate = cand
+    store.write_queue_log(log)

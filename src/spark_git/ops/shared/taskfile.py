@@ -1,0 +1,70 @@
+"""Reading and updating a task's state (task.json in the local store) through the Store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from spark_git import protocol
+from spark_git.core.errors import BadInput, CorruptState
+from spark_git.core.layout import Layout
+from spark_git.state.backends import as_store
+from spark_git.state.locks import require_owner, task_mutex_name
+from spark_git.state.models import AgentStatus, TaskFile, now
+from spark_git.state.recorded import check_recorded
+from spark_git.state.store import Store
+
+
+def load_task(store: Store | Layout, task: str, *, check: bool = True) -> TaskFile:
+    """`check=False` is the escape hatch for `doctor`/`audit`: read a task.json whose state its
+    transition_log cannot explain (hand-edited); every other command refuses it (exit 3)."""
+    store = as_store(store)
+    tf = store.read_task(task)
+    if tf is None:
+        path = store.layout.task_json(task)
+        raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task)
+    if check:
+        protocol.check_consistent(store.layout, tf)
+        check_recorded(store.layout, tf)  # every command acts only on the worktrees and branches the layout derives
+    return tf
+
+
+def save_task(store: Store | Layout, tf: TaskFile) -> None:
+    tf.last_active_at = now()
+    as_store(store).write_task(tf)
+
+
+@contextmanager
+def updating(store: Store | Layout, task: str, session: str | None, *, owner: bool = True) -> Iterator[TaskFile]:
+    """Lock → re-read → (check owner) → let the caller change it → write. Nothing is written if the
+    body raises."""
+    store = as_store(store)
+    with store.mutex(task_mutex_name(task)):
+        tf = load_task(store, task)
+        if owner:
+            require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
+        yield tf
+        save_task(store, tf)
+
+
+def role_of(layout: Layout, agent: str) -> str:
+    if agent in layout.config.agent_roles:
+        return layout.config.agent_roles[agent]
+    if agent.endswith("-reviewer"):
+        return "reviewer"
+    if agent.endswith("-updater"):
+        return "updater"
+    return "other"
+
+
+def start_mutex_name(task: str) -> str:
+    """The mutex `start` holds while it creates a task (doctor waits on it before repairing one)."""
+    return f"start-{task}"
+
+
+def usable_status(store: Store, task: str, agent: str) -> AgentStatus | None:
+    """An agent's report; an unreadable one counts as none (a new report replaces it)."""
+    try:
+        return store.read_status(task, agent)
+    except CorruptState:  # an unreadable report counts as none: the new one replaces it
+        return None
