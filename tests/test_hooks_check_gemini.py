@@ -43,6 +43,16 @@ def test_untrusted_worktree_does_not_load(setup: tuple[Path, dict[str, str], Pat
     assert _check(repo, env) == (True, None)
 
 
+def test_project_scope_notes_sessions_in_subdirectories(setup: tuple[Path, dict[str, str], Path], tmp_path: Path) -> None:
+    repo, env, gem = setup
+    _trust(gem, {str(tmp_path): "TRUST_FOLDER"})
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 0 and any("subdirectory" in n for n in r.json["data"]["notes"]), r
+    assert spark(repo, "hooks", "install", "--client", "gemini", "--scope", "user", env=env).returncode == 0
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 0 and not any("subdirectory" in n for n in r.json["data"]["notes"]), r
+
+
 def test_trust_rules_longest_match_parent_env_and_switch(setup: tuple[Path, dict[str, str], Path]) -> None:
     repo, env, gem = setup
     agent = repo.parent / "repo.tasks" / "t1" / "agents" / "a1" / "code"

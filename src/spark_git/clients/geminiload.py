@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+SUBDIRECTORY = ("Gemini CLI reads project settings only from the folder a session starts in: a Gemini session started in a "
+                "subdirectory of an agent worktree runs none of spark-git's project hooks; "
+                "`spark-git hooks install --client gemini --scope user` reaches every session")
+
 
 def gemini_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("GEMINI_CLI_HOME") or os.path.expanduser("~")) / ".gemini"

@@ -217,4 +217,6 @@ def check(layout: Layout) -> HooksCheckData:
     notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
         "`bwrap` (bubblewrap) is not on PATH: Claude Code runs agents' Bash commands without its sandbox here "
         "(spark-git's hook still checks them); install bubblewrap and socat to have both"]
+    if any(c.client == GEMINI.name and c.loads and "user scope" not in (c.source or "") for c in checks):
+        notes.append(geminiload.SUBDIRECTORY)
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
