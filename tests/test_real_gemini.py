@@ -75,6 +75,18 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")) == (main, b)
 
 
+def test_session_start_reaches_the_model(t: GeminiTask) -> None:
+    run = play(t)
+    assert "<hook_context>spark-git: session" in run.first_prompt(), run.first_prompt()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 item 2: with `spark-git env t1 --agent a` the session is the owner's, "
+                   "so the SessionStart text is the owner's task list (b's worktree, 'cd <task worktree>')")
+def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
+    text = play(t).first_prompt()
+    assert str(t.a) in text and str(t.b) not in text and "owns" not in text, text
+
+
 def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
     before = refs(t)
     settings = t.a / ".gemini" / "settings.json"
