@@ -166,7 +166,7 @@ def test_sigkill_of_spark_git_mid_gate_leaves_nothing_running(tmp_path: Path) ->
 def test_registry_builds_each_gate_kind(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "r\n"})
     wt, head = Git(repo), git(repo, "rev-parse", "HEAD")
-    assert set(GATES) == {"clean", "attribution", "command"}
+    assert set(GATES) == {"clean", "attribution"}  # the command gates are configured commands, not kinds
     assert GATES["clean"](what="the task worktree").check(wt, "t1") is None
     write(repo / "stray.txt", "x\n")
     with pytest.raises(Blocked, match=r"^the task worktree is not clean: 1 modified"):
@@ -176,7 +176,7 @@ def test_registry_builds_each_gate_kind(tmp_path: Path) -> None:
     with pytest.raises(Blocked, match=r"^1 commit\(s\) on b1 are not attributed to a1$") as e:
         GATES["attribution"](agent="a1", branch="b1", messages=messages).check(wt, "t1")
     assert e.value.details == {"commits": ["bbbbbbbbbbbb no prefix"]}
-    ev = GATES["command"](gate="build", command=[PY, "-c", "print('ok')"], logs_dir=tmp_path / "logs", timeout_s=60).check(wt, "t1")
+    ev = gates.run("build", [PY, "-c", "print('ok')"], repo, tmp_path / "logs", 60)
     assert ev is not None and ev.passed and ev.exit_code == 0 and ev.commit == head and ev.worktree == str(repo)
     e2 = evidence.entry(ev, "s1", agent="a1")
     assert list(e2) == ["gate", "command", "result", "ran", "exit_code", "timed_out", "duration_s", "tree", "commit",

@@ -41,3 +41,18 @@ def test_committed_ignored_missing_and_path(tmp_path: Path) -> None:
     no_exe = spark(repo, "hooks", "check", "--json", env=bare, process=True)
     assert no_exe.returncode == 1 and no_exe.json["data"]["spark_git"] is None, no_exe
     assert all("not on PATH" in c["problem"] for c in no_exe.json["data"]["checks"])
+
+
+def test_claude_hooks_in_the_main_worktrees_local_settings_count_for_every_agent(tmp_path: Path) -> None:
+    """Claude Code reads the main worktree's .claude/settings.local.json for a session in any worktree
+    (its facts' main_loads): check reads that file too, and names it as the source."""
+    repo = make_repo(tmp_path / "repo", {".gitignore": ".claude/settings.local.json\n"})
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0  # before the hooks: no copy in a1
+    assert spark(repo, "hooks", "install", "--scope", "local", env=env).returncode == 0
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    (a1 / ".claude" / "settings.local.json").unlink()  # the sandbox's file, without the hooks in it either way
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    got = _by(r)[("t1", "a1", "claude")]
+    assert r.returncode == 0 and got["loads"], r
+    assert got["source"] == f"{repo / '.claude' / 'settings.local.json'} (the main worktree's local scope)", got

@@ -68,3 +68,19 @@ def test_the_hook_and_layout_agree_on_the_layout(tmp_path: Path, config: str | N
     place = found.locate(paths.real(wt))
     assert (place.kind, place.task, place.agent, place.rel) == ("agent", "t1", "a1", ("src", "x.py"))
     assert policy.caller(found, repo).kind == "main"
+
+
+@pytest.mark.parametrize("name", sorted(registry.CLIENTS))
+def test_every_list_of_client_files_comes_from_the_clients_facts(name: str, tmp_path: Path) -> None:
+    from spark_git.clients import sandbox, writes
+
+    c = registry.get(name)
+    f = c.facts
+    assert f.name == name and set(c.settings_files()) == set(f.settings)
+    assert set(f.loads) | set(f.main_loads) <= set(f.settings) and f.config_dir in f.protect
+    assert set(f.protect) <= set(registry.protected()) and set(f.protect) <= set(sandbox.denied())
+    assert set(f.repo_files()) <= set(registry.repo_settings())
+    for rel in f.repo_files():
+        assert writes.guarded(tmp_path / rel) in f.protect  # the hook never lets an agent write it
+    loaded = [(where, scope) for where, scope, _p in f.loaded(tmp_path / "wt", tmp_path / "main")]
+    assert [s for w, s in loaded if w == "main"] == list(f.main_loads) and len(loaded) == len(f.loads) + len(f.main_loads)

@@ -65,6 +65,11 @@ SessionOpt = Annotated[
 ]
 
 
+def or_list(words: list[str], last: str = "or") -> str:
+    """"a, b or c": option help texts built from a registry."""
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
 def state(ctx: typer.Context) -> AppState:
     return ctx.ensure_object(AppState)
 

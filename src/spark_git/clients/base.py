@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spark_git.clients.calls import BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.facts import Facts
 from spark_git.clients.jsonhooks import Wanted
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Client(Protocol):
-    name: str  # the registry key (`--client NAME`); its config directory in a repo is `.NAME`
+    name: str  # the registry key (`--client NAME`)
+    facts: Facts  # its files: settings, what the hook protects, its sandbox (clients/facts.py)
 
     def parse_event(self, raw: str) -> ToolCall:
         """The client's pre-tool-use event (its hook's stdin) as a neutral ToolCall; BadEvent when
@@ -34,7 +36,8 @@ class Client(Protocol):
         ...
 
     def settings_files(self) -> dict[str, Path]:
-        """scope (project, local, user) -> its settings file: relative to the repo root, or absolute."""
+        """scope (project, local, user) -> its settings file: relative to the repo root, or absolute
+        (its facts' settings_files())."""
         ...
 
     def wanted(self) -> list[Wanted]:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.facts import Facts, Sandbox
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -27,12 +28,21 @@ WORKTREE_CREATE = "spark-git hook worktree-create"
 WORKTREE_REMOVE = "spark-git hook worktree-remove"
 MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash|PowerShell"
 CONFIG_DIR = ".claude"
+LOCAL = ".claude/settings.local.json"
+SANDBOX = Sandbox(LOCAL, needs=("bwrap",))  # clients/sandbox.py: per agent worktree, kept out of git
+FACTS = Facts(
+    "claude", "Claude Code", CONFIG_DIR,
+    {"project": ".claude/settings.json", "local": LOCAL, "user": "~/.claude/settings.json"},
+    main_loads=("local",),  # a session in any worktree also reads the main worktree's local settings
+    sandbox=SANDBOX,
+)
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}
 
 
 class ClaudeCode:
-    name = "claude"
+    name = FACTS.name
+    facts = FACTS
 
     # -- pre-tool-use ------------------------------------------------------------------------
 
@@ -70,11 +80,7 @@ class ClaudeCode:
     # -- settings ----------------------------------------------------------------------------
 
     def settings_files(self) -> dict[str, Path]:
-        return {
-            "project": Path(CONFIG_DIR, "settings.json"),
-            "local": Path(CONFIG_DIR, "settings.local.json"),
-            "user": Path(os.path.expanduser("~"), CONFIG_DIR, "settings.json"),
-        }
+        return FACTS.settings_files()
 
     def wanted(self) -> list[Wanted]:
         return [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
+from spark_git.clients.facts import Facts
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".codex"
+FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"})
 PRE_TOOL_USE = "spark-git hook pre-tool-use --client codex"
 SESSION_START = "spark-git hook session-start --client codex"
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
@@ -58,7 +60,8 @@ def _text(value: object) -> str | None:
 
 
 class Codex:
-    name = "codex"
+    name = FACTS.name
+    facts = FACTS
 
     def parse_event(self, raw: str) -> ToolCall:
         event = read_event(raw)
@@ -92,7 +95,7 @@ class Codex:
         return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
 
     def settings_files(self) -> dict[str, Path]:
-        return {"project": Path(CONFIG_DIR, "hooks.json"), "user": Path(os.path.expanduser("~"), CONFIG_DIR, "hooks.json")}
+        return FACTS.settings_files()
 
     def wanted(self) -> list[Wanted]:
         return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]

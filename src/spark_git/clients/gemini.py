@@ -15,6 +15,7 @@ from pathlib import Path
 
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.codex import read_event
+from spark_git.clients.facts import Facts
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".gemini"
+FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"})
 PRE_TOOL_USE = "spark-git hook pre-tool-use --client gemini"
 SESSION_START = "spark-git hook session-start --client gemini"
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}
@@ -37,7 +39,8 @@ def _str(d: dict[str, Any], key: str) -> str | None:
 
 
 class Gemini:
-    name = "gemini"
+    name = FACTS.name
+    facts = FACTS
 
     def parse_event(self, raw: str) -> ToolCall:
         event = read_event(raw)
@@ -64,7 +67,7 @@ class Gemini:
         return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")  # 1: a warning, the call proceeds
 
     def settings_files(self) -> dict[str, Path]:
-        return {"project": Path(CONFIG_DIR, "settings.json"), "user": Path(os.path.expanduser("~"), CONFIG_DIR, "settings.json")}
+        return FACTS.settings_files()
 
     def wanted(self) -> list[Wanted]:
         return [Wanted("BeforeTool", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]

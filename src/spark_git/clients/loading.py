@@ -17,8 +17,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from spark_git.clients.base import Client
 
-CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
-
 
 def _has_ours(settings: Path, event: str = "PreToolUse") -> bool:
     try:
@@ -28,34 +26,25 @@ def _has_ours(settings: Path, event: str = "PreToolUse") -> bool:
     return has(data.get("hooks") if isinstance(data, dict) else None, event)
 
 
-def _repo_files(c: Client) -> list[Path]:
-    return [p for p in c.settings_files().values() if not p.is_absolute()]
-
-
-def _loads(worktree: Path, c: Client) -> bool:
+def _loads(worktree: Path, main: Path, c: Client) -> bool:
+    """A session of `c` started in `worktree` reads spark-git's hooks from one of the files it loads."""
     event = c.wanted()[0].event
-    return any(_has_ours(worktree / rel, event) for rel in _repo_files(c))
-
-
-def _user(c: Client) -> bool:
-    user = c.settings_files().get("user")
-    return user is not None and _has_ours(user, c.wanted()[0].event)
+    return any(_has_ours(p, event) for _where, _scope, p in c.facts.loaded(worktree, main))
 
 
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
     """One line per problem; [] when the hooks are not configured anywhere (nothing was asked for)."""
-    clients = [registry.get(n) for n in registry.CLIENTS]
     live = [w for w in worktrees if w.is_dir()]
-    configured = [c for c in clients if _loads(main, c) or _user(c) or any(_loads(w, c) for w in live)]
+    configured = [c for c in registry.every() if _loads(main, main, c) or any(_loads(w, main, c) for w in live)]
     if not configured:
         return []
     out: list[str] = []
     if shutil.which("spark-git") is None:
-        names = " / ".join(CLIENT_NAMES.get(c.name, c.name) for c in configured)
+        names = " / ".join(c.facts.title for c in configured)
         out.append("spark-git hooks are configured but `spark-git` is not on PATH: every hook call will fail "
                    f"(and block); install spark-git where {names} can run it")
     for c in configured:
-        missing = [] if _user(c) else [str(w) for w in live if not _loads(w, c)]
+        missing = [str(w) for w in live if not _loads(w, main, c)]
         if not missing:
             continue
         project = c.settings_files()["project"]

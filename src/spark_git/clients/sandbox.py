@@ -17,14 +17,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.clients import originals, settings
+from spark_git.clients import originals, registry, settings, writes
+from spark_git.clients.claude import SANDBOX
 from spark_git.state.files import write_text_atomic
 
-FILE = Path(".claude", "settings.local.json")
-# What an agent may not write even inside its own worktree (they switch hooks off or redirect git/spark-git).
-DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
+FILE = Path(SANDBOX.file)
 EXCLUDE_NOTE = "# spark-git: agents' Claude Code sandbox settings (`spark-git hooks install`; kept out of git)"
-EXCLUDE_LINE = "/.claude/settings.local.json"
+EXCLUDE_LINE = f"/{SANDBOX.file}"
+
+
+def denied() -> tuple[str, ...]:
+    """What an agent may not write even inside its own worktree: what the hook guards (the clients'
+    directories switch hooks off, .git and .spark-git.toml redirect git and spark-git)."""
+    return (*registry.protected(), *writes.GUARDED_DIRS, *writes.GUARDED_FILES)
 
 
 def wanted(worktree: Path, before: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -35,7 +40,7 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None) -> dict[str, An
     sb.update(enabled=True, allowUnsandboxedCommands=False)
     sb["excludedCommands"] = _joined(sb.get("excludedCommands"), ["git"])
     fs = sb["filesystem"] if isinstance(sb.get("filesystem"), dict) else {}
-    fs["denyWrite"] = _joined(fs.get("denyWrite"), [f"/{real}/{d}" for d in DENIED])  # `//` = absolute
+    fs["denyWrite"] = _joined(fs.get("denyWrite"), [f"/{real}/{d}" for d in denied()])  # `//` = absolute
     sb["filesystem"] = fs
     return sb
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spark_git.clients import registry
 from spark_git.clients.calls import Decision
 from spark_git.core import paths
 from spark_git.core.paths import Place, Repo, real
@@ -15,8 +16,9 @@ from spark_git.core.paths import Place, Repo, real
 # else there counts as source (code, tests, config, build files).
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 DOC_DIRS = ("docs", "doc")
-# What switches hooks off, points git elsewhere or configures spark-git: never written by an agent.
-GUARDED_DIRS = (".claude", ".codex", ".gemini", ".git")
+# What points git elsewhere or configures spark-git: never written by an agent; nor are the clients'
+# own directories, which switch hooks off (registry.protected(), from each adapter's facts).
+GUARDED_DIRS = (".git",)
 GUARDED_FILES = (".spark-git.toml",)
 
 
@@ -58,7 +60,8 @@ def is_source(rel: tuple[str, ...]) -> bool:
 def guarded(resolved: Path) -> str | None:
     """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any."""
     parts = resolved.parts
-    hit = next((p for p in parts if p in GUARDED_DIRS), None)
+    dirs = (*registry.protected(), *GUARDED_DIRS)
+    hit = next((p for p in parts if p in dirs), None)
     if hit is None and parts and parts[-1] in GUARDED_FILES:
         hit = parts[-1]
     return hit

@@ -1,29 +1,27 @@
-"""The command gate: runs the configured build/final command through `core.proc` (process group
-killed at the timeout, nothing left running), output streamed to `<task>/logs/<UTC time>-<gate>.log`,
-evidence returned as a model; pytest's counts are read from its summary line."""
+"""The command gates (gates.build, gates.final): run through `core.proc` (process group killed at the
+timeout, nothing left running), output streamed to `<task>/logs/<UTC time>-<gate>.log`, evidence
+returned as a model; pytest's counts are read from its summary line. Callers run them through
+gates.verdicts.run_configured, which reuses a passing verdict of the tree."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar
 
 from spark_git.core import faults, proc
 from spark_git.core.config import Command, ReportSpec
 from spark_git.core.git import Git
 from spark_git.core.proc import argv_of
 from spark_git.gates import reports as gate_reports
-from spark_git.gates.base import Gate, MergeSubject
 from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
 from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
 
 # GateEvidence and check_clean live beside this module; callers still reach them here.
-__all__ = ["CommandGate", "GateEvidence", "argv_of", "check_clean", "failed_tests", "is_pytest", "log_path", "log_tail", "pytest_counts", "run"]
+__all__ = ["GateEvidence", "argv_of", "check_clean", "failed_tests", "is_pytest", "log_path", "log_tail", "pytest_counts", "run"]
 
 
 def is_pytest(command: Command) -> bool:
@@ -89,7 +87,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
     `ticker`: shows elapsed time and the log's last line while it runs (a terminal only).
     `reports`: the JUnit/coverage files it writes and the thresholds on them (gates/reports.py): a
     command that exits 0 but misses one fails.
-    Callers go through gates.verdicts.run_or_reuse, which records the verdict of the tree."""
+    Callers go through gates.verdicts (run_configured), which records the verdict of the tree."""
     commit, tree = Git(worktree).head_and_tree() or ("", "")
     started = now()
     if not command:
@@ -134,21 +132,3 @@ def _judge(log: Path, worktree: Path, spec: ReportSpec | None, before: dict[str,
         if passed:
             return parsed, False, "; ".join(parsed.unmet)
     return parsed, passed, error
-
-
-@dataclass(frozen=True)
-class CommandGate:
-    name: ClassVar[str] = "command"
-    gate: str  # "build" or "final": names the log and the evidence
-    command: Command
-    logs_dir: Path
-    timeout_s: float
-    env: dict[str, str] | None = None
-    reports: ReportSpec | None = None
-
-    @classmethod
-    def for_merge(cls, subject: MergeSubject) -> list[tuple[Gate, Git]]:
-        return []  # runs after the rewrite, on exactly the head that will land (ops/shared/merging/verify.py)
-
-    def check(self, git: Git, task: str | None) -> GateEvidence:
-        return run(self.gate, self.command, git.cwd, self.logs_dir, self.timeout_s, self.env, reports=self.reports)

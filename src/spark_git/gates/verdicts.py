@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_git.core.config import Command, ReportSpec
+from spark_git.core.config import Command, GatesConfig, ReportSpec
 from spark_git.core.git import Git, clean_env
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gate_command
@@ -58,6 +58,13 @@ def passing(verdicts: list[dict[str, Any]], fp: str) -> dict[str, Any] | None:
         if v.get("fingerprint") == fp and v.get("result") == "passed":
             return dict(v)
     return None
+
+
+def run_configured(store: Store, gate: str, cfg: GatesConfig, worktree: Path, logs_dir: Path, env: dict[str, str] | None = None,
+                   rerun: bool = False, *, ticker: Ticker | None = None) -> GateEvidence:
+    """gates.build or gates.final (`gate`) as configured: its command, the timeout, its reports."""
+    command = {"build": cfg.build, "final": cfg.final}[gate]
+    return run_or_reuse(store, gate, command, worktree, logs_dir, cfg.timeout_s, env, rerun, ticker=ticker, reports=cfg.reports_for(gate))
 
 
 def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float,

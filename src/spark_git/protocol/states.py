@@ -1,26 +1,11 @@
-"""The task's states and the workflow variants (which of them a task goes through)."""
+"""The task's states (listed once, in state/models.py: task.json stores them) and the workflow
+variants (which of them a task goes through)."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from spark_git.state.models import State, TaskFile
 
-from spark_git.state.models import TaskFile
-
-
-class State(StrEnum):
-    # The values are the strings in task.json (state/models.py's TaskFile.state Literal).
-    INIT = "INIT"
-    CLASSIFIED = "CLASSIFIED"
-    REQUIREMENTS = "REQUIREMENTS"
-    SYNTHESIS = "SYNTHESIS"
-    IMPLEMENTATION = "IMPLEMENTATION"
-    VALIDATION = "VALIDATION"
-    REVIEW = "REVIEW"
-    SCOPE_NEGOTIATION = "SCOPE_NEGOTIATION"
-    AWAITING_USER_APPROVAL = "AWAITING_USER_APPROVAL"
-    COMPLETE = "COMPLETE"
-    CLEANUP = "CLEANUP"
-    ABANDONED = "ABANDONED"
+__all__ = ["AGENT_ADD_STATES", "FULL", "SHORT", "VARIANTS", "State", "variant_of"]
 
 
 # "full": every state. "short" (LOW risk, or MEDIUM docs/config-only): no IMPLEMENTATION, VALIDATION,

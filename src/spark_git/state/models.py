@@ -4,18 +4,41 @@ spark-git's fields survive an older one's rewrite."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from spark_git.core.model import Model
 from spark_git.state.report_evidence import Evidence
 
 SCHEMA_VERSION = 1
 
-State = Literal[
-    "INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION", "VALIDATION", "REVIEW",
-    "SCOPE_NEGOTIATION", "AWAITING_USER_APPROVAL", "COMPLETE", "CLEANUP", "ABANDONED",
+
+class State(StrEnum):
+    """The task's states: the one list (protocol/states.py and the transition table use it; the
+    values are the strings in task.json)."""
+
+    INIT = "INIT"
+    CLASSIFIED = "CLASSIFIED"
+    REQUIREMENTS = "REQUIREMENTS"
+    SYNTHESIS = "SYNTHESIS"
+    IMPLEMENTATION = "IMPLEMENTATION"
+    VALIDATION = "VALIDATION"
+    REVIEW = "REVIEW"
+    SCOPE_NEGOTIATION = "SCOPE_NEGOTIATION"
+    AWAITING_USER_APPROVAL = "AWAITING_USER_APPROVAL"
+    COMPLETE = "COMPLETE"
+    CLEANUP = "CLEANUP"
+    ABANDONED = "ABANDONED"
+
+
+# Stored as the plain string (also when code assigned one), and with the schema it had as a Literal:
+# inline, not a $defs reference (`spark-git schema` is compared byte for byte).
+StateField = Annotated[
+    State,
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"enum": [s.value for s in State], "title": "State", "type": "string"}),
 ]
 
 
@@ -114,7 +137,7 @@ class TaskFile(_File):
     task_name: str
     title: str | None = None
     session_id: str
-    state: State = "INIT"
+    state: StateField = State.INIT
     created_at: str = Field(default_factory=now)
     last_active_at: str = Field(default_factory=now)
     base_branch: str

@@ -11,17 +11,17 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Result, execute, state
+from spark_git.cli.common import Result, execute, or_list, state
 from spark_git.cli.root import app
+from spark_git.clients import registry
 from spark_git.core.layout import Layout
 
+_NAMES = or_list(list(registry.CLIENTS))
 hook_app = typer.Typer(help="Agent-client hook commands (read the hook's JSON event on stdin).", no_args_is_help=True)
-
-
 app.add_typer(hook_app, name="hook")
 
 
-ClientOpt = Annotated[str, typer.Option("--client", help="The client running the hook: claude, codex or gemini.")]
+ClientOpt = Annotated[str, typer.Option("--client", help=f"The client running the hook: {_NAMES}.")]
 
 
 def _stdin_event() -> dict[str, Any]:
@@ -40,7 +40,6 @@ def _sessions(event: dict[str, Any]) -> set[str]:
 
 
 def _client(name: str) -> str:
-    from spark_git.clients import registry
     from spark_git.core.errors import BadInput
 
     if name not in registry.CLIENTS:
@@ -49,7 +48,7 @@ def _client(name: str) -> str:
 
 
 @hook_app.command("pre-tool-use")
-def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
+def hook_pre_tool_use(client: ClientOpt = registry.DEFAULT) -> None:
     """Allow (exit 0) or block (exit 2, reason on stderr) a file write or shell command of the client.
     (Normally answered by the fast path in __main__ without loading this app.)"""
     from spark_git.clients.hooks import main
@@ -62,9 +61,9 @@ def hook_pre_tool_use(client: ClientOpt = "claude") -> None:
 
 
 @hook_app.command("session-start")
-def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """Checkpoint recovery: the tasks this session owns, their state, what they wait for, next commands."""
-    from spark_git.clients import checkpoint, registry
+    from spark_git.clients import checkpoint
     from spark_git.core.errors import BadInput
 
     st = state(ctx)
@@ -94,7 +93,7 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = "claude") -> None
 
 
 @hook_app.command("worktree-create")
-def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_worktree_create(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """WorktreeCreate ({name} on stdin): a spark-git agent worktree of the session's task (a plain git
     worktree under the tasks root outside any task); prints its path."""
     from spark_git.ops.life import wthooks  # lazy: `hook session-start` runs at every agent session and needs none of it
@@ -121,7 +120,7 @@ def hook_worktree_create(ctx: typer.Context, client: ClientOpt = "claude") -> No
 
 
 @hook_app.command("worktree-remove")
-def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = "claude") -> None:
+def hook_worktree_remove(ctx: typer.Context, client: ClientOpt = registry.DEFAULT) -> None:
     """WorktreeRemove ({worktree_path} on stdin): archive its uncommitted work, then remove it (an agent
     worktree of a task stays until `cleanup`)."""
     from spark_git.ops.life import wthooks  # lazy: `hook session-start` runs at every agent session and needs none of it

@@ -7,21 +7,30 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Result, execute
+from spark_git.cli.common import Result, execute, or_list
 from spark_git.cli.root import app
+from spark_git.clients import facts, registry
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import hooksetup
 
-hooks_app = typer.Typer(help="Install, remove or check spark-git's hooks in Claude Code, Codex CLI and Gemini CLI.", no_args_is_help=True)
+
+def _scopes() -> str:
+    """The settings files per scope, from the clients' facts: what `--scope` chooses between."""
+    files: dict[str, list[str]] = {}
+    for c in registry.every():
+        for scope, f in c.facts.settings.items():
+            files.setdefault(scope, []).append(f)
+    return or_list([f"{s} ({', '.join(fs)})" for s, fs in files.items() if s != facts.USER] + ["user (~/.<client>/…)"])
 
 
+_CLIENTS = registry.every()
+_NAMES = or_list(list(registry.CLIENTS))
+hooks_app = typer.Typer(help=f"Install, remove or check spark-git's hooks in {or_list([c.facts.title for c in _CLIENTS], 'and')}.", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
 
-
-ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help="claude, codex or gemini (repeatable; default: those whose .claude/.codex/.gemini exists here, else claude).", show_default=False)]
-
-
-ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/settings.json, .codex/hooks.json, .gemini/settings.json), local (.claude/settings.local.json) or user (~/.<client>/…).")]
+ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help=(
+    f"{_NAMES} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, else {registry.DEFAULT})."), show_default=False)]
+ScopeOpt = Annotated[str, typer.Option("--scope", help=f"{_scopes()}.")]
 
 
 def _next(verb: str, d: Any, scope: str) -> list[str]:

@@ -110,7 +110,7 @@ def _command_to(layout: Layout, tf: TaskFile, state: str) -> str:
 
 def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
-    cfg, task = layout.config.gates, tf.task_name
+    task = tf.task_name
     # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
-    return lambda: verdicts.run_or_reuse(open_store(layout), "build", cfg.build, Path(tf.worktree), layout.logs_dir(task), cfg.timeout_s,
-                                         env=envs.for_worktree(layout, task), rerun=True, reports=cfg.reports_for("build"))
+    return lambda: verdicts.run_configured(open_store(layout), "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
+                                           env=envs.for_worktree(layout, task), rerun=True)

@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import geminiload, jsonhooks, registry, sandbox, settings
+from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
 from spark_git.clients.gemini import GEMINI
 from spark_git.core.errors import BadInput
@@ -20,7 +20,10 @@ from spark_git.core.model import Model
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 
-CLAUDE = registry.DEFAULT  # the one client with a sandbox spark-git sets up
+
+def boxed(c: Client) -> bool:
+    """spark-git writes an OS sandbox for this client's agent sessions (clients/sandbox.py)."""
+    return c.facts.sandbox is not None
 
 
 def root_of(layout: Layout) -> Path:
@@ -29,13 +32,13 @@ def root_of(layout: Layout) -> Path:
 
 def chosen(root: Path, names: list[str], scope: str) -> list[Client]:
     """The clients asked for; by default those whose config directory (.claude, .codex, .gemini)
-    exists in the repo and that have `scope`, else Claude Code."""
+    exists in the repo and that have `scope`, else the default client (Claude Code)."""
     bad = [n for n in names if n not in registry.CLIENTS]
     if bad:
         raise BadInput(f"unknown --client {', '.join(bad)}: use {', '.join(registry.CLIENTS)}")
     if names:
         return [registry.get(n) for n in dict.fromkeys(names)]
-    found = [registry.get(n) for n in registry.CLIENTS if (root / f".{n}").is_dir()]
+    found = [c for c in registry.every() if (root / c.facts.config_dir).is_dir()]
     found = [c for c in found if scope in c.settings_files()]
     return found or [registry.get(registry.DEFAULT)]
 
@@ -50,31 +53,32 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
     for wt in agents:
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
-    boxed = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
-    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
+    done = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
 
 
 def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(c.name == CLAUDE for c in clients) else []
+    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
     files = [c.uninstall(root, scope) for c in clients]
-    boxed = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
-    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(boxed), files=files, sandbox=boxed)
+    done = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
 
 
 # -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
 
 
 def claude_installed(layout: Layout) -> bool:
-    """spark-git's Claude Code hooks are in some scope's settings (the repo's or the user's)."""
+    """spark-git's hooks of a client with a sandbox (Claude Code) are in some scope's settings (the
+    repo's or the user's)."""
     roots = dict.fromkeys([root_of(layout), layout.main_worktree])
-    return any(c.name == CLAUDE for r in roots for c in configured(r))
+    return any(boxed(c) for r in roots for c in configured(r))
 
 
 def _agent_worktrees(layout: Layout) -> list[Path]:
@@ -165,34 +169,49 @@ def _event(c: Client) -> str:
 def configured(root: Path) -> list[Client]:
     """Clients with spark-git's hooks in some settings file of the main worktree or the user's."""
     out = []
-    for n in registry.CLIENTS:
-        c = registry.get(n)
+    for c in registry.every():
         files = c.settings_files()
         if any(_ours(p if p.is_absolute() else root / p, _event(c)) for p in files.values()):
             out.append(c)
     return out
 
 
-def _one(wt: Path, c: Client) -> tuple[bool, str | None, str | None]:
-    files = c.settings_files()
-    user = files.get("user")
-    if user is not None and _ours(user, _event(c)):
-        return True, f"{user} (user scope)", None
-    for scope, rel in files.items():
-        if rel.is_absolute() or not _ours(wt / rel, _event(c)):
+def _one(wt: Path, main: Path, c: Client) -> tuple[bool, str | None, str | None]:
+    """Does a session of `c` in `wt` load spark-git's hooks: from which of the files it reads."""
+    for where, scope, path in c.facts.loaded(wt, main):
+        if not _ours(path, _event(c)):
             continue
-        if not wt.is_dir():
-            break
-        git = Git(wt)
-        if git.run("ls-files", "--", str(rel)).stdout.strip():
-            return True, f"{rel} ({scope} scope, committed)", None
-        if str(rel) in git.ignored([str(rel)]):
-            return True, f"{rel} ({scope} scope, ignored, copied into the worktree)", None
-        return True, f"{rel} ({scope} scope, not committed)", (
-            f"{rel} is present here but neither committed nor ignored: worktrees created later will not get it")
+        if where == facts.USER:
+            return True, f"{path} (user scope)", None
+        if where == facts.MAIN:
+            return True, f"{path} (the main worktree's {scope} scope)", None
+        return _in_worktree(Git(wt), scope, path.relative_to(wt))
     return False, None, (
-        f"no spark-git hooks for {c.name} in {wt}: commit {files['project']} on the base branch (then `spark-git update`), "
+        f"no spark-git hooks for {c.name} in {wt}: commit {c.settings_files()['project']} on the base branch (then `spark-git update`), "
         f"or `spark-git hooks install --client {c.name} --scope user`")
+
+
+def _in_worktree(git: Git, scope: str, rel: Path) -> tuple[bool, str | None, str | None]:
+    if git.run("ls-files", "--", str(rel)).stdout.strip():
+        return True, f"{rel} ({scope} scope, committed)", None
+    if str(rel) in git.ignored([str(rel)]):
+        return True, f"{rel} ({scope} scope, ignored, copied into the worktree)", None
+    return True, f"{rel} ({scope} scope, not committed)", (
+        f"{rel} is present here but neither committed nor ignored: worktrees created later will not get it")
+
+
+def _sandbox_notes(clients: list[Client], checks: list[HookCheck]) -> list[str]:
+    """A client's sandbox that cannot run here for want of a program: worth knowing, not a failure."""
+    if not sys.platform.startswith("linux"):
+        return []
+    out = []
+    for c in clients:
+        needs = c.facts.sandbox.needs if c.facts.sandbox else ()
+        missing = [p for p in needs if shutil.which(p, path=os.environ.get("PATH")) is None]
+        if missing and any(k.sandbox for k in checks if k.client == c.name):
+            out.append(f"`{'`, `'.join(missing)}` not on PATH: {c.facts.title} runs agents' commands without its sandbox here "
+                       f"(spark-git's hook still checks them); install {' and '.join(missing)} to have both")
+    return out
 
 
 def check(layout: Layout) -> HooksCheckData:
@@ -205,18 +224,16 @@ def check(layout: Layout) -> HooksCheckData:
         tf = store.read_task(t)
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
-                loads, source, problem = _one(Path(e.worktree), c)
+                loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
                 if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
                     why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
                     loads, problem = (False, why) if why else (loads, problem)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                boxed = sandbox.present(layout.agent_worktree(t, a)) if c.name == CLAUDE else None
-                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=boxed))
+                box = sandbox.present(layout.agent_worktree(t, a)) if boxed(c) else None
+                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
-    notes = [] if bwrap or not sys.platform.startswith("linux") or not any(c.sandbox for c in checks) else [
-        "`bwrap` (bubblewrap) is not on PATH: Claude Code runs agents' Bash commands without its sandbox here "
-        "(spark-git's hook still checks them); install bubblewrap and socat to have both"]
+    notes = _sandbox_notes(clients, checks)
     if any(c.client == GEMINI.name and c.loads and "user scope" not in (c.source or "") for c in checks):
         notes.append(geminiload.SUBDIRECTORY)
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)

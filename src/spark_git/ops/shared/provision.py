@@ -16,15 +16,13 @@ from pathlib import Path
 
 from pydantic import Field
 
+from spark_git.clients import registry
 from spark_git.core import proc
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.shared import envs
 
 INCLUDE_FILE = ".worktreeinclude"
-CLAUDE_LOCAL = ".claude/settings.local.json"
-# Agent clients' hook settings: copied into new worktrees when ignored (committed ones come with the checkout).
-CLIENT_SETTINGS = (CLAUDE_LOCAL, ".codex/hooks.json", ".gemini/settings.json")
 
 
 class SetupRun(Model):
@@ -71,8 +69,9 @@ def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
     inc = src_root / INCLUDE_FILE
     pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
     git = layout.git()
-    # The clients' local or ignored hook settings (`hooks install --scope local`) go wherever agents work.
-    patterns = [*layout.config.worktree.include, *CLIENT_SETTINGS]  # a middle slash anchors it at the root
+    # The clients' local or ignored hook settings (`hooks install --scope local`) go wherever agents work
+    # (committed ones come with the checkout).
+    patterns = [*layout.config.worktree.include, *registry.repo_settings()]  # a middle slash anchors it at the root
     candidates = git.untracked_matching(patterns, pattern_file)
     if not candidates:
         return

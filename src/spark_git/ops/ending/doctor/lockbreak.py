@@ -175,8 +175,6 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
         b = layout.agent_branch(task, d.name)
         if git.branch_head(b) is not None:
             agents[d.name] = AgentEntry(name=d.name, branch=b, worktree=str(layout.agent_worktree(task, d.name)), role=role_of(layout, d.name))
-    from typing import get_args
-
-    return TaskFile(task_name=task, session_id=session, state=state if state in get_args(State) else "INIT",
+    return TaskFile(task_name=task, session_id=session, state=state if state in tuple(State) else State.INIT,
                     base_branch=base, base_commit=base_commit, task_branch=branch, worktree=str(layout.task_worktree(task)),
                     provisioning="done", agents=agents, transition_log=log)

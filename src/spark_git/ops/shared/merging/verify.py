@@ -42,9 +42,8 @@ def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> 
     """Runs gates.build in the agent worktree (or reuses a passing verdict of its tree); refuses
     unless it passed on the agent head and left the worktree as it found it."""
     layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
-    cfg = layout.config.gates
-    ev = verdicts.run_or_reuse(plan.store, "build", cfg.build, awt.cwd, layout.logs_dir(task), cfg.timeout_s,
-                               env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker, reports=cfg.reports_for("build"))
+    ev = verdicts.run_configured(plan.store, "build", layout.config.gates, awt.cwd, layout.logs_dir(task),
+                                 env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker)
     record_gate(layout, task, ev, plan.session, agent=agent)
     if not ev.passed:
         raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")

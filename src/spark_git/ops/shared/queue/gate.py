@@ -39,9 +39,8 @@ def run_in_task(layout: Layout, store: Store, tip: str, task: str, worktree: Pat
     wt = Git(worktree)
     if wt.head() != tip or wt.status():
         return None
-    cfg = layout.config.gates
-    ev = verdicts.run_or_reuse(store, "final", cfg.final, worktree, layout.logs_dir(task), cfg.timeout_s,
-                               env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker, reports=cfg.reports_for("final"))
+    ev = verdicts.run_configured(store, "final", layout.config.gates, worktree, layout.logs_dir(task),
+                                 env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker)
     _count(store, ev)
     left = wt.status()
     if ev.passed and (left or wt.head() != tip):  # what passed must be the commit that lands, nothing else
@@ -61,7 +60,7 @@ def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts
     """Runs gates.final on `tip` (env of the batch's last task, SPARK_QUEUE_BATCH = the tasks). The log
     goes to the last task's logs: a batch of one logs where `complete` always did, and a bisection's
     failing run ends with the culprit."""
-    cfg, git = layout.config.gates, layout.git()
+    git = layout.git()
     path = queue_dir(layout) / f"{SCRATCH_PREFIX}{os.getpid()}"
     with store.mutex(WORKTREES):
         _remove(git, path)
@@ -69,8 +68,8 @@ def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts
     try:
         env = {**envs.for_worktree(store, tasks[-1]), "SPARK_WORKTREE": str(path), "SPARK_QUEUE_BATCH": ",".join(tasks)}
         faults.point("queue-gate-start")
-        ev = verdicts.run_or_reuse(store, "final", cfg.final, path, layout.logs_dir(tasks[-1]), cfg.timeout_s, env=env,
-                                   rerun=opts.rerun, ticker=opts.ticker, reports=cfg.reports_for("final"))
+        ev = verdicts.run_configured(store, "final", layout.config.gates, path, layout.logs_dir(tasks[-1]), env=env,
+                                     rerun=opts.rerun, ticker=opts.ticker)
     finally:
         with store.mutex(WORKTREES):
             _remove(git, path)

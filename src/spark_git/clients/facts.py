@@ -1,0 +1,62 @@
+"""What spark-git knows about one agent client's files, declared once by its adapter (`FACTS` in
+clients/claude.py, codex.py, gemini.py) and read through clients/registry.py: the hook's protected
+names, the sandbox's denied paths, the settings copied into new worktrees, the files `hooks check`
+reads. Standard library only, plain classes: the hook reads them before an agent's writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Where a settings file a session loads is: the user's home, the session's worktree, the main worktree.
+USER, WORKTREE, MAIN = "user", "worktree", "main"
+
+
+class Sandbox:
+    """The OS sandbox spark-git writes for the client's agent sessions."""
+
+    __slots__ = ("file", "needs")
+
+    def __init__(self, file: str, needs: tuple[str, ...] = ()) -> None:
+        self.file = file  # the settings file it is written into, relative to the agent worktree
+        self.needs = needs  # programs it needs on PATH on Linux (`hooks check` notes a missing one)
+
+
+class Facts:
+    """One client's files. `settings`: scope -> file, relative to a worktree's root or `~/…`;
+    `loads`: the scopes a session started in a worktree reads there (and `main_loads`: in the main
+    worktree); `protect`: names no agent may write, anywhere in a path (they switch the hooks off);
+    `sandbox`: None when spark-git configures no OS sandbox for it."""
+
+    __slots__ = ("config_dir", "loads", "main_loads", "name", "protect", "sandbox", "settings", "title")
+
+    def __init__(
+        self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
+        loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        self.name = name  # the registry key (`--client NAME`)
+        self.title = title  # as users know it ("Claude Code")
+        self.config_dir = config_dir  # its directory in a repository (".claude"): its presence selects it
+        self.settings = settings
+        self.loads = tuple(settings) if loads is None else loads
+        self.main_loads = main_loads
+        self.protect = (config_dir,) if protect is None else protect
+        self.sandbox = sandbox
+
+    def settings_files(self) -> dict[str, Path]:
+        """scope -> file: relative to the repo root, or absolute (the user's, read at call time)."""
+        return {s: Path(os.path.expanduser(f)) for s, f in self.settings.items()}
+
+    def repo_files(self) -> list[str]:
+        """The settings files that live in a worktree (relative paths)."""
+        return [f for s, f in self.settings.items() if not f.startswith("~")]
+
+    def loaded(self, worktree: Path, main: Path) -> list[tuple[str, str, Path]]:
+        """(where: user | worktree | main, scope, file) for every settings file a session started in
+        `worktree` reads, the user's first, then the worktree's, then the main worktree's."""
+        files = self.settings_files()
+        out = [(USER, s, files[s]) for s in self.loads if files[s].is_absolute()]
+        out += [(WORKTREE, s, worktree / files[s]) for s in self.loads if not files[s].is_absolute()]
+        out += [(MAIN, s, main / files[s]) for s in self.main_loads if worktree != main]
+        return out
