@@ -19,7 +19,10 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     env = sealed_env(home, SPARK_SESSION_ID="s1", GEMINI_CLI_SYSTEM_SETTINGS_PATH=str(tmp_path / "etc" / "settings.json"))
     assert spark(repo, "hooks", "install", "--client", "gemini", env=env).returncode == 0
     commit(repo, {}, "gemini hooks")
-    assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0
+    started = spark(repo, "start", "t1", "--agents", "a1", "--json", env=env)
+    assert started.returncode == 0, started
+    warned = [w for w in started.json["data"]["warnings"] if "will not run spark-git's gemini hooks" in w]
+    assert len(warned) == 1 and "has not been told to trust it" in warned[0], started.json["data"]["warnings"]
     return repo, env, home / ".gemini"
 
 
@@ -39,8 +42,11 @@ def test_untrusted_worktree_does_not_load(setup: tuple[Path, dict[str, str], Pat
     loads, problem = _check(repo, env)
     assert not loads and problem and "has not been told to trust it" in problem and "TRUST_FOLDER" in problem, problem
     assert f'"{repo.parent / "repo.tasks"}": "TRUST_FOLDER"' in problem  # the fix names the tasks root
+    assert [w for w in spark(repo, "status", "--json", env=env).json["data"]["warnings"] if "gemini hooks" in w]
     _trust(gem, {str(repo.parent / "repo.tasks"): "TRUST_FOLDER"})
     assert _check(repo, env) == (True, None)
+    status = spark(repo, "status", "--json", env=env)
+    assert not [w for w in status.json["data"]["warnings"] if "gemini hooks" in w], status
 
 
 def test_project_scope_notes_sessions_in_subdirectories(setup: tuple[Path, dict[str, str], Path], tmp_path: Path) -> None:

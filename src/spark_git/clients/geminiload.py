@@ -80,7 +80,7 @@ def _system(env: Mapping[str, str]) -> tuple[Path, Path]:
     return system, defaults
 
 
-def untrusted(worktree: Path, env: Mapping[str, str], layers: list[tuple[str, dict[str, Any]]], hint: Path) -> str | None:
+def untrusted(worktree: Path, env: Mapping[str, str], layers: list[tuple[str, dict[str, Any]]], hint: Path | None) -> str | None:
     """Why Gemini would not trust `worktree` (None: it does); `hint`: the folder the fix proposes to trust."""
     if env.get("GEMINI_RESTRICTED_MODE") == "true" or env.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
         return "GEMINI_RESTRICTED_MODE / GEMINI_CLI_TRUST_WORKSPACE=false: Gemini trusts no folder"
@@ -95,7 +95,7 @@ def untrusted(worktree: Path, env: Mapping[str, str], layers: list[tuple[str, di
         return None
     what = "distrusts it" if level == "DO_NOT_TRUST" else "has not been told to trust it"
     return (f"Gemini CLI {what} ({rules_file}) and runs no hooks in an untrusted folder (headless, it does not start): "
-            f'trust the folder or one above it, e.g. "{hint}": "TRUST_FOLDER" in that file, or answer Gemini\'s trust prompt')
+            f'trust the folder or one above it, e.g. "{hint or worktree}": "TRUST_FOLDER" in that file, or answer Gemini\'s trust prompt')
 
 
 def _trust_level(location: str, rules: dict[str, Any]) -> str | None:
@@ -108,7 +108,7 @@ def _trust_level(location: str, rules: dict[str, Any]) -> str | None:
     return level if isinstance(level, str) else None
 
 
-def problem(worktree: Path, env: Mapping[str, str], settings_rel: Path, hint: Path) -> str | None:
+def problem(worktree: Path, env: Mapping[str, str], settings_rel: Path, hint: Path | None = None) -> str | None:
     """Why Gemini would not run spark-git's hooks in a session started in `worktree` (None: it would);
     `hint`: the folder an untrusted worktree's fix proposes to trust (the tasks root holds every agent's)."""
     system, defaults = _system(env)
@@ -127,3 +127,13 @@ def problem(worktree: Path, env: Mapping[str, str], settings_rel: Path, hint: Pa
         if isinstance(listed, list) and any(is_ours(x) for x in listed):
             return f"hooksConfig.disabled in {path} lists spark-git's hook: Gemini CLI skips it; remove it from the list"
     return None
+
+
+def warning(worktrees: list[Path], env: Mapping[str, str], settings_rel: Path) -> str | None:
+    """One line for `start`/`status` when Gemini would skip spark-git's hooks in some of `worktrees`
+    (those that have them): how many, and the first reason."""
+    found = [(w, why) for w in worktrees if (why := problem(w, env, settings_rel))]
+    if not found:
+        return None
+    return (f"{len(found)} worktree(s) will not run spark-git's gemini hooks ({', '.join(str(w) for w, _ in found[:3])}"
+            f"{', …' if len(found) > 3 else ''}): {found[0][1]} (`spark-git hooks check` has the fix for each)")
