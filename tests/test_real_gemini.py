@@ -89,11 +89,18 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
     hooks = settings.read_bytes()
     escapes = [
         (write(t.b / "evil.txt"), WORKSPACE, t.b / "evil.txt"),
+        (Tool("write_file", {"file_path": "../../b/code/evil.txt", "content": "x\n"}), WORKSPACE, t.b / "evil.txt"),
+        (Tool("replace", {"file_path": str(t.b / "README.md"), "old_string": "# demo", "new_string": "x", "instruction": "x"}),
+         WORKSPACE, None),
+        (Tool("run_shell_command", {"command": "echo x > evil.txt", "dir_path": str(t.b)}), WORKSPACE, t.b / "evil.txt"),
         (sh(f"echo x > {t.b}/evil.txt"), HOOK, t.b / "evil.txt"),
+        (sh(f"cd {t.b} && echo x > evil.txt"), HOOK, t.b / "evil.txt"),
         (write(t.task / "evil.txt"), WORKSPACE, t.task / "evil.txt"),
         (sh(f"echo x > {t.task}/evil.txt"), HOOK, t.task / "evil.txt"),
         (sh(f"echo x > {t.main}/evil.txt"), HOOK, t.main / "evil.txt"),
         (sh("git update-ref refs/heads/main HEAD"), HOOK, None),
+        (sh("git push . HEAD:main"), HOOK, None),
+        (sh("git branch -m t1 t1-old"), HOOK, None),
         (write(settings, "{}\n"), HOOK, None),
         (Tool("replace", {"file_path": str(settings), "old_string": "BeforeTool", "new_string": "Off", "instruction": "x"}), HOOK, None),
         (sh("echo '{}' > .gemini/settings.json"), HOOK, None),
@@ -104,7 +111,7 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
         assert layer in result, f"{call}: {result}"
         assert path is None or not path.exists(), f"{call} wrote {path}"
     assert refs(t) == before.replace(*_a_moved(t, before))
-    assert settings.read_bytes() == hooks
+    assert settings.read_bytes() == hooks and git(t.b, "status", "--porcelain") == ""
 
 
 def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:
@@ -113,13 +120,17 @@ def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:
     return old, f"{git(t.a, 'rev-parse', 'HEAD')} refs/heads/task-t1-agent-a"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 5: the hook does not yet refuse a command word produced at run time "
-                   "(`base64 -d | sh`), and Gemini has no OS sandbox here to stop it; docs/hooks.md, Gemini CLI")
-def test_update_ref_hidden_in_base64_does_not_move_main(t: GeminiTask) -> None:
-    commit(t.a, {"a.txt": "a\n"}, "a's work")
+HIDDEN = base64.b64encode(b"git update-ref refs/heads/main HEAD").decode()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 item 5: the hook lets these through (a command word produced at run "
+                   "time; update-ref of the main worktree's HEAD), and Gemini has no OS boundary here to stop them")
+@pytest.mark.parametrize("command", [f"echo {HIDDEN} | base64 -d | sh", "git -C {main} update-ref HEAD {a}",
+                                     "git update-ref main-worktree/HEAD {a}"], ids=["base64-sh", "C-main-HEAD", "main-worktree-HEAD"])
+def test_hook_gaps_do_not_move_main(t: GeminiTask, command: str) -> None:
+    a = commit(t.a, {"a.txt": "a\n"}, "a's work")
     main = git(t.main, "rev-parse", "main")
-    hidden = base64.b64encode(b"git update-ref refs/heads/main HEAD").decode()
-    play(t, sh(f"echo {hidden} | base64 -d | sh"))
+    play(t, sh(command.format(main=t.main, a=a)))
     assert git(t.main, "rev-parse", "main") == main
 
 
