@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures.modelserver.core import Say, Tool
+from fixtures.modelserver.core import Say, Tool, require_binary
 from fixtures.modelserver.gemini_agent import GeminiRun, GeminiTask, agent_env, gemini_task, run_gemini
 from fixtures.repo import commit, git, spark
 
@@ -183,9 +183,10 @@ def test_session_in_a_subdirectory_loads_hooks_only_from_user_scope(t: GeminiTas
     assert HOOK in run.results()[0] and not (t.b / "evil.txt").exists(), str(run)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: Gemini runs a hook that exits 1 (a crash before spark-git can answer, "
-                   "e.g. a broken install) or dies by a signal as a warning and lets the call through; the fail-closed "
-                   "hook entry (clients/jsonhooks.py) is not in yet")
+@pytest.mark.xfail(strict=True, reason="issue 22: Gemini lets a call through when its hook exits 1 (Python's exit on a crash "
+                   "before spark-git can answer, e.g. a broken install), exits 2 silently or dies by a signal; spark-git's "
+                   "own hook exits 1 on purpose for an unreadable event outside a live repo, and no hook entry fails "
+                   "closed on those exits for Gemini yet")
 def test_hook_that_crashes_blocks(t: GeminiTask) -> None:
     fake = t.home / "bin"
     fake.mkdir()
@@ -202,6 +203,7 @@ def test_tool_sandboxing_what_it_stops_and_what_not(t: GeminiTask) -> None:
     worktree: through without it, read-only with it. But any command line with `git` in it gets the
     repository's whole git directory writable, so a script run after `git status;` moves main; and
     the sandbox creates `.geminiignore` (and `.gitignore`) in the worktree, which `git add -A` commits."""
+    require_binary("bwrap")  # Gemini's tool sandbox on Linux
     (t.a / "to_b.py").write_text(f"open({str(t.b / 'evil.txt')!r}, 'w').write('x')\n")
     (t.a / "to_main.py").write_text("import subprocess\nsubprocess.run(['git', 'update-ref', 'refs/heads/main', 'HEAD'], check=True)\n")
     commit(t.a, {}, "a's scripts")
