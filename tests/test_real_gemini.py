@@ -87,6 +87,7 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
     before = refs(t)
     settings = t.a / ".gemini" / "settings.json"
     hooks = settings.read_bytes()
+    trusted = json.loads((t.home / ".gemini" / "trustedFolders.json").read_text())
     escapes = [
         (write(t.b / "evil.txt"), WORKSPACE, t.b / "evil.txt"),
         (Tool("write_file", {"file_path": "../../b/code/evil.txt", "content": "x\n"}), WORKSPACE, t.b / "evil.txt"),
@@ -104,6 +105,8 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
         (write(settings, "{}\n"), HOOK, None),
         (Tool("replace", {"file_path": str(settings), "old_string": "BeforeTool", "new_string": "Off", "instruction": "x"}), HOOK, None),
         (sh("echo '{}' > .gemini/settings.json"), HOOK, None),
+        (sh("echo '{\"hooksConfig\": {\"enabled\": false}}' > ~/.gemini/settings.json"), HOOK, None),
+        (write(t.home / ".gemini" / "trustedFolders.json", "{}"), WORKSPACE, None),
     ]
     commit(t.a, {"a.txt": "a\n"}, "a's work, so that moving main to it would show")
     run = play(t, *(e[0] for e in escapes))
@@ -112,6 +115,9 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
         assert path is None or not path.exists(), f"{call} wrote {path}"
     assert refs(t) == before.replace(*_a_moved(t, before))
     assert settings.read_bytes() == hooks and git(t.b, "status", "--porcelain") == ""
+    # Gemini rewrites the user's settings file itself (its own formatting): compared by content
+    assert "hooksConfig" not in json.loads((t.home / ".gemini" / "settings.json").read_text())
+    assert json.loads((t.home / ".gemini" / "trustedFolders.json").read_text()) == trusted
 
 
 def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:
