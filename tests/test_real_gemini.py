@@ -126,6 +126,19 @@ def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:
     return old, f"{git(t.a, 'rev-parse', 'HEAD')} refs/heads/task-t1-agent-a"
 
 
+def test_subagent_works_its_parents_worktree_under_the_same_hook(t: GeminiTask) -> None:
+    """Gemini's subagents (`invoke_agent`, here its `generalist`) run in the same process: their tool
+    calls pass spark-git's hook as agent a's."""
+    turns = [Tool("invoke_agent", {"agent_name": "generalist", "prompt": "Write the files."}),
+             sh(f"echo x > {t.b}/evil.txt"), write(t.a / "mine.txt"), Tool("complete_task", {"result": {"response": "written"}})]
+    run = run_gemini(t.a, [*turns, Say("done")], agent_env(t, "a"))
+    assert run.returncode == 0, str(run)
+    blocked, mine = run.results()[:2]
+    assert HOOK in blocked and "agent a of task t1" in blocked and not (t.b / "evil.txt").exists(), blocked
+    assert (t.a / "mine.txt").read_text() == "x\n", mine
+    assert "Subagent 'generalist' finished" in run.results()[-1], run.results()
+
+
 HIDDEN = base64.b64encode(b"git update-ref refs/heads/main HEAD").decode()
 
 
