@@ -234,6 +234,6 @@ def check(layout: Layout) -> HooksCheckData:
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks)
-    if any(c.client == GEMINI.name and c.loads and "user scope" not in (c.source or "") for c in checks):
-        notes.append(geminiload.SUBDIRECTORY)
+    if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
+        notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
