@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures.modelserver.gemini_agent import without_gemini_env
 from fixtures.repo import commit, make_repo, sealed_env, spark
 
 
@@ -16,7 +17,7 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     repo = make_repo(tmp_path / "repo")
     home = tmp_path / "home"
     (home / ".gemini").mkdir(parents=True)
-    env = sealed_env(home, SPARK_SESSION_ID="s1", GEMINI_CLI_SYSTEM_SETTINGS_PATH=str(tmp_path / "etc" / "settings.json"))
+    env = {**without_gemini_env(sealed_env(home, SPARK_SESSION_ID="s1")), "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(tmp_path / "etc" / "settings.json")}
     assert spark(repo, "hooks", "install", "--client", "gemini", env=env).returncode == 0
     commit(repo, {}, "gemini hooks")
     started = spark(repo, "start", "t1", "--agents", "a1", "--json", env=env)
