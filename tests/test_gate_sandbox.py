@@ -89,8 +89,9 @@ def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -
         assert r["state dir"] in (None, [])  # the verdict key is hidden from the gate
     assert not (t.repo / "escaped.txt").exists() and not (t.wt("a2") / "escaped.txt").exists()
     assert git(t.repo, "rev-parse", "--verify", "-q", "refs/heads/escaped", check=False) == ""
-    # main moved once, by the landing itself: to the task head, not by the gate
-    assert git(t.repo, "rev-parse", "refs/heads/main") == t.head() != main_before
+    # main moved by the landing itself (the task's work is on it), never by the gate
+    assert git(t.repo, "rev-parse", "refs/heads/main") != main_before
+    assert git(t.repo, "show", "refs/heads/main:feature.txt") == "v1"
 
 
 def test_a_pytest_gate_passes_in_the_sandbox(tmp_path: Path) -> None:
