@@ -102,6 +102,20 @@ def test_a_copied_verdict_does_not_land_through_complete(tmp_path: Path) -> None
     assert git(t.repo, "rev-parse", "refs/heads/main") == main
 
 
+def test_a_copied_verdict_does_not_land_through_the_queue(tmp_path: Path) -> None:
+    t, counter, flag, line = _passed_task(tmp_path)
+    main = git(t.repo, "rev-parse", "refs/heads/main")
+    t.commit(None, {"feature.txt": "broken\n"}, "broken on the task branch")  # type: ignore[arg-type]
+    flag.write_text("x")
+    # the queue's candidate is a merge of the task into an unmoved main: the task head's tree
+    SPELLINGS["fast-import"](t.wt(), _tree(t.repo, t.head()), line)
+    assert t.spark("approve", "t1", "--changes").returncode == 0
+    assert t.spark("complete", "t1", "--no-wait").returncode == 0
+    t.spark("--json", "queue", "run")
+    assert _runs(counter) == 2  # the candidate's gate ran (the copied line was ignored) and failed
+    assert git(t.repo, "rev-parse", "refs/heads/main") == main
+
+
 @pytest.mark.parametrize("edit", ["result", "mac", "no mac"])
 def test_an_edited_or_unauthenticated_verdict_is_ignored(tmp_path: Path, edit: str) -> None:
     t, counter, flag, _ = _passed_task(tmp_path)
