@@ -49,6 +49,8 @@ attempt("notes", lambda: git("notes", "--ref", "spark-verdicts", "add", "-f", "-
 attempt("main worktree", lambda: write(os.path.join(main_wt, "escaped.txt")))
 attempt(".git/refs", lambda: write(os.path.join(common, "refs", "heads", "main")))
 attempt("other worktree", lambda: write(os.path.join(other, "escaped.txt")))
+attempt("push to a local remote", lambda: git("push", "origin", "HEAD:refs/heads/main"))
+attempt("~/.gitconfig", lambda: git("config", "--global", "core.hooksPath", "/tmp/evil-hooks"))
 def own():
     write("scratch.txt"); os.unlink("scratch.txt")
 attempt("own worktree", own)
@@ -73,6 +75,11 @@ def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -
     gate = [PY, str(script), str(out), str(repo), str(repo / ".git"), str(tmp_path / "repo.tasks" / "t1" / "agents" / "a2" / "code")]
     t = Task(tmp_path, ["a1", "a2"], config(build=gate, final=gate, non_interactive=True))
     main_before = git(t.repo, "rev-parse", "refs/heads/main")
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(t.repo), str(origin))
+    git(t.repo, "remote", "add", "origin", str(origin))
+    gitconfig = Path(os.environ["HOME"]) / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Spark Test\n")
     t.commit("a1", {"feature.txt": "v1\n"}, "[a1] feature")
     m = t.merge("a1")
     assert m.returncode == 0, m
@@ -82,13 +89,15 @@ def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -
     build, final = _results(out)
     assert build["cwd"] == str(t.wt("a1")) and final["cwd"] == str(t.wt())
     for r in (build, final):
-        for name in ("update-ref main", "update-ref new branch", "notes", "main worktree", ".git/refs", "other worktree"):
+        for name in ("update-ref main", "update-ref new branch", "notes", "main worktree", ".git/refs", "other worktree",
+                     "push to a local remote", "~/.gitconfig"):
             assert r[name].startswith("refused"), (name, r)
         for name in ("own worktree", "tmp", "git status", "git log"):
             assert r[name] == "ok", (name, r)
         assert r["state dir"] in (None, [])  # the verdict key is hidden from the gate
     assert not (t.repo / "escaped.txt").exists() and not (t.wt("a2") / "escaped.txt").exists()
     assert git(t.repo, "rev-parse", "--verify", "-q", "refs/heads/escaped", check=False) == ""
+    assert git(origin, "rev-parse", "refs/heads/main") == main_before and "hooksPath" not in gitconfig.read_text()
     # main moved by the landing itself (the task's work is on it), never by the gate
     assert git(t.repo, "rev-parse", "refs/heads/main") != main_before
     assert git(t.repo, "show", "refs/heads/main:feature.txt") == "v1"
