@@ -145,7 +145,10 @@ def test_cleanup_from_inside_the_task_worktree_tells_where_to_go(lrepo: Path) ->
     assert r.json["data"]["go_to"] == str(lrepo) and f"cd {lrepo}" in r.json["next"]
     assert not inside.exists()
     human_root = completed_task(lrepo, "t2")
-    h = ok(run(lrepo, "cleanup", "t2", cwd=human_root / "agents/a1/code"))
+    # an agent worktree is an agent's place: cleanup (the coordinator's) is refused there, saying where to go
+    h = run(lrepo, "cleanup", "t2", cwd=human_root / "agents/a1/code")
+    assert h.returncode == 3 and f"cd {lrepo}" in h.stderr, h
+    h = ok(run(lrepo, "cleanup", "t2", cwd=human_root / "code"))
     assert f"cd {lrepo}" in h.stdout
     assert git(lrepo, "worktree", "list", "--porcelain").count("worktree ") == 1
 

@@ -247,8 +247,9 @@ def next_step(layout: Layout, d: UpdateData) -> str:
     when it holds."""
     if d.approval == "none":
         return f"spark-git status {d.task}"
-    tf = load_task(open_store(layout), d.task)
-    way = [u.fix for u in protocol.complete_conditions(layout, tf, d.new_head) if u.fix]
+    store = open_store(layout)
+    tf = load_task(store, d.task)
+    way = [u.fix for u in protocol.complete_conditions(store, tf, d.new_head) if u.fix]
     if way:
         return way[0]
     return f"spark-git approve {d.task} --changes" if d.approval == "voided" else f"spark-git complete {d.task}"
