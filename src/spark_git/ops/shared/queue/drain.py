@@ -107,6 +107,8 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
     for e, files in built.conflicts:
         evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files,
               next=[f"spark-git update {e.task}"])
+    for e in built.inside:
+        evict(layout, store, e, "blocked", f"its head {e.sha[:12]} is in {base} already: there is nothing to land", next=[f"spark-git status {e.task}"])
     for e in built.changed:
         evict(layout, store, e, "blocked", f"{base} moved and the approved patch would change on it (the diff's context differs): "
               "the human sees the task again after an update", next=[f"spark-git update {e.task}"])
