@@ -129,7 +129,8 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
         _exclude(layout, on=True)
         return []
     sandboxes.refresh(layout, new=agents)  # the others' too: their git entries name the new branches
-    return [wt for wt in agents if sandboxes.present(layout, wt)]
+    known = sandboxes.boxes(layout)
+    return [wt for wt in agents if sandboxes.present(layout, wt, known)]
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -241,6 +242,7 @@ def check(layout: Layout) -> HooksCheckData:
     exe = shutil.which("spark-git", path=os.environ.get("PATH"))
     store = open_store(layout)
     checks: list[HookCheck] = []
+    known = sandboxes.boxes(layout)
     for t in store.task_names():
         tf = store.read_task(t)
         for a, e in sorted(tf.agents.items()) if tf else []:
@@ -248,7 +250,7 @@ def check(layout: Layout) -> HooksCheckData:
                 loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                box = sandboxes.present(layout, layout.agent_worktree(t, a)) if boxed(c) else None
+                box = sandboxes.present(layout, layout.agent_worktree(t, a), known) if boxed(c) else None
                 off = _switched_off(c, Path(e.worktree), layout.main_worktree)
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
                                         sandbox=box, switched_off=off))
