@@ -280,11 +280,17 @@ def test_hooks_check_fails_on_any_loaded_settings_file_that_switches_hooks_or_sa
     offs = [c["switched_off"] for c in r.json["data"]["checks"]]
     assert offs == [[f"{repo / LOCAL}: disableAllHooks = true turns Claude Code's hooks off"]] * 2, offs
     assert "SWITCHED OFF" in spark(repo, "hooks", "check", env=env).stdout
+    write(repo / LOCAL, '{"sandbox": {"enabled": false}}\n')  # the main worktree's local file wins over the agent's
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{repo / LOCAL}: sandbox.enabled = false turns Claude Code's sandbox off"]
+                                     for c in r.json["data"]["checks"]), r
     (repo / LOCAL).unlink()
     user = Path(env["HOME"]) / ".claude/settings.json"
-    write(user, '{"sandbox": {"enabled": false}}\n')
+    write(user, '{"sandbox": {"enabled": false}}\n')  # the agent's own local file wins over the user's: harmless
+    assert spark(repo, "hooks", "check", "--json", env=env).returncode == 0
+    write(user, '{"sandbox": {"enabled": false, "filesystem": {"disabled": true}}}\n')  # a key spark-git does not set
     r = spark(repo, "hooks", "check", "--json", env=env)
-    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.enabled = false turns Claude Code's sandbox off"]
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.filesystem.disabled = true turns Claude Code's sandbox off"]
                                      for c in r.json["data"]["checks"]), r
     user.unlink()
     a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
