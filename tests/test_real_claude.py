@@ -178,12 +178,17 @@ def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) 
     assert [f for f in out.after[-1]["b"].splitlines() if "settings.local" not in f] == [f for f in out.before["b"].splitlines() if "settings.local" not in f]
 
 
-def test_main_worktree_settings_that_switch_hooks_off_reach_the_agent_and_fail_hooks_check(base: Path) -> None:
+@pytest.mark.parametrize("setting", ['{"disableAllHooks": true}', '{"sandbox": {"enabled": false}}'])
+def test_main_worktree_settings_that_switch_protection_off_reach_the_agent_and_fail_hooks_check(base: Path, setting: str) -> None:
     """Why `hooks check` reads the main worktree's local settings: Claude Code loads them in every
-    worktree, and `disableAllHooks` there lets a Write (not sandboxed) into b's worktree through."""
-    t = fresh(base, "switched-off")
-    (t.repo / ".claude/settings.local.json").write_text('{"disableAllHooks": true}\n')
-    out = run_claude(t, "a", [write(t.worktree("b") / "x.py", "x = 1\n"), Say("done")])
-    assert out.returncode == 0 and (t.worktree("b") / "x.py").exists(), out.calls  # the hook did not run
+    worktree. `disableAllHooks` there lets a Write (never sandboxed) into b's worktree through;
+    `sandbox.enabled: false` there wins over the agent's own file and a script writes the main worktree."""
+    t = fresh(base, f"switched-off-{'hooks' if 'Hooks' in setting else 'sandbox'}")
+    (t.repo / ".claude/settings.local.json").write_text(setting + "\n")
+    hooks_off = "disableAllHooks" in setting
+    target = t.worktree("b") / "x.py" if hooks_off else t.repo / "x.py"
+    call = write(target, "x = 1\n") if hooks_off else script(1, f"echo 'x = 1' > {target}")
+    out = run_claude(t, "a", [call, Say("done")])
+    assert out.returncode == 0 and target.exists(), out.calls  # what the check must catch
     r = spark(t.repo, "hooks", "check", "--json", env=t.env)
     assert r.returncode == 1 and all(c["switched_off"] for c in r.json["data"]["checks"]), r
