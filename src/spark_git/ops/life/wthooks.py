@@ -79,7 +79,8 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
     if task is None:
         return _plain(layout, name)
     agent = derive_agent(name)
-    tf = open_store(layout).read_task(task)
+    store = open_store(layout)
+    tf = store.read_task(task)
     entry = tf.agents.get(agent) if tf else None
     if entry is not None and Path(entry.worktree).is_dir():
         d = WorktreeHookData(path=entry.worktree, task=task, agent=agent, branch=entry.branch, action="reused")
@@ -92,7 +93,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
             identity.claim(layout.repo.common_dir, task, agent, session)
         try:
             a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
-                          guard=agent_add_guard(layout), owner=owner)
+                          guard=agent_add_guard(store), owner=owner)
         except BaseException:
             if session:
                 identity.claim_path(layout.repo.common_dir, task, agent).unlink(missing_ok=True)
