@@ -51,6 +51,9 @@ def write(path: Path | str, content: str) -> Tool:
 def test_normal_work_succeeds(base: Path) -> None:
     t = fresh(base, "normal")
     a = t.worktree("a")
+    (t.task_worktree / "NOTES.md").write_text("t1 moved on\n")  # the task branch moves: a's rebase replays its commit
+    git(t.task_worktree, "add", "-A", env=t.env)
+    git(t.task_worktree, "commit", "-q", "-m", "t1: notes", env=t.env)
     read_only = "python3 -c \"print(open('README.md').read().replace('#', '*'))\""
     out = run_claude(t, "a", [
         write(a / "calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"),
@@ -65,7 +68,7 @@ def test_normal_work_succeeds(base: Path) -> None:
     assert [c.is_error for c in out.calls] == [False] * 6, out.calls
     assert "OK" in out.calls[2].text and "* demo" in out.calls[5].text
     assert git(a, "show", "task-t1-agent-a:calc.py").endswith("return a - b  # difference")
-    assert git(a, "log", "-1", "--format=%s", "task-t1-agent-a") == "a: sub()"
+    assert git(a, "log", "-2", "--format=%s", "task-t1-agent-a").splitlines() == ["a: sub()", "t1: notes"]  # rebased onto t1
     assert git(a, "status", "--porcelain", "--untracked-files=all") == ""  # nothing the sandbox mounts is left to add
     assert git(a, "symbolic-ref", "--short", "HEAD") == "task-t1-agent-a"
     end = out.after[-1]
