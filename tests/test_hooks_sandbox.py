@@ -317,3 +317,22 @@ def test_the_sandbox_names_only_paths_that_exist_as_tasks_come_and_go(tmp_path: 
     assert not any("t2" in d for d in deny), deny
     assert all(os.path.lexists(d[1:]) for d in deny), [d for d in deny if not os.path.lexists(d[1:])]
     assert ours(sandbox_of(a1), a1) and not a2.exists()
+
+
+def test_git_grants_follow_a_branch_template_with_directories(tmp_path: Path) -> None:
+    """Agent branches under refs/heads/work/: a's own ref stays writable, b's beside it and every other
+    ref and reflog denied; nothing named there is missing (a missing path would be mounted over)."""
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    repo = make_repo(tmp_path / "repo", config='agent_branch_template = "work/{task}--{agent}"\n' + CONFIG)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a,b", env=env))
+    a = tmp_path / "repo.tasks/t1/agents/a/code"
+    common = os.path.realpath(repo / ".git")
+    fs = sandbox_of(a)["filesystem"]
+    assert f"/{common}/logs/refs/heads/work/t1--a" in fs["allowWrite"] and f"/{common}/refs/heads" in fs["allowWrite"]
+    deny = set(fs["denyWrite"])
+    assert {f"/{common}/refs/heads/work/t1--b", f"/{common}/refs/heads/main", f"/{common}/refs/heads/t1",
+            f"/{common}/logs/refs/heads/work/t1--b", f"/{common}/refs/spark", f"/{common}/packed-refs"} <= deny
+    assert not any(d.endswith(("t1--a", "/refs/heads/work")) for d in deny), deny
+    assert all(os.path.lexists(d[1:]) for d in deny)
