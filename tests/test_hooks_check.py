@@ -16,6 +16,8 @@ def test_committed_ignored_missing_and_path(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {".gitignore": ".gemini/\n"})
     env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
     (repo / ".gemini").mkdir()
+    (tmp_path / "home" / ".gemini").mkdir(parents=True)  # Gemini CLI runs hooks only in folders the user trusts
+    (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(f'{{"{tmp_path}": "TRUST_FOLDER"}}')
     assert spark(repo, "hooks", "install", "--client", "claude", "--client", "gemini", env=env).returncode == 0
     commit(repo, {}, "claude hooks")  # .claude/settings.json committed; .gemini/ is ignored
     assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed

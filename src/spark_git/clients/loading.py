@@ -8,11 +8,13 @@ onFailure=block every tool call is refused). `hooks check` (ops/shared/hooksetup
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from spark_git.clients import registry
+from spark_git.clients import geminiload, registry
 from spark_git.clients.facts import USER
+from spark_git.clients.gemini import FACTS as GEMINI
 from spark_git.clients.jsonhooks import has
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -68,4 +70,6 @@ def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
         out.append(f"{len(missing)} worktree(s) will not load spark-git's {'' if c.name == registry.DEFAULT else c.name + ' '}hooks "
                    f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): {project} with the hooks is not committed on the base branch; "
                    f"commit it (then `spark-git update`) or run `spark-git hooks install{flag} {scope}` before creating worktrees")
-    return out
+    gemini = next((c for c in configured if c.name == GEMINI.name), None)
+    off = gemini and geminiload.warning([w for w in live if _loads(w, main, gemini)], os.environ, gemini.settings_files()["project"])
+    return [*out, off] if off else out

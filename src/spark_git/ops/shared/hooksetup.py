@@ -10,8 +10,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import facts, jsonhooks, registry, sandbox, settings
+from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
+from spark_git.clients.gemini import GEMINI
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -277,6 +278,9 @@ def check(layout: Layout) -> HooksCheckData:
                 box = sandboxes.present(layout, layout.agent_worktree(t, a), known) if boxed(c) else None
                 if c.name == codexsetup.NAME:
                     loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
+                if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
+                    why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
+                    loads, problem = (False, why) if why else (loads, problem)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
                 off = _switched_off(c, Path(e.worktree), layout.main_worktree)
@@ -284,4 +288,6 @@ def check(layout: Layout) -> HooksCheckData:
                                         sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks)
+    if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
+        notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)
