@@ -336,3 +336,19 @@ def test_git_grants_follow_a_branch_template_with_directories(tmp_path: Path) ->
             f"/{common}/logs/refs/heads/work/t1--b", f"/{common}/refs/spark", f"/{common}/packed-refs"} <= deny
     assert not any(d.endswith(("t1--a", "/refs/heads/work")) for d in deny), deny
     assert all(os.path.lexists(d[1:]) for d in deny)
+
+
+def test_hooks_check_shows_a_sandbox_gone_stale_and_install_brings_it_up_to_date(tmp_path: Path) -> None:
+    """A branch made by hand is one spark-git did not deny: the sandbox is out of date until rewritten."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    git(repo, "branch", "side")
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 0 and r.json["data"]["checks"][0]["sandbox"] is False, r  # not a failure: the hook still runs
+    assert "`spark-git hooks install`" in spark(repo, "hooks", "check", env=env).stdout
+    ok(spark(repo, "hooks", "install", env=env))
+    assert spark(repo, "hooks", "check", "--json", env=env).json["data"]["checks"][0]["sandbox"] is True
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    assert f"/{os.path.realpath(repo / '.git')}/refs/heads/side" in sandbox_of(a1)["filesystem"]["denyWrite"]

@@ -78,6 +78,8 @@ def hooks_check(ctx: typer.Context) -> None:
                     out.print(f"    {c.problem}")
                 for off in c.switched_off:
                     out.print(f"    SWITCHED OFF: {off} (remove it)")
+                if c.sandbox is False and c.loads:
+                    out.print("    its sandbox is missing or out of date (refs came or went since it was written): `spark-git hooks install`")
             for n in d.notes:
                 out.print(f"  note: {n}")
 
