@@ -120,6 +120,10 @@ def escapes(t: AgentTask) -> dict[str, tuple[Tool, set[str]]]:
         "script: packed-refs": (script(10, f"echo x >> {common}/packed-refs"), {"sandbox"}),
         "script: .git/config": (script(11, f"echo x >> {common}/config"), {"sandbox"}),
         "script: main's HEAD": (script(12, f"echo ref: refs/heads/t1 > {common}/HEAD"), {"sandbox"}),
+        "script: a git hook": (script(15, f"echo 'echo pwned' > {common}/hooks/post-merge && chmod +x {common}/hooks/post-merge"), {"sandbox"}),
+        "script: info/exclude": (script(16, f"echo '*.py' >> {common}/info/exclude"), {"sandbox"}),
+        "script: spark-git's state": (script(17, f"echo x > {common}/spark/x.json"), {"sandbox"}),
+        "script: b's admin dir (its HEAD)": (script(18, f"echo ref: refs/heads/main > $(git -C {b} rev-parse --absolute-git-dir)/HEAD"), {"sandbox"}),
         "script: edit .claude settings": (script(13, "echo {} > .claude/settings.local.json"), {"sandbox"}),
         "script: edit .codex/hooks.json": (script(14, "echo {} > .codex/hooks.json"), {"sandbox"}),
     }
