@@ -64,7 +64,7 @@ def test_cleanup_of_completed_task_leaves_only_audit_files(lrepo: Path) -> None:
     snap = json.loads((root / "audit-snapshot.json").read_text())
     assert snap["final_state"] == "CLEANUP" and snap["landed"] is True
     assert snap["commits_by_agent"] == {"a1": 1, "a2": 1} and snap["coordination_commits"] == 0 and snap["commits_total"] == 2
-    assert snap["task_head"] == git(lrepo, "rev-parse", "main") and snap["task_json"]["state"] == "CLEANUP"
+    assert snap["task_head"] == git(lrepo, "rev-parse", "main^2") and snap["task_json"]["state"] == "CLEANUP"
     assert snap["transitions_by_state"]["CLEANUP"] == 1 and snap["agents"] == ["a1", "a2"]
     for a in ("a1", "a2"):
         json.loads((root / "agents" / a / "status.json").read_text())

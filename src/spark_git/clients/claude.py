@@ -35,6 +35,10 @@ FACTS = Facts(
     {"project": ".claude/settings.json", "local": LOCAL, "user": "~/.claude/settings.json"},
     main_loads=("local",),  # a session in any worktree also reads the main worktree's local settings
     sandbox=SANDBOX,
+    # Any of these in any file a session loads (Claude Code 2.1.328's settings schema) undoes spark-git's setup.
+    off=(("disableAllHooks", True, "hooks"), ("allowManagedHooksOnly", True, "hooks"), ("sandbox.enabled", False, "sandbox"),
+         ("sandbox.allowUnsandboxedCommands", True, "sandbox"), ("sandbox.filesystem.disabled", True, "sandbox")),
+    managed=("/etc/claude-code/managed-settings.json",),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}
