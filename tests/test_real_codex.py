@@ -130,7 +130,8 @@ def test_hooks_run_only_while_trusted_and_check_says_so(ct: CodexTask) -> None:
     r = run(ct, [sh(f"echo x > {ct.b}/evil.txt")])
     assert r.layer(0) == "sandbox" and not (ct.b / "evil.txt").exists(), r.outputs  # no hook ran: the kernel still holds
 
-    assert spark(ct.main, "hooks", "install", "--client", "codex", env=ct.env, process=True).returncode == 0
+    coordinator = {k: v for k, v in ct.env.items() if not k.startswith("SPARK_")}  # ct.env is agent a's: it may not install hooks
+    assert spark(ct.main, "hooks", "install", "--client", "codex", env=coordinator, process=True).returncode == 0
     assert {h["trustStatus"] for h in hooks_list(ct, ct.a)} == {"trusted"}
     assert spark(ct.main, "hooks", "check", env=ct.env, process=True).returncode == 0
     assert run(ct, [sh(f"echo x > {ct.b}/evil.txt")]).layer(0) == "hook"
