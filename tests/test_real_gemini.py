@@ -63,7 +63,7 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
                sh("git rebase t1"),
                sh("git switch -q -c a-scratch && git switch -q task-t1-agent-a"),
                sh("git switch -q --detach HEAD && git switch -q task-t1-agent-a"))
-    assert "<hook_context>spark-git: session" in run.first_prompt()  # the SessionStart text reaches the model
+    assert "<hook_context>spark-git: you are agent a" in run.first_prompt()  # the SessionStart text reaches the model
     out = run.results()
     assert not [r for r in out if '"error"' in r], "\n".join(out)
     assert "1 passed" in out[2] and "# x app" in out[3]
@@ -76,11 +76,19 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")) == (main, b)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2: with `spark-git env t1 --agent a` the session is the owner's, "
-                   "so the SessionStart text is the owner's task list (b's worktree, 'cd <task worktree>')")
 def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
-    text = play(t).first_prompt()
-    assert str(t.a) in text and str(t.b) not in text and "owns" not in text, text
+    """Issue 22 item 2, with the real client: the agent set up by `spark-git env t1 --agent a` is told
+    it is agent a (never the owner's task list), and the coordinator's commands refuse it."""
+    main, t1 = git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "t1")
+    commit(t.a, {"a.txt": "a\n"}, "[a] work")
+    run = play(t, sh("spark-git merge t1 --agent a; echo exit=$?"), sh("spark-git report t1 --agent a --status COMPLETE; echo exit=$?"))
+    text = run.first_prompt()
+    assert "you are agent a" in text and str(t.a) in text and "spark-git report t1 --agent a" in text, text
+    assert str(t.b) not in text and "owns" not in text and str(t.task) not in text, text
+    merged, reported = run.results()
+    assert "is the coordinator's, and this is agent a of task t1" in merged and "exit=3" in merged, merged
+    assert "exit=0" in reported, reported
+    assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "t1")) == (main, t1)
 
 
 def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
