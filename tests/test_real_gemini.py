@@ -83,6 +83,16 @@ def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
     assert str(t.a) in text and str(t.b) not in text and "owns" not in text, text
 
 
+@pytest.mark.xfail(strict=True, reason="issue 22 item 5: the hook blocks this normal work (a rebase of the agent's own "
+                   "branch with -X/--onto/-s, a temporary GIT_INDEX_FILE)")
+def test_more_normal_work_the_hook_still_blocks(t: GeminiTask) -> None:
+    commit(t.task, {"task.txt": "from the task\n"}, "the task moves on")
+    commit(t.a, {"a.txt": "a\n"}, "a's work")
+    run = play(t, sh("git rebase -X theirs t1"), sh("git rebase -s ort t1"), sh("git rebase --onto t1 t1"),
+               sh("GIT_INDEX_FILE=$(mktemp) git read-tree HEAD"))
+    assert not [r for r in run.results() if HOOK in r], run.results()
+
+
 def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
     before = refs(t)
     settings = t.a / ".gemini" / "settings.json"
