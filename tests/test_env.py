@@ -92,15 +92,17 @@ def test_env_bad_input(tmp_path: Path) -> None:
 def test_release_frees_explicitly(tmp_path: Path) -> None:
     from spark_git.core.layout import Layout
     from spark_git.ops.shared import envs
+    from spark_git.state.backends import open_store
 
     repo = make_repo(tmp_path / "repo", config=CONFIG)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
     layout = Layout.discover(repo)
-    assert envs.allocate(layout, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
-    assert envs.allocate(layout, "t1", None, layout.task_worktree("t1")) == 45501
-    assert envs.release(layout, "t1", "a1") == [45500]
+    store = open_store(layout)
+    assert envs.allocate(store, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
+    assert envs.allocate(store, "t1", None, layout.task_worktree("t1")) == 45501
+    assert envs.release(store, "t1", "a1") == [45500]
     assert [e["port"] for e in json.loads((tmp_path / "repo.tasks" / "ports.json").read_text())["ports"]] == [45501]
-    assert envs.release(layout, "t1", all_of_task=True) == [45501]
+    assert envs.release(store, "t1", all_of_task=True) == [45501]
 
 
 def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:

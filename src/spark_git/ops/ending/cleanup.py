@@ -130,7 +130,7 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, 
     if final == "CLEANUP" and tf.state == "COMPLETE":
         # The protocol's own conditions for COMPLETE → CLEANUP (the branch is contained in the base, every
         # agent COMPLETE, some agent ever invoked unless `why` says otherwise).
-        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session, why))
+        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store, tf, session, why))
         if unmet:
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 
@@ -208,7 +208,7 @@ def _archive(store: Store, tf: TaskFile, dirty: list[Tree], trees: list[Tree], b
 def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None, archived: list[archive.Archived]) -> None:
     if tf.state != final:
         reason = why or "spark-git cleanup"
-        record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+        record_transition(store, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
         save_task(store, tf)
     faults.point("end-after-transition")
 

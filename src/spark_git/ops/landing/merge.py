@@ -79,11 +79,11 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: 
     # Like tasks.updating(), but task.json is only written when something landed ("nothing new"
     # must change nothing, not even last_active_at).
     with store.mutex(task_mutex_name(task)):
-        tf = load_task(layout, task)
+        tf = load_task(store, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
         data = _merge_locked(layout, store, tf, agent, session, rerun, ticker, warn)
         if data.landed or data.recovered:
-            save_task(layout, tf)
+            save_task(store, tf)
         return data
 
 
@@ -94,7 +94,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     A refused agent gets a second pass once others have landed after its attempt: join order is
     not dependency order (a test-writer's gate may need the code it tests to land first)."""
     task = task_name(task)
-    tf = load_task(layout, task)
+    tf = load_task(open_store(layout), task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
     unmet = protocol.merge_conditions(layout, tf)
     if unmet:

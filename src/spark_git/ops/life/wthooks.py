@@ -79,7 +79,8 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
     if task is None:
         return _plain(layout, name)
     agent = derive_agent(name)
-    tf = open_store(layout).read_task(task)
+    store = open_store(layout)
+    tf = store.read_task(task)
     entry = tf.agents.get(agent) if tf else None
     if entry is not None and Path(entry.worktree).is_dir():
         d = WorktreeHookData(path=entry.worktree, task=task, agent=agent, branch=entry.branch, action="reused")
@@ -87,7 +88,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
         # Recorded as added by the lock's session when it is one of this event's (SPARK_SESSION_ID), else the event's.
         by = tf.session_id if owner and tf is not None and tf.session_id in sessions else session
         a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
-                      guard=agent_add_guard(layout), owner=owner)
+                      guard=agent_add_guard(store), owner=owner)
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)

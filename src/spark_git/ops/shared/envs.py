@@ -11,9 +11,7 @@ from pathlib import Path
 
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
-from spark_git.core.layout import Layout
 from spark_git.ops.shared.taskfile import load_task
-from spark_git.state.backends import as_store
 from spark_git.state.models import PortEntry, PortsFile
 from spark_git.state.store import Store
 
@@ -34,9 +32,8 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def allocate(store: Store | Layout, task: str, agent: str | None, worktree: Path) -> int:
+def allocate(store: Store, task: str, agent: str | None, worktree: Path) -> int:
     """The worktree's port: its recorded one if still live, else the lowest free port of the range."""
-    store = as_store(store)
     rng = store.layout.config.ports
     if rng.end < rng.start:
         raise BadInput(f"ports: end {rng.end} is below start {rng.start}")
@@ -61,9 +58,8 @@ def allocate(store: Store | Layout, task: str, agent: str | None, worktree: Path
     )
 
 
-def release(store: Store | Layout, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
+def release(store: Store, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
     """Frees the port of one worktree (or every worktree of the task). Returns the freed ports."""
-    store = as_store(store)
     if not store.read_ports().ports:  # nothing to free: no need to wait for the mutex
         return []
     with store.mutex(PORTS):
@@ -79,10 +75,9 @@ def release(store: Store | Layout, task: str, agent: str | None = None, *, all_o
     return freed
 
 
-def spark_vars(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
+def spark_vars(store: Store, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
     """SPARK_* for one worktree of a task (allocates its port if needed). need_port=False: an
     exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
-    store = as_store(store)
     tf = load_task(store, task)
     if agent is not None and agent not in tf.agents:
         raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
@@ -104,7 +99,7 @@ def spark_vars(store: Store | Layout, task: str, agent: str | None = None, sessi
     }
 
 
-def for_worktree(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
+def for_worktree(store: Store, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
     """The environment gates and setup commands run with: the process environment without variables
     that would point git at another repository, plus SPARK_* of the worktree."""
     env = clean_env()

@@ -17,6 +17,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.shared import codexsetup
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 
@@ -53,11 +54,12 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
     for wt in agents:
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
+    done += _codex(layout, files, scope, on=True)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
 
 
@@ -65,10 +67,24 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    untrusted = codexsetup.untrust(layout, scope) if any(c.name == codexsetup.NAME for c in clients) else []  # while the entries are there to name
     files = [c.uninstall(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
+    done += _codex(layout, files, scope, on=False, untrusted=untrusted)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
+
+
+def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
+    """Codex: its trust entries (into its file's `trusted`) and its sandbox in the agent worktrees."""
+    f = next((f for f in files if f.client == codexsetup.NAME), None)
+    if f is None:
+        return []
+    f.trusted = codexsetup.trust(layout, scope) if on else untrusted or []
+    f.changed = f.changed or bool(f.trusted)
+    agents = agent_worktrees(layout)
+    return codexsetup.sandbox_all(layout, agents, on=True) if on else (
+        codexsetup.sandbox_all(layout, agents, on=False) if not codexsetup.installed(layout) else [])
 
 
 # -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
@@ -81,7 +97,7 @@ def claude_installed(layout: Layout) -> bool:
     return any(boxed(c) for r in roots for c in configured(r))
 
 
-def _agent_worktrees(layout: Layout) -> list[Path]:
+def agent_worktrees(layout: Layout) -> list[Path]:
     """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
     store = open_store(layout)
     out = []
@@ -142,7 +158,7 @@ class HookCheck(Model):
     loads: bool
     source: str | None = None  # the settings file that brings the hooks, and how it got there
     problem: str | None = None
-    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json
+    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json; codex: Codex's in its .codex/config.toml
 
 
 class HooksCheckData(Model):
@@ -225,12 +241,14 @@ def check(layout: Layout) -> HooksCheckData:
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
+                box = sandbox.present(layout.agent_worktree(t, a)) if boxed(c) else None
+                if c.name == codexsetup.NAME:
+                    loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
                 if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
                     why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
                     loads, problem = (False, why) if why else (loads, problem)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                box = sandbox.present(layout.agent_worktree(t, a)) if boxed(c) else None
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks)

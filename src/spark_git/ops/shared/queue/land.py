@@ -100,7 +100,7 @@ def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str
             evidence.record(store, o.task, gates.GateEvidence.model_validate(gate), session, note=o.landed_commit == gate.get("commit"), batch=o.batch)
         store.add_notes([(o.head, {"kind": "completed", "task": o.task, "session": session, "base": tf.base_branch, "old_base": o.old_base,
                                    "landed_as": o.landed_commit, "batch": o.batch})])
-        record_transition(layout, tf, "COMPLETE", session, f"landed on {tf.base_branch}",
+        record_transition(store, tf, "COMPLETE", session, f"landed on {tf.base_branch}",
                           {"commit": o.head, "landed_commit": o.landed_commit, "old_base": o.old_base, "new_base": o.new_base,
                            "batch": o.batch, "gate_log": o.gate_log})
         tf.queued = None
@@ -121,7 +121,7 @@ def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["fail
             if back_to_implementation and tf.state != "IMPLEMENTATION":
                 # The table has no COMPLETE-pending → IMPLEMENTATION row for every state yet: the queue's
                 # verdict is recorded directly, with the log as evidence.
-                record_transition(layout, tf, "IMPLEMENTATION", session, f"spark-git queue: {reason}",
+                record_transition(store, tf, "IMPLEMENTATION", session, f"spark-git queue: {reason}",
                                   {"task_head": entry.sha, "gate_log": gate_log, "failed_tests": o.failed_tests, "batch": o.batch,
                                    "evicted_by": "final gate (bisected)"})
             if tf.queued is not None and tf.queued.ref == entry.ref:
