@@ -1,7 +1,8 @@
 """The real Gemini CLI (0.61) as agent a of task t1, driven by the scripted model server (issue 22):
 what really happened on disk and in git, and which layer stopped each escape — spark-git's hook
-(`spark-git: blocked`) or Gemini's own workspace check (`Path not in workspace`, its file tools only).
-Gemini on Linux has no OS boundary spark-git can rely on (docs/hooks.md, Gemini CLI)."""
+(`spark-git: blocked`), Gemini's own workspace check (`Path not in workspace`: file tools' paths and a
+shell's `dir_path`) or its shell tool's refusal of command substitution. Gemini on Linux has no OS
+boundary spark-git turns on (docs/hooks.md, Gemini CLI)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
     assert git(t.a, "branch", "--show-current") == "task-t1-agent-a"
     assert git(t.a, "show", "HEAD:README.md") == "# demo app"
     assert git(t.a, "show", "HEAD:app.py").startswith("def f():")
-    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD", check=False) == ""  # rebased onto the task
+    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD") == ""  # rebased onto the task
     assert git(t.a, "log", "-1", "--format=%s") == "agent a: app"
     assert git(t.a, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).pytest_cache", ":(exclude)__pycache__") == ""
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")) == (main, b)
@@ -93,7 +94,7 @@ def test_more_normal_work_succeeds(t: GeminiTask) -> None:
                sh("GIT_INDEX_FILE=/tmp/index-$$ git read-tree HEAD && echo read && rm /tmp/index-$$"))
     assert not [r for r in run.results() if HOOK in r], run.results()
     assert "read" in run.results()[3]
-    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD", check=False) == ""
+    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD") == ""
     assert git(t.a, "branch", "--show-current") == "task-t1-agent-a"
 
 
