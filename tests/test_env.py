@@ -63,7 +63,7 @@ def test_env_prints_every_variable_for_bash_fish_and_json(tmp_path: Path) -> Non
     r = run_cli(repo, "env", "t1", "--agent", "a1", session=None)
     assert r.returncode == 0, r
     want = {
-        "SPARK_TASK": "t1", "SPARK_AGENT": "a1", "SPARK_SESSION_ID": "sess-9",
+        "SPARK_TASK": "t1", "SPARK_AGENT": "a1", "SPARK_SESSION_ID": "agent:t1:a1",  # the agent's own, not the owner's
         "SPARK_WORKTREE": str(root / "agents" / "a1" / "code"), "SPARK_TASK_WORKTREE": str(root / "code"), "SPARK_PORT": "45500",
     }
     assert r.stdout == "".join(f"export {k}={v}\n" for k, v in want.items())
@@ -76,6 +76,7 @@ def test_env_prints_every_variable_for_bash_fish_and_json(tmp_path: Path) -> Non
     assert json.loads(js.stdout) == want
     task_env = run_cli(repo, "env", "t1", "--json").json["data"]
     assert task_env["vars"]["SPARK_WORKTREE"] == str(root / "code") and task_env["vars"]["SPARK_AGENT"] == ""
+    assert task_env["vars"]["SPARK_SESSION_ID"] == "sess-9"  # the task worktree's: the coordinator's
     assert task_env["vars"]["SPARK_PORT"] == "45501"
 
 

@@ -68,7 +68,7 @@ def hooks_check(ctx: typer.Context) -> None:
     copied, or the user's), and is `spark-git` on the hook's PATH."""
     def action(layout: Layout) -> Result:
         d = hooksetup.check(layout)
-        bad = [c for c in d.checks if not c.loads]
+        bad = [c for c in d.checks if not c.loads or c.switched_off]
 
         def human(out: Any) -> None:
             for c in d.checks:
@@ -76,6 +76,8 @@ def hooks_check(ctx: typer.Context) -> None:
                           + (f" · {registry.get(c.client).facts.title} sandbox on" if c.sandbox else ""))
                 if c.problem:
                     out.print(f"    {c.problem}")
+                for off in c.switched_off:
+                    out.print(f"    SWITCHED OFF: {off} (remove it)")
             for n in d.notes:
                 out.print(f"  note: {n}")
 

@@ -15,7 +15,7 @@ from spark_git.core.layout import Layout, task_name, within
 from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
-from spark_git.ops.shared import archive, keep
+from spark_git.ops.shared import archive, hooksetup, keep
 from spark_git.ops.shared.queue.checks import approval_unmet
 from spark_git.ops.shared.taskfile import load_task, save_task
 from spark_git.ops.shared.transitions import record_transition
@@ -230,6 +230,8 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branche
                 continue
             git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {tf.task_name}")
             data.deleted_branches.append(b)
+    if data.deleted_branches:
+        hooksetup.sandbox_refresh(store.layout)  # other agents' sandboxes named these refs (a gone one is a mount point)
 
 
 def _containment(git: Git, base: str) -> Contained:

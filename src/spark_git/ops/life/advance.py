@@ -33,9 +33,10 @@ class AdvanceData(Model):
     evidence: dict[str, Any] = {}
     waived: list[str] = []  # unmet conditions recorded but not enforced (protocol = "light")
     next_states: list[str] = []
+    build_note: str | None = None  # what the build gate did for this transition: ran now, or a verdict reused (and whose)
 
 
-def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None) -> AdvanceData:
+def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None, rerun: bool = False) -> AdvanceData:
     task = task_name(task)
     to = _known_state(to, task)
     store = open_store(layout)
@@ -43,7 +44,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         frm = tf.state
         rule = _rule(store, tf, to)
         to = rule.to.value
-        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf))
+        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf, rerun))
         unmet = rule.guard(ctx)
         if to == State.COMPLETE:
             raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
@@ -68,7 +69,18 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         if build is not None:
             store.audit(task, "build_verifications", build, session=session)
         return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
-                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf))
+                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf), build_note=_build_note(ctx))
+
+
+def _build_note(ctx: protocol.Ctx) -> str | None:
+    ev, rec = ctx.record_build, ctx.evidence.get("build")
+    if isinstance(ev, gates.GateEvidence):
+        if ev.reused_from:
+            return f"gates.build not run again: the tree of {ev.commit[:12]} passed it before ({ev.reused_from}; --rerun runs it)"
+        return f"gates.build ran now on {ev.commit[:12]}: passed" + (f" in {ev.duration_s:.1f} s" if ev.duration_s is not None else "")
+    if isinstance(rec, dict) and rec.get("commit"):
+        return f"gates.build not run again: it passed on {str(rec['commit'])[:12]} at {rec.get('at')} (log {rec.get('log_path')})"
+    return None
 
 
 def _known_state(to: str | None, task: str) -> str | None:
@@ -110,9 +122,10 @@ def _command_to(store: Store, tf: TaskFile, state: str) -> str:
     return f"spark-git approve {tf.task_name} --changes && {cmd}"
 
 
-def _build_runner(store: Store, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
+def _build_runner(store: Store, tf: TaskFile, rerun: bool = False) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
     layout, task = store.layout, tf.task_name
-    # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
+    # A passing verdict of this very tree (same command and environment) is reused, and the result says
+    # so: re-running the whole suite on a tree that passed a minute earlier told nobody anything.
     return lambda: verdicts.run_configured(store, "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
-                                           env=envs.for_worktree(store, task), rerun=True)
+                                           env=envs.for_worktree(store, task), rerun=rerun)

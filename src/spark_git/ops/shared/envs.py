@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from spark_git.core.caller import agent_session, gate_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
 from spark_git.ops.shared.taskfile import load_task
@@ -92,16 +93,22 @@ def spark_vars(store: Store, task: str, agent: str | None = None, session: str |
     return {
         "SPARK_TASK": task,
         "SPARK_AGENT": agent or "",
-        "SPARK_SESSION_ID": session or tf.session_id,
+        # an agent's own identity, never the owner's session (core/caller.py)
+        "SPARK_SESSION_ID": agent_session(task, agent) if agent else session or tf.session_id,
         "SPARK_WORKTREE": str(wt),
         "SPARK_TASK_WORKTREE": str(task_wt),
         "SPARK_PORT": port,
     }
 
 
-def for_worktree(store: Store, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
-    """The environment gates and setup commands run with: the process environment without variables
-    that would point git at another repository, plus SPARK_* of the worktree."""
+def for_worktree(store: Store, task: str, agent: str | None = None) -> dict[str, str]:
+    """The environment gates and setup commands run with (and an agent's client, when spark-git starts
+    one): the process environment without variables that would point git at another repository, plus
+    SPARK_* of the worktree. They run the agents' code: in an agent worktree as that agent, in the
+    task worktree as the task's gate, never as the owner (core/caller.py refuses both the
+    coordinator's commands)."""
     env = clean_env()
-    env.update(spark_vars(store, task, agent, session, need_port=False))
+    env.update(spark_vars(store, task, agent, need_port=False))
+    if agent is None:
+        env["SPARK_SESSION_ID"] = gate_session(task)
     return env

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from spark_git import protocol
+from spark_git.core.caller import is_self
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.layout import Layout
 from spark_git.state.locks import require_owner, task_mutex_name
@@ -33,12 +34,12 @@ def save_task(store: Store, tf: TaskFile) -> None:
 
 
 @contextmanager
-def updating(store: Store, task: str, session: str | None, *, owner: bool = True) -> Iterator[TaskFile]:
+def updating(store: Store, task: str, session: str | None, *, owner: bool = True, agent: str | None = None) -> Iterator[TaskFile]:
     """Lock → re-read → (check owner) → let the caller change it → write. Nothing is written if the
-    body raises."""
+    body raises. `agent`: that agent's own session may act too (report, sync for itself)."""
     with store.mutex(task_mutex_name(task)):
         tf = load_task(store, task)
-        if owner:
+        if owner and not (agent and is_self(session, task, agent)):
             require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
         yield tf
         save_task(store, tf)

@@ -61,6 +61,15 @@ class GateView(_View):
     token: str = ""  # one short line: `build passed: 12 tests, cov 87%`
 
 
+class GivenBack(_View):
+    """The queue gave this head back (a conflict, a changed patch, a failed final gate): why, and the way on."""
+
+    result: str  # blocked | failed
+    reason: str
+    at: str
+    next: list[str] = []
+
+
 class NextState(_View):
     state: str
     blockers: list[str]
@@ -90,6 +99,7 @@ class TaskView(_View):
     gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
     queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
+    given_back: GivenBack | None = None  # the queue's last word on this very head, when it did not land it
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
 
@@ -140,9 +150,13 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
                 jobs.append((view, "gate", pool.submit(last_gate, store, name)))
         heads = heads_job.result() if heads_job else {}
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
+        outcomes = {o.task: o for o in open_store(layout).read_queue_log().outcomes} if live else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
             view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
+            o = outcomes.get(view.task)
+            if o is not None and o.result != "landed" and view.queue_position is None and o.head == heads.get(branch_ref(tf.task_branch)):
+                view.given_back = GivenBack(result=o.result, reason=o.reason, at=o.at, next=o.next)
         for view, tf in live:  # while the git processes run
             _protocol_view(store, view, tf)
         for obj, attr, fut in jobs:

@@ -24,13 +24,9 @@ def base_worktree(git: Git, base: str) -> Path | None:
 def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:
     """Everything `complete` checks before it enqueues a task (a refusal changes nothing)."""
     base = tf.base_branch
-    unmet = approval_unmet(layout, tf, head)
-    if not layout.git().is_ancestor(base_head, head):
-        unmet.append(protocol.Unmet(
-            f"{base} moved since the task branched ({base} is at {base_head[:12]}, not an ancestor of {head[:12]}): the task is not a fast-forward",
-            f"spark-git update {tf.task_name}",
-        ))
-    unmet += _task_worktree(tf, head)
+    # A base that moved since the task branched is no refusal: the queue lands the task as a merge
+    # onto the new base when its patch applies unchanged, and gives it back (`update`) when not.
+    unmet = approval_unmet(layout, tf, head) + _task_worktree(tf, head)
     if main_wt is not None:
         # Changes to tracked files block; an untracked file only where the task adds one (in_the_way):
         # `hooks install` leaves .claude/ untracked, and an unrelated file survives a fast-forward.
