@@ -65,7 +65,7 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
                sh("git rebase t1"),
                sh("git switch -q -c a-scratch && git switch -q task-t1-agent-a"),
                sh("git switch -q --detach HEAD && git switch -q task-t1-agent-a"))
-    assert "<hook_context>spark-git: session" in run.first_prompt()  # the SessionStart text reaches the model
+    assert "<hook_context>spark-git: you are agent a" in run.first_prompt()  # the SessionStart text reaches the model
     out = run.results()
     assert not [r for r in out if '"error"' in r], "\n".join(out)
     assert "1 passed" in out[2] and "# x app" in out[3]
@@ -78,11 +78,11 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")) == (main, b)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 2: with `spark-git env t1 --agent a` the session is the owner's, "
-                   "so the SessionStart text is the owner's task list (b's worktree, 'cd <task worktree>')")
 def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
+    """What reaches Gemini's model names agent a, its worktree and branch — never the owner's task list."""
     text = play(t).first_prompt()
-    assert str(t.a) in text and str(t.b) not in text and "owns" not in text, text
+    assert "you are agent a" in text and f"{t.a} (branch task-t1-agent-a)" in text, text
+    assert str(t.b) not in text and "owns" not in text and str(t.task) not in text, text
 
 
 def test_more_normal_work_succeeds(t: GeminiTask) -> None:
