@@ -49,6 +49,7 @@ attempt("notes", lambda: git("notes", "--ref", "spark-verdicts", "add", "-f", "-
 attempt("main worktree", lambda: write(os.path.join(main_wt, "escaped.txt")))
 attempt(".git/refs", lambda: write(os.path.join(common, "refs", "heads", "main")))
 attempt("other worktree", lambda: write(os.path.join(other, "escaped.txt")))
+attempt("detach HEAD", lambda: git("update-ref", "--no-deref", "HEAD", git("rev-parse", "HEAD").strip()))
 attempt("push to a local remote", lambda: git("push", "origin", "HEAD:refs/heads/main"))
 attempt("~/.gitconfig", lambda: git("config", "--global", "core.hooksPath", "/tmp/evil-hooks"))
 def own():
@@ -90,7 +91,7 @@ def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -
     assert build["cwd"] == str(t.wt("a1")) and final["cwd"] == str(t.wt())
     for r in (build, final):
         for name in ("update-ref main", "update-ref new branch", "notes", "main worktree", ".git/refs", "other worktree",
-                     "push to a local remote", "~/.gitconfig"):
+                     "push to a local remote", "~/.gitconfig", "detach HEAD"):
             assert r[name].startswith("refused"), (name, r)
         for name in ("own worktree", "tmp", "git status", "git log"):
             assert r[name] == "ok", (name, r)
