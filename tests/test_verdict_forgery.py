@@ -150,6 +150,15 @@ def test_the_key_lives_in_the_users_state_dir_0600_and_verdicts_carry_a_mac(tmp_
     assert stat.S_IMODE((state / "spark-git" / key.parent.name / "verdict.key").stat().st_mode) == 0o600
 
 
+def test_no_key_inside_the_repository_and_then_no_reuse(tmp_path: Path) -> None:
+    t, counter, _, _ = _passed_task(tmp_path)
+    inside = t.repo / ".git" / "state"  # an XDG_STATE_HOME inside the repository: an agent could read a key there
+    assert t.spark("approve", "t1", "--changes").returncode == 0
+    c = t.spark("--json", "complete", "t1", env={"XDG_STATE_HOME": str(inside)})
+    assert c.returncode == 0 and c.json["data"]["gate"]["ran"] and _runs(counter) == 2, c
+    assert not inside.exists()
+
+
 def test_a_library_changed_outside_the_repository_runs_the_gate_again(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

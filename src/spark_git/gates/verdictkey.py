@@ -34,9 +34,14 @@ def key_path(common_dir: Path) -> Path:
     return state_dir() / repo_id(common_dir) / KEY_NAME
 
 
-def load_key(common_dir: Path) -> bytes:
-    """The repository's key, created on first use (racers agree: the first link wins)."""
+def load_key(common_dir: Path, repo_paths: list[Path]) -> bytes | None:
+    """The repository's key, created on first use (racers agree: the first link wins). None when the
+    state dir lies inside the repository (`repo_paths`: its worktrees, git dir, tasks root), where an
+    agent could read it: then no verdict verifies, and every gate runs."""
     path = key_path(common_dir)
+    real = Path(os.path.realpath(path.parent.parent))
+    if any(real.is_relative_to(os.path.realpath(p)) for p in repo_paths):
+        return None
     try:
         return bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:
@@ -63,13 +68,15 @@ def _message(tree: str, verdict: dict[str, Any]) -> bytes:
     return json.dumps({"tree": tree, "verdict": body}, sort_keys=True, separators=(",", ":")).encode()
 
 
-def sign(key: bytes, tree: str, verdict: dict[str, Any]) -> dict[str, Any]:
+def sign(key: bytes | None, tree: str, verdict: dict[str, Any]) -> dict[str, Any]:
     """`verdict` with its MAC over the tree and every other field (gate, command, fingerprint, result...)."""
+    if key is None:
+        return verdict
     return {**verdict, MAC_FIELD: hmac.new(key, _message(tree, verdict), hashlib.sha256).hexdigest()}
 
 
-def verifies(key: bytes, tree: str, verdict: dict[str, Any]) -> bool:
+def verifies(key: bytes | None, tree: str, verdict: dict[str, Any]) -> bool:
     mac = verdict.get(MAC_FIELD)
-    if not isinstance(mac, str):
+    if key is None or not isinstance(mac, str):
         return False
     return hmac.compare_digest(mac, hmac.new(key, _message(tree, verdict), hashlib.sha256).hexdigest())

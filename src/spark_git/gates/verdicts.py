@@ -60,7 +60,7 @@ def _where(env: dict[str, str] | None, worktree: Path) -> str:
     return f"{task}/{agent}" if task and agent else task or str(worktree)
 
 
-def passing(verdicts: list[dict[str, Any]], fp: str, key: bytes, tree: str) -> dict[str, Any] | None:
+def passing(verdicts: list[dict[str, Any]], fp: str, key: bytes | None, tree: str) -> dict[str, Any] | None:
     """The newest passing verdict of `tree` with fingerprint `fp` whose MAC verifies (usually one HMAC:
     an unauthenticated line is skipped, not trusted)."""
     for v in reversed(verdicts):
@@ -69,7 +69,7 @@ def passing(verdicts: list[dict[str, Any]], fp: str, key: bytes, tree: str) -> d
     return None
 
 
-def _failed_before(verdicts: list[dict[str, Any]], fp: str, key: bytes, tree: str) -> bool:
+def _failed_before(verdicts: list[dict[str, Any]], fp: str, key: bytes | None, tree: str) -> bool:
     return any(v.get("fingerprint") == fp and v.get("result") == "failed" and verdictkey.verifies(key, tree, v) for v in verdicts)
 
 
@@ -91,7 +91,8 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
         return gate_command.run(gate, command, worktree, logs_dir, timeout_s, env)
     commit, tree = Git(worktree).head_and_tree() or ("", "")
     fp = fingerprint(command, timeout_s, env, reports, worktree)
-    key = verdictkey.load_key(store.layout.repo.common_dir)
+    layout = store.layout
+    key = verdictkey.load_key(layout.repo.common_dir, [layout.main_worktree, layout.repo.common_dir, layout.tasks_root, worktree])
     earlier = store.verdicts(tree) if tree else []
     prior = None if rerun else passing(earlier, fp, key, tree)
     if prior is not None:
