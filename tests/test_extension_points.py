@@ -66,7 +66,10 @@ def test_a_client_is_protected_by_the_hook_through_its_adapter_and_one_registry_
               input=json.dumps(event(a1, "Write", file_path=".standin/settings.json", content="{}")))
     assert r.returncode == 2 and "may not write .standin" in r.stderr, r
     real = os.path.realpath(a1)
+    assert f"/{real}/.standin" not in sandbox.wanted(a1)["filesystem"]["denyWrite"]  # absent: nothing to mount over (docs/decisions.md)
+    (a1 / ".standin").mkdir()
     assert f"/{real}/.standin" in sandbox.wanted(a1)["filesystem"]["denyWrite"]  # the OS sandbox denies it too
+    (a1 / ".standin").rmdir()
     assert not (a1 / ".standin").exists()
 
 
@@ -219,7 +222,7 @@ import typer
 from spark_git.cli.common import Result, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
-from spark_git.ops.hello import hello as run
+from spark_git.ops.views.hello import hello as run
 
 
 @app.command("hello")
@@ -236,10 +239,10 @@ def hello(ctx: typer.Context, name: str) -> None:
 
 def test_a_command_is_an_ops_module_a_cli_module_and_two_table_lines(tmp_path: Path) -> None:
     edits = {
-        "cli/root.py": ("MODULES: dict[str, tuple[str, ...]] = {\n", '    "hello": ("hello",),\n'),
-        "ops/views/schema.py": ("COMMANDS: dict[str, str] = {\n", '    "hello": "spark_git.ops.hello:HelloData",\n'),
+        "cli/root.py": ("MODULES: dict[str, tuple[str, ...]] = {\n", '    "views.hello": ("hello",),\n'),
+        "ops/views/schema.py": ("COMMANDS: dict[str, str] = {\n", '    "hello": "spark_git.ops.views.hello:HelloData",\n'),
     }
-    new = {"ops/hello.py": OPS, "cli/hello.py": CLI}
+    new = {"ops/views/hello.py": OPS, "cli/views/hello.py": CLI}
     pkg = package_copy(tmp_path, edits, new)
     env = sealed_env(tmp_path / "home")
     out = json.loads(run(pkg, tmp_path, env, "hello", "you", "--json").stdout)
