@@ -142,14 +142,15 @@ def test_subagent_works_its_parents_worktree_under_the_same_hook(t: GeminiTask) 
 HIDDEN = base64.b64encode(b"git update-ref refs/heads/main HEAD").decode()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 5: the hook lets these through (a command word produced at run "
-                   "time; update-ref of the main worktree's HEAD), and Gemini has no OS boundary here to stop them")
 @pytest.mark.parametrize("command", [f"echo {HIDDEN} | base64 -d | sh", "git -C {main} update-ref HEAD {a}",
                                      "git update-ref main-worktree/HEAD {a}"], ids=["base64-sh", "C-main-HEAD", "main-worktree-HEAD"])
 def test_hook_gaps_do_not_move_main(t: GeminiTask, command: str) -> None:
+    """Gemini has no OS boundary here: the hook refuses these (issue 22 item 5: a command word produced
+    at run time, update-ref of the main worktree's HEAD), which it let through before."""
     a = commit(t.a, {"a.txt": "a\n"}, "a's work")
     main = git(t.main, "rev-parse", "main")
-    play(t, sh(command.format(main=t.main, a=a)))
+    run = play(t, sh(command.format(main=t.main, a=a)))
+    assert HOOK in run.results()[0], run.results()
     assert git(t.main, "rev-parse", "main") == main
 
 
