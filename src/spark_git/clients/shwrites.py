@@ -17,7 +17,7 @@ from spark_git.core import paths
 
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
-_TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
+_TO_LAST = {"cp", "install", "rsync", "scp"}
 _VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "--reference"}
 # Options that take the next word, for the commands where they do (`rm -f x`, `cp -r d`: flags).
 _VALUED_BY_PROG = {"touch": ("-r", "-d", "-t"), "truncate": ("-s", "-r"), "sed": ("-e", "-f"), "perl": ("-e",),
@@ -77,9 +77,12 @@ def targets(prog: str, args: list[str]) -> list[str]:
         return pos[1:]
     if prog == "mv":
         return pos  # the sources go away too
+    if prog == "ln":  # a write through the link lands on what it points to: both ends are judged
+        tdir = _option_value(args, ("-t", "--target-directory"))
+        return [*pos, tdir] if tdir else pos if len(pos) >= 2 else [*pos, "."]
     if prog in _TO_LAST:
         tdir = _option_value(args, ("-t", "--target-directory"))
-        return [tdir] if tdir else pos[-1:] if len(pos) >= 2 else ["."] if prog == "ln" and pos else []
+        return [tdir] if tdir else pos[-1:] if len(pos) >= 2 else []
     if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
         scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
         return pos if scripted else pos[1:]
