@@ -31,7 +31,7 @@ _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inp
 _LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
 # Code that writes files: an open() mode that writes, and the calls that write, move or delete (a
 # one-argument `.replace(x)` is Path.replace; str.replace takes two).
-_WRITES_IN_CODE = re.compile(
+_WRITES_IN_CODE = (  # compiled where used (re caches it): only script code needs it
     r"""open(?:Sync)?\([^,)]*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]|\.open\(\s*['"][^'"]*[wax+]|mode\s*=\s*['"][^'"]*[wax+]"""
     r"""|\.write_(?:text|bytes)\(|\.replace\(\s*[^,()]*\)|\bshutil\.(?!which|disk_usage|get_terminal_size)|\bos\.(?:remove|replace)\b"""
     r"""|\b(?:unlink|rename|renames|rmtree|rmdir|removedirs|makedirs|mkdir|mkdirSync|symlink|symlink_to|hardlink_to|chmod|chown|truncate|"""
@@ -140,7 +140,7 @@ def code_of(args: list[str]) -> str | None:
 def _code_paths(args: list[str]) -> list[str]:
     """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
     code = code_of(args)
-    if code is None or not _WRITES_IN_CODE.search(code):
+    if code is None or not re.search(_WRITES_IN_CODE, code):
         return []
     return [m.group(2) for m in _LITERAL.finditer(code)]
 
