@@ -10,7 +10,7 @@ import pytest
 
 from spark_git.ops.landing.queuestats import figures
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueCounts, QueueLog, QueueOutcome
-from tests.queuekit import PYTEST_GATE, Queue
+from tests.queuekit import PYTEST_GATE, Queue, gate_cmd
 
 
 def flaky_files(counter: Path) -> dict[str, str]:
@@ -66,6 +66,22 @@ def test_with_retries_a_flake_is_recorded_and_nobody_is_sent_back(tmp_path: Path
     stats = q.spark("t0", "--json", "queue", "--stats").json["data"]
     assert stats["landed"] == 2 and stats["gate_runs_per_landed"] == 1.0 and stats["flaky_rate"] == 0.5
     assert stats["wait_p50_s"] is not None and stats["landed_per_hour"] > 0
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_a_flaky_gate_s_test_names_come_from_its_junit_report(tmp_path: Path) -> None:
+    count = tmp_path / "count"  # not a pytest gate: the names can only come from the JUnit XML it writes
+    script = (f"import sys; from pathlib import Path; c = Path({str(count)!r})\n"
+              "n = int(c.read_text()) + 1 if c.exists() else 1\nc.write_text(str(n))\n"
+              "bad = '<failure message=\"x\"/>' if n == 1 else ''\n"
+              "Path('junit.xml').write_text(f'<testsuite><testcase classname=\"suite\" name=\"test_net\">{bad}</testcase></testsuite>')\n"
+              "sys.exit(1 if n == 1 else 0)\n")
+    q = Queue(tmp_path, 2, final=gate_cmd(script), extra='[queue]\nretries = 2\n[gates.reports.final]\njunit = "junit.xml"')
+    _queue_all(q)
+    r = q.spark("t0", "--json", "queue", "run")
+    assert [o["result"] for o in r.json["data"]["outcomes"]] == ["landed", "landed"], r
+    [fl] = q.queue_log()["flaky"]
+    assert fl["failed_tests"] == ["suite::test_net"] and fl["failures"] == 1
 
 
 def test_a_reproducible_failure_is_still_sent_back_with_retries(tmp_path: Path) -> None:
