@@ -66,6 +66,8 @@ def test_with_retries_a_flake_is_recorded_and_nobody_is_sent_back(tmp_path: Path
     stats = q.spark("t0", "--json", "queue", "--stats").json["data"]
     assert stats["landed"] == 2 and stats["gate_runs_per_landed"] == 1.0 and stats["flaky_rate"] == 0.5
     assert stats["wait_p50_s"] is not None and stats["landed_per_hour"] > 0
+    human = q.spark("t0", "queue", "--stats").stdout
+    assert "2 landed" in human and "1 gate runs per landed task" in human and "1 flaky (0.5 per gate run)" in human, human
 
 
 @pytest.mark.usefixtures("unsandboxed")
