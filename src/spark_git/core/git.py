@@ -250,9 +250,10 @@ class Git:
         self.run("rebase", "--quit" if keep_head else "--abort")
 
     def patch_id(self, base: str, head: str) -> str | None:
-        """`git diff base...head | git patch-id --stable` (None: no change); equal ids ⇔ the same patch."""
+        """`git diff base...head | git patch-id --verbatim` (None: no change); equal ids ⇔ the same patch,
+        byte for byte but for line numbers (`--stable` ignores whitespace: `rm -rf ./b` = `rm -rf . /b`)."""
         diff = self.run("diff", "--no-color", "--no-ext-diff", "--full-index", "--binary", f"{base}...{head}").stdout
-        words = self.run("patch-id", "--stable", input=diff).stdout.split() if diff else []
+        words = self.run("patch-id", "--verbatim", input=diff).stdout.split() if diff else []
         return words[0] if words else None
 
     def move_checked_out_branch(self, branch: str, new: str, old: str, message: str = "spark-git") -> None:

@@ -80,7 +80,7 @@ def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch
                    head_patch_id: Callable[[], str | None] | None = None) -> bool:
     """THE rule for every approval (the human's change approval, a reviewer's APPROVED, the commit
     presented for approval): it holds for `head` if it approved that very commit, or a commit with
-    the same patch (`git patch-id --stable` of `base`...commit), e.g. the one an `update` rebased.
+    the same patch (`git patch-id --verbatim` of `base`...commit), e.g. the one an `update` rebased.
     An approval recorded without a patch id gets it computed from its commit (still reachable:
     `update` archives old heads). No change at all (no patch) never matches by patch."""
     if not approved_sha or not head:

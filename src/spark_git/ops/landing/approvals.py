@@ -1,5 +1,5 @@
 """`approve`: the human's approval of the task's changes (or its plan), bound to a commit id and, for
-changes, to the patch (`git patch-id --stable`); `approve --request-changes`: the human sends the
+changes, to the patch (`git patch-id --verbatim`); `approve --request-changes`: the human sends the
 changes back to IMPLEMENTATION. `approval_holds` is the one rule saying whether an approval still holds.
 
 The confirmation happens before the task mutex is taken (a human may take minutes to type); the
