@@ -47,3 +47,21 @@ def test_a_byte_identical_patch_keeps_the_approval(tmp_path: Path) -> None:
     r = t.spark("--json", "complete", "t1")
     assert r.returncode == 0, r
     assert git(t.repo, "rev-parse", "main") == t.head()
+
+
+def test_a_tag_named_like_the_base_hides_no_commit_from_the_approval_screen(tmp_path: Path) -> None:
+    # fails before: `main` resolved to the tag, the screen showed the docs commit only and backdoor.py landed
+    t = Task(tmp_path, ["a1"], config(build=OK_GATE, non_interactive=True))
+    t.commit("a1", {"backdoor.py": "import os\n"}, "[a1] helper")
+    t.commit("a1", {"README.md": "# demo, documented\n"}, "[a1] docs")
+    assert t.merge("a1").returncode == 0
+    git(t.repo, "tag", "main", t.head("a1") + "~1")
+    r = t.spark("--json", "approve", "t1", "--changes")
+    assert r.returncode == 0, r
+    shown = r.json["data"]["presented"]
+    assert len(shown["commits"]) == 2 and {f["path"] for f in shown["files"]} == {"backdoor.py", "README.md"}, shown
+    assert shown["base"] == git(t.repo, "rev-parse", "refs/heads/main")
+    r = t.spark("--json", "complete", "t1")
+    assert r.returncode == 0, r
+    landed = git(t.repo, "rev-list", f"{shown['base']}..refs/heads/main").split()
+    assert landed == [c["sha"] for c in shown["commits"]] and landed[0] == shown["commit_sha"]  # what lands is what was shown

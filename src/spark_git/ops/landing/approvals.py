@@ -16,6 +16,7 @@ from typing import Literal
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.ops.landing.presented import Presented, present
@@ -81,7 +82,7 @@ def approve(
     presented_at = now()
     via = _confirm(layout, task, target, digest, interactive, ask)
     by = who_approves(session)
-    pid = layout.git().patch_id(tf.base_branch, target) if kind == "changes" else None
+    pid = layout.git().patch_id(branch_ref(tf.base_branch), target) if kind == "changes" else None
     cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest, patch_id=pid)
     cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
@@ -183,7 +184,7 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
             raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
         frm, rule = cur.state, _back_rule(layout, cur)
         ctx = protocol.make_ctx(layout, cur, session, why)
-        ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(cur.base_branch, target),
+        ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(branch_ref(cur.base_branch), target),
                         "why": why, "by": by, "via": via}
         if rule is None:  # protocol light, outside AWAITING_USER_APPROVAL: the decision is recorded, the state stays
             protocol.request_changes(ctx)

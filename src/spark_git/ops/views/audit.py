@@ -6,7 +6,7 @@ from typing import Any
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput
-from spark_git.core.git import Git
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.gates import attribution
@@ -101,7 +101,7 @@ def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[
         for a, e in tf.agents.items():
             st = usable_status(store, tf.task_name, a)
             if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and \
-                    not protocol.approval_holds(git, tf.base_branch, st.last_review_sha, st.last_review_patch_id, head):
+                    not protocol.approval_holds(git, branch_ref(tf.base_branch), st.last_review_sha, st.last_review_patch_id, head):
                 smells.append(f"reviewer {a}'s APPROVED is for {st.last_review_sha[:12]}, older than the task head {head[:12]} it would approve")
     return head, smells
 

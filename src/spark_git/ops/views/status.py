@@ -308,7 +308,7 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
             if age > limit:
                 av.flags.append(f"WORKING without an update for {human_duration(age)}")
         if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head and not \
-                protocol.approval_holds(layout.git(), tf.base_branch, r.last_review_sha, r.last_review_patch_id, view.head):
+                protocol.approval_holds(layout.git(), branch_ref(tf.base_branch), r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
         for state, unmet in protocol.blockers(layout, tf, None).items():
