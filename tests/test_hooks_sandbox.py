@@ -24,8 +24,10 @@ DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
 
 def expected(wt: Path) -> dict:
     real = os.path.realpath(wt)
+    home = next(p / "home" for p in wt.parents if (p / "home").is_dir())  # setup()'s sealed HOME
+    state = os.path.realpath(home / ".local" / "state" / "spark-git")  # the approval key's directory: unreadable
     return {"enabled": True, "allowUnsandboxedCommands": False, "excludedCommands": ["git"],
-            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED]}}  # `//` + an absolute path
+            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED], "denyRead": [f"/{state}"]}}  # `//` + an absolute path
 
 
 def setup(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[Path, dict[str, str]]:

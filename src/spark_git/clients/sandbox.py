@@ -19,6 +19,7 @@ from typing import Any
 
 from spark_git.clients import originals, registry, settings, writes
 from spark_git.clients.claude import SANDBOX
+from spark_git.core.sshsig import state_dir
 from spark_git.state.files import write_text_atomic
 
 FILE = Path(SANDBOX.file)
@@ -34,13 +35,15 @@ def denied() -> tuple[str, ...]:
 
 def wanted(worktree: Path, before: dict[str, Any] | None = None) -> dict[str, Any]:
     """The sandbox for an agent session in `worktree`, over the one the file already had (its other keys
-    kept, lists joined): on, no way out for a command, git outside it, spark-git's files read-only."""
+    kept, lists joined): on, no way out for a command, git outside it, spark-git's files read-only, the
+    user's spark-git state directory (the approval key, the approvers) unreadable."""
     sb: dict[str, Any] = json.loads(json.dumps(before)) if isinstance(before, dict) else {}
     real = os.path.realpath(worktree)
     sb.update(enabled=True, allowUnsandboxedCommands=False)
     sb["excludedCommands"] = _joined(sb.get("excludedCommands"), ["git"])
     fs = sb["filesystem"] if isinstance(sb.get("filesystem"), dict) else {}
     fs["denyWrite"] = _joined(fs.get("denyWrite"), [f"/{real}/{d}" for d in denied()])  # `//` = absolute
+    fs["denyRead"] = _joined(fs.get("denyRead"), [f"/{os.path.realpath(state_dir())}"])  # the human's approval key (issue 23)
     sb["filesystem"] = fs
     return sb
 

@@ -197,6 +197,15 @@ class Git:
     def config_set(self, key: str, value: str) -> None:
         self.run("config", key, value)
 
+    def config_get(self, key: str) -> str | None:
+        r = self.run("config", "--get", key, check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def blob_at(self, ref: str, path: str) -> str | None:
+        """The committed content of `path` at `ref` (None: no such file there); never a worktree's copy."""
+        r = self.run("cat-file", "blob", f"{ref}:{path}", check=False)
+        return r.stdout if r.returncode == 0 else None
+
     # -- merging (gated-merge issue) -----------------------------------------------------------
 
     def git_path(self, name: str) -> Path:

@@ -18,7 +18,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
-from spark_git.ops.shared import forge, mainlock, radar, remote
+from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
@@ -154,6 +154,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts)
+    warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "

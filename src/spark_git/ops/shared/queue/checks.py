@@ -8,7 +8,7 @@ from pathlib import Path
 from spark_git import protocol
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.ops.shared import ignored
+from spark_git.ops.shared import ignored, signed
 from spark_git.protocol import approval_holds
 from spark_git.state.models import TaskFile
 
@@ -61,7 +61,8 @@ def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unm
             f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)",
             f"spark-git approve {task} --changes",
         )]
-    return []
+    wrong = signed.problem(layout, tf, cp, head)
+    return [protocol.Unmet(f"the approval of {task} does not count: {wrong}", f"spark-git approve {task} --changes")] if wrong else []
 
 
 def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
