@@ -37,12 +37,14 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     from spark_git.core.layout import Layout
     from spark_git.ops.shared import taskfile
     from spark_git.ops.shared.transitions import record_transition
+    from spark_git.state.backends import open_store
 
     layout = Layout.discover(repo)
-    with taskfile.updating(layout, task, session) as tf:
+    store = open_store(layout)
+    with taskfile.updating(store, task, session) as tf:
         i = FORWARD.index(tf.state)
         for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
-            record_transition(layout, tf, to, session, "test setup (no advance command yet)")
+            record_transition(store, tf, to, session, "test setup (no advance command yet)")
 
 
 def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:

@@ -63,8 +63,11 @@ class Queue:
     def landed_files(self) -> set[str]:
         return set(git(self.repo, "ls-tree", "--name-only", "main").split())
 
-    def assert_linear(self) -> None:
-        assert git(self.repo, "rev-list", "--merges", "main") == ""
+    def assert_landed_as_merges(self) -> None:
+        """main's first-parent line holds each landed task as one merge commit, never a task's own commit."""
+        line = git(self.repo, "log", "--first-parent", "--format=%P %s", "main").splitlines()
+        assert not [ln for ln in line if ln.split(" ")[-2].rstrip(":") in self.tasks], line
+        assert all(len(ln.split(" ")) > 3 for ln in line if "spark-git: land task" in ln), line  # two parents
 
     def scratch(self) -> list[Path]:
         d = self.root / ".queue"

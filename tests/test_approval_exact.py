@@ -46,7 +46,7 @@ def test_a_byte_identical_patch_keeps_the_approval(tmp_path: Path) -> None:
     assert t.merge("a1").returncode == 0
     r = t.spark("--json", "complete", "t1")
     assert r.returncode == 0, r
-    assert git(t.repo, "rev-parse", "main") == t.head()
+    assert git(t.repo, "rev-parse", "refs/heads/main^2") == t.head()  # the landing merge's second parent: the approved head
 
 
 def test_a_tag_named_like_the_base_hides_no_commit_from_the_approval_screen(tmp_path: Path) -> None:
@@ -63,5 +63,6 @@ def test_a_tag_named_like_the_base_hides_no_commit_from_the_approval_screen(tmp_
     assert shown["base"] == git(t.repo, "rev-parse", "refs/heads/main")
     r = t.spark("--json", "complete", "t1")
     assert r.returncode == 0, r
-    landed = git(t.repo, "rev-list", f"{shown['base']}..refs/heads/main").split()
-    assert landed == [c["sha"] for c in shown["commits"]] and landed[0] == shown["commit_sha"]  # what lands is what was shown
+    landed = git(t.repo, "rev-list", "--no-merges", f"{shown['base']}..refs/heads/main").split()
+    assert landed == [c["sha"] for c in shown["commits"]] and landed[0] == shown["commit_sha"], (landed, shown)  # what lands is what was shown
+    assert git(t.repo, "rev-parse", "refs/heads/main^2") == shown["commit_sha"]

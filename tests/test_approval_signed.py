@@ -59,7 +59,7 @@ def test_approve_signs_with_a_key_it_creates_once_and_complete_verifies(tmp_path
     again = t.spark("--json", "approve", "t1", "--changes").json["data"]
     assert not again["key_created"] and again["allowed_signers"] is None  # one key per user, recorded once
     assert t.spark("--json", "complete", "t1").returncode == 0
-    assert git(t.repo, "rev-parse", "refs/heads/main") == head
+    assert git(t.repo, "rev-parse", "refs/heads/main^2") == head  # the landing merge's second parent
 
 
 def test_the_terminal_path_signs_with_the_same_typing(tmp_path: Path) -> None:
@@ -111,9 +111,15 @@ def test_an_agent_approving_through_script_lands_nothing(tmp_path: Path) -> None
     t.commit("a1", {"src/app.py": "raise SystemExit('broken')\n"}, "[a1] refactor")
     assert t.merge("a1").returncode == 0
     agent_env = dict(os.environ, SPARK_SESSION_ID="s1", XDG_STATE_HOME=str(tmp_path / "agent-state"))
-    r = subprocess.run(["script", "-qec", shlex.join(spark_argv("approve", "t1", "--changes")), "/dev/null"], input=b"t1\n", cwd=t.wt("a1"),
-                       env=agent_env, capture_output=True, timeout=120)
-    assert r.returncode == 0 and t.task_json()["checkpoint"]["via"] == "terminal", r  # isatty() was fooled
+
+    def script_approve(cwd: Path) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["script", "-qec", shlex.join(spark_argv("approve", "t1", "--changes")), "/dev/null"], input=b"t1\n", cwd=cwd,
+                              env=agent_env, capture_output=True, timeout=120)
+
+    r = script_approve(t.wt("a1"))  # from its worktree: the identity guard refuses it
+    assert r.returncode == 3 and t.task_json()["checkpoint"] is None, r
+    r = script_approve(t.repo)  # from the main worktree, unseen by the guard: isatty() is fooled, the key is its own
+    assert r.returncode == 0 and t.task_json()["checkpoint"]["via"] == "terminal", r
     assert (tmp_path / "agent-state" / "spark-git" / "approval_ed25519").is_file()
     _refused(t, "signature does not verify")  # the human's complete: the agent's key is nobody's approver here
     assert "broken" not in git(t.repo, "show", "refs/heads/main:src/app.py")
@@ -148,7 +154,7 @@ def test_the_team_file_is_read_from_the_base_branch_never_from_a_worktree(tmp_pa
     (_state() / "allowed_signers").unlink()  # another machine: only the committed team file names the human
     r = t.spark("--json", "complete", "t1")
     assert r.returncode == 0, r
-    assert git(t.repo, "rev-parse", "refs/heads/main") == t.head()
+    assert git(t.repo, "rev-parse", "refs/heads/main^2") == t.head()
 
 
 def test_approve_and_status_say_when_no_sandbox_keeps_agents_from_the_key(tmp_path: Path) -> None:

@@ -82,3 +82,22 @@ def test_request_changes_on_a_terminal_shows_what_is_sent_back(tmp_path: Path) -
     assert rc == 0, out
     shown = re.sub(r"\x1b\[[0-9;]*m", "", out[: out.index("Type the task name")])
     assert "What you send back" in shown and "[coder] change app" in shown and "2 files changed" in shown, out
+
+
+def test_a_later_refused_merge_of_another_agent_puts_no_false_flag_on_the_head(tmp_path: Path) -> None:
+    # Issue 24, defect 6: "no passing build gate on <head>" and "the last build gate failed" were shown
+    # although the head passed; only a2's merge, which changed nothing, failed afterwards.
+    gate = [PY, "-c", "import os, sys; sys.exit(1 if os.path.exists('bad.txt') else 0)"]
+    t = Task(tmp_path, ["a1", "a2"], config(build=gate, non_interactive=True))
+    t.commit("a1", {"a.txt": "a\n"}, "[a1] a")
+    assert t.merge("a1").returncode == 0
+    head = t.head()
+    t.commit("a2", {"bad.txt": "x\n"}, "[a2] breaks the build")
+    assert t.merge("a2").returncode == 1
+    r = t.spark("--json", "approve", "t1", "--changes")
+    assert r.returncode == 0, r
+    p = r.json["data"]["presented"]
+    (g,) = p["gates"]
+    assert (g["result"], g["commit"], g["on_this_commit"]) == ("passed", head, True), g
+    assert not [f for f in p["flags"] if "gate" in f], p["flags"]
+    assert p["flags"] == ["agent a2 has commits on task-t1-agent-a2 that are not in what you approve"], p["flags"]

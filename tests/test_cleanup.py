@@ -64,7 +64,7 @@ def test_cleanup_of_completed_task_leaves_only_audit_files(lrepo: Path) -> None:
     snap = json.loads((root / "audit-snapshot.json").read_text())
     assert snap["final_state"] == "CLEANUP" and snap["landed"] is True
     assert snap["commits_by_agent"] == {"a1": 1, "a2": 1} and snap["coordination_commits"] == 0 and snap["commits_total"] == 2
-    assert snap["task_head"] == git(lrepo, "rev-parse", "main") and snap["task_json"]["state"] == "CLEANUP"
+    assert snap["task_head"] == git(lrepo, "rev-parse", "main^2") and snap["task_json"]["state"] == "CLEANUP"
     assert snap["transitions_by_state"]["CLEANUP"] == 1 and snap["agents"] == ["a1", "a2"]
     for a in ("a1", "a2"):
         json.loads((root / "agents" / a / "status.json").read_text())
@@ -145,7 +145,10 @@ def test_cleanup_from_inside_the_task_worktree_tells_where_to_go(lrepo: Path) ->
     assert r.json["data"]["go_to"] == str(lrepo) and f"cd {lrepo}" in r.json["next"]
     assert not inside.exists()
     human_root = completed_task(lrepo, "t2")
-    h = ok(run(lrepo, "cleanup", "t2", cwd=human_root / "agents/a1/code"))
+    # an agent worktree is an agent's place: cleanup (the coordinator's) is refused there, saying where to go
+    h = run(lrepo, "cleanup", "t2", cwd=human_root / "agents/a1/code")
+    assert h.returncode == 3 and f"cd {lrepo}" in h.stderr, h
+    h = ok(run(lrepo, "cleanup", "t2", cwd=human_root / "code"))
     assert f"cd {lrepo}" in h.stdout
     assert git(lrepo, "worktree", "list", "--porcelain").count("worktree ") == 1
 

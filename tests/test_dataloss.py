@@ -382,6 +382,6 @@ def test_untracked_files_in_main_block_complete_only_where_the_task_adds_files(l
     (lrepo / "pkg").unlink()
     write(lrepo / "scratch.txt", "an unrelated untracked file\n")
     ok(run(lrepo, "complete", "t1"))
-    assert git(lrepo, "rev-parse", "main") == git(lrepo, "rev-parse", "t1")
+    assert git(lrepo, "rev-parse", "main^2") == git(lrepo, "rev-parse", "t1")
     assert (lrepo / ".claude/settings.json").exists() and (lrepo / "scratch.txt").exists()
     assert git(lrepo, "status", "--porcelain") == "?? .claude/\n?? scratch.txt"

@@ -63,7 +63,7 @@ def test_env_prints_every_variable_for_bash_fish_and_json(tmp_path: Path) -> Non
     r = run_cli(repo, "env", "t1", "--agent", "a1", session=None)
     assert r.returncode == 0, r
     want = {
-        "SPARK_TASK": "t1", "SPARK_AGENT": "a1", "SPARK_SESSION_ID": "sess-9",
+        "SPARK_TASK": "t1", "SPARK_AGENT": "a1", "SPARK_SESSION_ID": "agent:t1:a1",  # the agent's own, not the owner's
         "SPARK_WORKTREE": str(root / "agents" / "a1" / "code"), "SPARK_TASK_WORKTREE": str(root / "code"), "SPARK_PORT": "45500",
     }
     assert r.stdout == "".join(f"export {k}={v}\n" for k, v in want.items())
@@ -76,6 +76,7 @@ def test_env_prints_every_variable_for_bash_fish_and_json(tmp_path: Path) -> Non
     assert json.loads(js.stdout) == want
     task_env = run_cli(repo, "env", "t1", "--json").json["data"]
     assert task_env["vars"]["SPARK_WORKTREE"] == str(root / "code") and task_env["vars"]["SPARK_AGENT"] == ""
+    assert task_env["vars"]["SPARK_SESSION_ID"] == "sess-9"  # the task worktree's: the coordinator's
     assert task_env["vars"]["SPARK_PORT"] == "45501"
 
 
@@ -92,15 +93,17 @@ def test_env_bad_input(tmp_path: Path) -> None:
 def test_release_frees_explicitly(tmp_path: Path) -> None:
     from spark_git.core.layout import Layout
     from spark_git.ops.shared import envs
+    from spark_git.state.backends import open_store
 
     repo = make_repo(tmp_path / "repo", config=CONFIG)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
     layout = Layout.discover(repo)
-    assert envs.allocate(layout, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
-    assert envs.allocate(layout, "t1", None, layout.task_worktree("t1")) == 45501
-    assert envs.release(layout, "t1", "a1") == [45500]
+    store = open_store(layout)
+    assert envs.allocate(store, "t1", "a1", layout.agent_worktree("t1", "a1")) == 45500
+    assert envs.allocate(store, "t1", None, layout.task_worktree("t1")) == 45501
+    assert envs.release(store, "t1", "a1") == [45500]
     assert [e["port"] for e in json.loads((tmp_path / "repo.tasks" / "ports.json").read_text())["ports"]] == [45501]
-    assert envs.release(layout, "t1", all_of_task=True) == [45501]
+    assert envs.release(store, "t1", all_of_task=True) == [45501]
 
 
 def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:

@@ -66,7 +66,10 @@ def test_a_client_is_protected_by_the_hook_through_its_adapter_and_one_registry_
               input=json.dumps(event(a1, "Write", file_path=".standin/settings.json", content="{}")))
     assert r.returncode == 2 and "may not write .standin" in r.stderr, r
     real = os.path.realpath(a1)
+    assert f"/{real}/.standin" not in sandbox.wanted(a1)["filesystem"]["denyWrite"]  # absent: nothing to mount over (docs/decisions.md)
+    (a1 / ".standin").mkdir()
     assert f"/{real}/.standin" in sandbox.wanted(a1)["filesystem"]["denyWrite"]  # the OS sandbox denies it too
+    (a1 / ".standin").rmdir()
     assert not (a1 / ".standin").exists()
 
 

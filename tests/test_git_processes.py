@@ -26,8 +26,8 @@ BOUNDS = {
     "merge (nothing to do)": 6,
     "status": 7,
     "doctor": 3,
-    "complete": 32,  # the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2); +2 to check them again just before the base moves (the main worktree found, one `diff`: a file made while the task waited in the queue)
-    "cleanup": 20,
+    "complete": 35,  # +3: the task lands as a merge commit (merge-tree, commit-tree, and the ancestry that tells whether the patch check is needed); the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2); +2 to check them again just before the base moves (the main worktree found, one `diff`: a file made while the task waited in the queue)
+    "cleanup": 21,  # +1: a landed task head is main^2, not main itself (one more merge-base for its containment)
     "update": 25,  # issue 12: was 29 without checking the agent worktrees for files git does not hold; one for-each-ref for every agent head and the ancestry asked once (not again after the rebase) pay for the one `diff` per agent behind the task head
 }
 

@@ -16,6 +16,8 @@ def test_committed_ignored_missing_and_path(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {".gitignore": ".gemini/\n"})
     env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
     (repo / ".gemini").mkdir()
+    (tmp_path / "home" / ".gemini").mkdir(parents=True)  # Gemini CLI runs hooks only in folders the user trusts
+    (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(f'{{"{tmp_path}": "TRUST_FOLDER"}}')
     assert spark(repo, "hooks", "install", "--client", "claude", "--client", "gemini", env=env).returncode == 0
     commit(repo, {}, "claude hooks")  # .claude/settings.json committed; .gemini/ is ignored
     assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed
@@ -25,8 +27,13 @@ def test_committed_ignored_missing_and_path(tmp_path: Path) -> None:
     got = _by(r)
     assert got[("t1", "a1", "claude")]["loads"] and "committed" in got[("t1", "a1", "claude")]["source"]
     assert got[("t1", "a1", "gemini")]["loads"] and "ignored" in got[("t1", "a1", "gemini")]["source"], got
-    codex = got[("t1", "a1", "codex")]
-    assert not codex["loads"] and "commit .codex/hooks.json" in codex["problem"], codex
+    # Codex reads the main checkout's .codex/hooks.json in every linked worktree: committed or not, it
+    # loads while the user's Codex config trusts it (install wrote that), and not once the trust is gone
+    assert got[("t1", "a1", "codex")]["loads"] and "trusted" in got[("t1", "a1", "codex")]["source"], got
+    (tmp_path / "home" / ".codex" / "config.toml").write_text("")
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    codex = _by(r)[("t1", "a1", "codex")]
+    assert not codex["loads"] and "is not trusted" in codex["problem"], codex
     assert r.returncode == 1 and r.json["status"] == "FAIL"
     human = spark(repo, "hooks", "check", env=env)
     assert "t1/a1 codex: NOT loaded" in human.stdout, human

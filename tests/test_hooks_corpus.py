@@ -32,10 +32,11 @@ def _world(base: Path, config_broken: bool) -> dict[str, Path]:
         (repo / ".spark-git.toml").write_text("tasks_root = [unclosed\n")
     root = base / "repo.tasks"
     (base / "outside").mkdir()
+    make_repo(base / "scratch", {"f.txt": "x\n"})  # a repo of its own (`git init scratch && cd scratch`)
     return {
         "a1": root / "t1/agents/a1/code", "a2": root / "t1/agents/a2/code", "code": root / "t1/code", "code2": root / "t2/code",
         "t2a1": root / "t2/agents/a1/code", "taskdir": root / "t1", "root": root, "main": repo, "outside": base / "outside",
-        "common": repo / ".git", "home": base / "home",
+        "common": repo / ".git", "home": base / "home", "scratch": base / "scratch",
     }
 
 
@@ -47,7 +48,8 @@ def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path
 def _fill(value: Any, w: dict[str, Path]) -> Any:
     if isinstance(value, str):
         for key, name in (("A1", "a1"), ("A2", "a2"), ("CODE2", "code2"), ("CODE", "code"), ("T2A1", "t2a1"), ("MAIN", "main"),
-                          ("ROOT", "root"), ("COMMON", "common"), ("HOME", "home"), ("T", "taskdir")):
+                          ("ROOT", "root"), ("COMMON", "common"), ("HOME", "home"), ("SCRATCH", "scratch"),
+                          ("T", "taskdir")):
             value = value.replace("{" + key + "}", str(w[name]))
         return value
     if isinstance(value, dict):
@@ -86,7 +88,7 @@ def test_the_corpus_is_big_and_covers_both_answers() -> None:
     assert {"Bash", "PowerShell", "Write", "Edit", "NotebookEdit"} <= {e["tool"] for e in EVENTS}
 
 
-def test_every_event_gets_its_expected_decision(worlds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_event_gets_its_expected_decision(worlds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], record_property) -> None:
     wrong = []
     for e in EVENTS:
         w = worlds[e["situation"]]
@@ -94,8 +96,14 @@ def test_every_event_gets_its_expected_decision(worlds, monkeypatch: pytest.Monk
         rc, err = _in_process(raw, env, w[e["cwd"]], monkeypatch, capsys)
         got = "deny" if rc == 2 else "allow"
         if got != e["expect"] or (got == "deny" and not err.startswith("spark-git: blocked:")):
-            wrong.append(f"{e['id']} {e['why']!r}: expected {e['expect']}, got rc={rc} {err.strip()[:160]}")
-    assert not wrong, f"{len(wrong)} wrong decisions of {len(EVENTS)}:\n" + "\n".join(wrong)
+            wrong.append((e, f"{e['id']} {e['why']!r}: expected {e['expect']}, got rc={rc} {err.strip()[:160]}"))
+    should_block = sum(e["expect"] == "deny" for e in EVENTS)
+    leaked = sum(e["expect"] == "deny" for e, _ in wrong)
+    harmless = len(EVENTS) - should_block
+    blocked = len(wrong) - leaked
+    record_property("summary", f"hook corpus: {len(EVENTS)} events; should-block {should_block}, allowed {leaked}; "
+                               f"harmless {harmless}, blocked {blocked} ({100 * blocked / harmless:.1f} per 100)")
+    assert not wrong, f"{len(wrong)} wrong decisions of {len(EVENTS)}:\n" + "\n".join(text for _, text in wrong)
 
 
 @pytest.mark.parametrize("e", EVENTS[::20], ids=lambda e: e["id"])

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from fixtures.repo import spark
 
+from spark_git.clients.jsonhooks import unguarded
+
 CODEX_USER = {"hooks": {
     "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/log-shell", "timeout": 10}]}],
     "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
@@ -22,8 +24,8 @@ GEMINI_USER = {
 
 def _ours(path: Path) -> list[tuple[str, str | None, str]]:
     data = json.loads(path.read_text())
-    return [(ev, g.get("matcher"), h["command"]) for ev, groups in data["hooks"].items() for g in groups for h in g["hooks"]
-            if h["command"].startswith("spark-git ")]
+    return [(ev, g.get("matcher"), unguarded(h["command"])) for ev, groups in data["hooks"].items() for g in groups for h in g["hooks"]
+            if unguarded(h["command"]).startswith("spark-git ")]
 
 
 def test_codex_then_gemini_then_uninstall_gives_back_the_files_byte_for_byte(repo: Path, cli) -> None:

@@ -23,11 +23,29 @@ DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
 
 
 def expected(wt: Path) -> dict:
+    """spark-git's sandbox for an agent worktree, minus the entries that follow the git common dir (ours())."""
     real = os.path.realpath(wt)
     home = next(p / "home" for p in wt.parents if (p / "home").is_dir())  # setup()'s sealed HOME
     state = os.path.realpath(home / ".local" / "state" / "spark-git")  # the approval key's directory: unreadable
     return {"enabled": True, "allowUnsandboxedCommands": False, "excludedCommands": ["git"],
-            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED], "denyRead": [f"/{state}"]}}  # `//` + an absolute path
+            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED if os.path.lexists(wt / d)], "denyRead": [f"/{state}"]}}  # `//` + an absolute path
+
+
+def ours(sb: dict | None, wt: Path) -> bool:
+    """The sandbox is spark-git's for `wt`: the fixed part as expected(), and git may write the object
+    store, the worktree's admin dir and its own branch (refs/heads writable, every other branch there
+    denied), nothing else of the common dir (main's HEAD, config, refs/spark…)."""
+    if not isinstance(sb, dict):
+        return False
+    common = os.path.realpath(git(wt, "rev-parse", "--git-common-dir"))
+    admin, branch = os.path.realpath(git(wt, "rev-parse", "--absolute-git-dir")), git(wt, "symbolic-ref", "--short", "HEAD")
+    fs = sb["filesystem"]
+    inside = [x for x in fs["denyWrite"] if x.startswith(f"/{common}/")]
+    fixed = {**sb, "filesystem": {**{k: v for k, v in fs.items() if k != "allowWrite"}, "denyWrite": [x for x in fs["denyWrite"] if x not in inside]}}
+    allow = {f"/{common}/objects", f"/{admin}", f"/{common}/refs/heads", f"/{common}/logs/refs/heads/{branch}"}
+    denied = {f"/{common}/{p}" for p in ("HEAD", "config", "hooks", "info", "refs/heads/main", "logs/HEAD")}
+    return (fixed == expected(wt) and set(fs["allowWrite"]) == allow and denied <= set(inside)
+            and not any(x.startswith((f"/{admin}", f"/{common}/objects")) or x.endswith(f"/refs/heads/{branch}") for x in inside))
 
 
 def setup(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[Path, dict[str, str]]:
@@ -58,7 +76,7 @@ def test_start_sandboxes_each_agent_worktree_and_the_agent_still_merges(tmp_path
     t = tmp_path / "repo.tasks/t1"
     agents = {a: t / "agents" / a / "code" for a in ("a1", "a2")}
     for wt in agents.values():
-        assert sandbox_of(wt) == expected(wt)  # its own path, not another agent's
+        assert ours(sandbox_of(wt), wt)  # its own path, not another agent's
         assert clean(wt), git(wt, "status", "--porcelain", "--untracked-files=all")
     assert {p["agent"]: p["sandbox"] for p in r.json["data"]["provisioning"]} == {None: False, "a1": True, "a2": True}
     # the coordinator's sessions (task worktree, main) get no sandbox
@@ -84,7 +102,7 @@ def test_agent_add_and_worktree_create_sandbox_the_new_worktree(tmp_path: Path) 
     for a in ("a1", "helper", "feature-x"):
         wt = t / "agents" / a / "code"
         data = json.loads((wt / LOCAL).read_text())
-        assert data["sandbox"] == expected(wt)
+        assert ours(data["sandbox"], wt)
         assert "PreToolUse" in data["hooks"]  # the copied hooks are kept: the sandbox is merged over them
         assert clean(wt)
     assert "sandbox" not in json.loads((repo / LOCAL).read_text())
@@ -105,7 +123,7 @@ def test_install_and_uninstall_for_existing_agent_worktrees_byte_exact(tmp_path:
 
     r = ok(spark(repo, "hooks", "install", "--json", env=env))
     assert sorted(r.json["data"]["sandbox"]) == [str(a1), str(a2)]
-    assert sandbox_of(a1) == expected(a1) and sandbox_of(a2) == expected(a2)
+    assert ours(sandbox_of(a1), a1) and ours(sandbox_of(a2), a2)
     assert json.loads((a1 / LOCAL).read_text())["permissions"] == {"allow": ["Bash(ls)"]}
     assert sandbox_of(t / "code") is None and (repo / LOCAL).read_bytes() == mine.encode()
     assert "/.claude/settings.local.json" in exclude.read_text().splitlines()
@@ -149,7 +167,24 @@ def test_uninstalling_one_scope_keeps_the_sandbox_while_another_holds_the_hooks(
     ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
     a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
     r = ok(spark(repo, "hooks", "uninstall", "--scope", "user", "--json", env=env))
-    assert r.json["data"]["sandbox"] == [] and sandbox_of(a1) == expected(a1)
+    assert r.json["data"]["sandbox"] == [] and ours(sandbox_of(a1), a1)
+
+
+def path_without(path: str, name: str, into: Path) -> str:
+    """PATH with `name` hidden: each directory that holds it is replaced by one of symlinks to all its
+    other entries (dropping /usr/bin itself would hide git and the shell with it)."""
+    dirs = []
+    for i, d in enumerate(path.split(os.pathsep)):
+        if not (Path(d) / name).exists():
+            dirs.append(d)
+            continue
+        twin = into / str(i)
+        twin.mkdir(parents=True)
+        for entry in Path(d).iterdir():
+            if entry.name != name:
+                (twin / entry.name).symlink_to(entry)
+        dirs.append(str(twin))
+    return os.pathsep.join(dirs)
 
 
 def test_hooks_check_reports_the_sandbox_and_bwrap(tmp_path: Path) -> None:
@@ -161,13 +196,13 @@ def test_hooks_check_reports_the_sandbox_and_bwrap(tmp_path: Path) -> None:
     fake.mkdir()
     (fake / "bwrap").write_text("#!/bin/sh\n")
     (fake / "bwrap").chmod(0o755)
-    no_bwrap = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "bwrap").exists())
+    no_bwrap = path_without(env["PATH"], "bwrap", tmp_path / "nobwrap")
     r = spark(repo, "hooks", "check", "--json", env={**env, "PATH": no_bwrap}, process=True)
     assert r.returncode == 0 and r.json["data"]["checks"][0]["sandbox"] is True, r
     assert r.json["data"]["bwrap"] is None and any("bwrap" in n for n in r.json["data"]["notes"])  # a note, not a failure
     r = spark(repo, "hooks", "check", "--json", env={**env, "PATH": f"{fake}{os.pathsep}{no_bwrap}"}, process=True)
     assert r.returncode == 0 and r.json["data"]["bwrap"] == str(fake / "bwrap") and r.json["data"]["notes"] == [], r
-    assert shutil.which("spark-git", path=no_bwrap)
+    assert shutil.which("spark-git", path=no_bwrap) and shutil.which("git", path=no_bwrap) and not shutil.which("bwrap", path=no_bwrap)
 
 
 def test_the_hook_still_blocks_an_agent_writing_its_own_claude_settings(tmp_path: Path) -> None:
@@ -212,7 +247,7 @@ def test_a_new_task_of_an_ended_ones_name_gets_its_file_back_byte_exact(tmp_path
     ok(spark(repo, "abandon", "t1", "--why", "again", env=env))
     write(repo / LOCAL, mine.replace("ls", "pwd"))
     ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
-    assert sandbox_of(a1) == expected(a1)
+    assert ours(sandbox_of(a1), a1)
     ok(spark(repo, "hooks", "uninstall", env=env))
     assert (a1 / LOCAL).read_text() == mine.replace("ls", "pwd")
 
@@ -230,3 +265,51 @@ def test_starts_at_once_write_the_exclude_line_once(tmp_path: Path) -> None:
     assert lines.count(EXCLUDE_LINE) == 1, lines
     for i in range(6):
         assert clean(tmp_path / f"repo.tasks/t{i}/agents/a1/code")
+
+
+def test_hooks_check_fails_on_any_loaded_settings_file_that_switches_hooks_or_sandbox_off(tmp_path: Path) -> None:
+    """A session in an agent worktree also loads the MAIN worktree's .claude/settings.local.json (and the
+    user's): `{"disableAllHooks": true}` there let a real Claude Code Write into b's worktree while
+    check printed ✓. Every loaded file is read; any switch-off fails the check, naming file and key."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1,a2", env=env))
+    assert spark(repo, "hooks", "check", "--json", env=env).returncode == 0
+    write(repo / LOCAL, '{"disableAllHooks": true}\n')
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and r.json["status"] == "FAIL", r
+    offs = [c["switched_off"] for c in r.json["data"]["checks"]]
+    assert offs == [[f"{repo / LOCAL}: disableAllHooks = true turns Claude Code's hooks off"]] * 2, offs
+    assert "SWITCHED OFF" in spark(repo, "hooks", "check", env=env).stdout
+    (repo / LOCAL).unlink()
+    user = Path(env["HOME"]) / ".claude/settings.json"
+    write(user, '{"sandbox": {"enabled": false}}\n')
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.enabled = false turns Claude Code's sandbox off"]
+                                     for c in r.json["data"]["checks"]), r
+    user.unlink()
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    data = json.loads((a1 / LOCAL).read_text())
+    (a1 / LOCAL).write_text(json.dumps({**data, "sandbox": {**data["sandbox"], "allowUnsandboxedCommands": True}}))
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and [bool(c["switched_off"]) for c in r.json["data"]["checks"]] == [True, False], r
+
+
+def test_the_sandbox_names_only_paths_that_exist_as_tasks_come_and_go(tmp_path: Path) -> None:
+    """Claude Code mounts /dev/null over a denied path that does not exist, which leaves an empty file
+    (a broken ref for everybody) on the host while a command runs: every agent's list is rewritten
+    when refs come (start, agent add) and go (abandon, cleanup)."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    ok(spark(repo, "start", "t2", "--agents", "a2", env=env))
+    a1, a2 = tmp_path / "repo.tasks/t1/agents/a1/code", tmp_path / "repo.tasks/t2/agents/a2/code"
+    common = os.path.realpath(repo / ".git")
+    assert f"/{common}/refs/heads/task-t2-agent-a2" in sandbox_of(a1)["filesystem"]["denyWrite"]  # t1's agent, rewritten by t2's start
+    ok(spark(repo, "abandon", "t2", "--why", "stop", env=env))
+    deny = sandbox_of(a1)["filesystem"]["denyWrite"]
+    assert not any("t2" in d for d in deny), deny
+    assert all(os.path.lexists(d[1:]) for d in deny), [d for d in deny if not os.path.lexists(d[1:])]
+    assert ours(sandbox_of(a1), a1) and not a2.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from fixtures.repo import commit, make_repo, sealed_env, spark
@@ -30,14 +31,16 @@ def test_hooks_installed_but_not_committed_and_spark_git_not_on_path(tmp_path: P
     assert any("not on PATH" in w for w in st2.json["data"]["warnings"]), st2
 
 
-def test_codex_hooks_not_committed_are_warned_about_by_name(tmp_path: Path) -> None:
+def test_codex_hooks_load_from_the_main_checkout_and_a_worktree_without_codex_dir_is_warned_about(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
-    assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed
+    assert spark(repo, "hooks", "install", "--client", "codex", env=env).returncode == 0  # not committed: Codex reads it anyway
     r = spark(repo, "start", "t1", "--agents", "a1", "--json", env=env)
-    assert r.returncode == 0, r
-    w = [x for x in r.json["data"]["warnings"] if "will not load" in x]
-    assert len(w) == 1 and "codex hooks" in w[0] and ".codex/hooks.json" in w[0] and "--client codex --scope user" in w[0], w
+    assert r.returncode == 0 and not [x for x in r.json["data"]["warnings"] if "will not load" in x], r  # a1 got its .codex
+    shutil.rmtree(repo.parent / "repo.tasks" / "t1" / "agents" / "a1" / "code" / ".codex")
+    st = spark(repo, "status", "--json", env=env)
+    w = [x for x in st.json["data"]["warnings"] if "will not load" in x]
+    assert len(w) == 1 and "codex hooks" in w[0] and ".codex directory" in w[0] and "hooks install --client codex" in w[0], w
 
 
 def test_the_human_output_of_start_and_status_shows_the_warnings(tmp_path: Path) -> None:

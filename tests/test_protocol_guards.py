@@ -454,7 +454,7 @@ def test_awaiting_to_complete_only_by_complete_with_approval(world: World) -> No
     p.ok("approve", p.task, "--changes")
     assert "next: COMPLETE ready (spark-git complete walk)" in p.spark("status", p.task).stdout
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head() and p.state() == "COMPLETE"
+    assert git(p.repo, "rev-parse", "main^2") == p.head() and p.state() == "COMPLETE"
 
 
 CLEANUP_CASES: dict[str, Case] = {

@@ -24,7 +24,7 @@ def test_light_protocol_merges_and_completes_from_any_state(tmp_path: Path) -> N
     assert r.returncode == 3 and any("not approved the changes" in u for u in r.json["data"]["unmet"])  # the human still approves
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
     tf = p.task_json()
     last = tf["transition_log"][-1]
     assert (tf["state"], last["from"], last["to"], last["protocol"]) == ("COMPLETE", "INIT", "COMPLETE", "light")

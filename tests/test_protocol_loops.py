@@ -73,7 +73,7 @@ def test_request_changes_goes_back_and_lands_after_a_new_round(tmp_path: Path) -
         assert p.go()["to"] == to
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
     trail = (p.root / "audit-trail.json").read_text()
     assert '"changes_requested"' in trail
 
@@ -96,11 +96,11 @@ def test_a_failed_build_goes_back_to_implementation_and_lands(tmp_path: Path) ->
     p.report(REV, "COMPLETE", "--decision", "APPROVED")
     assert p.go()["to"] == "VALIDATION"
     (p.wt() / "stop.flag").write_text("")  # ignored: the build gate fails on a clean worktree
-    r = p.advance("REVIEW")
+    r = p.spark("--json", "advance", p.task, "--to", "REVIEW", "--rerun")  # the tree passed at its merge: --rerun runs it again
     assert r.returncode == 3 and "gates.build failed" in r.stdout, r
     r = p.advance("IMPLEMENTATION")  # no failing result recorded, no reason: refused, with the way
     assert r.returncode == 3 and "--why" in hints(r)[0], r
-    run_hints(p, p.advance("REVIEW"))  # runs `advance --to IMPLEMENTATION --why 'gates.build failed: …'`
+    run_hints(p, p.spark("--json", "advance", p.task, "--to", "REVIEW", "--rerun"))  # runs `advance --to IMPLEMENTATION --why 'gates.build failed: …'`
     assert p.state() == "IMPLEMENTATION"
     assert "gates.build failed" in p.task_json()["transition_log"][-1]["evidence"]["why"]
     (p.wt() / "stop.flag").unlink()
@@ -113,7 +113,7 @@ def test_a_failed_build_goes_back_to_implementation_and_lands(tmp_path: Path) ->
         assert p.go()["to"] == to
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
 
 
 def test_every_refusal_hint_on_a_moving_main_is_accepted(tmp_path: Path) -> None:

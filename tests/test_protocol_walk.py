@@ -49,7 +49,7 @@ def test_high_task_walks_every_state_and_lands_on_main(tmp_path: Path) -> None:
     assert cp["type"] == "changes" and cp["commit_sha"] == head and cp["approved"] is False and cp["presented_at"]
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == head
+    assert git(p.repo, "rev-parse", "main^2") == head
     assert p.go()["to"] == "CLEANUP"
 
     tf = p.task_json()
@@ -83,7 +83,7 @@ def test_low_docs_task_skips_the_implementation_states(tmp_path: Path) -> None:
     assert p.go()["to"] == "AWAITING_USER_APPROVAL"
     p.ok("approve", p.task, "--changes")
     p.ok("complete", p.task)
-    assert git(p.repo, "rev-parse", "main") == p.head()
+    assert git(p.repo, "rev-parse", "main^2") == p.head()
     assert [t["to"] for t in p.task_json()["transition_log"]] == [
         "INIT", "CLASSIFIED", "REQUIREMENTS", "SYNTHESIS", "AWAITING_USER_APPROVAL", "COMPLETE"]
     # a COMPLETE task points at the command that ends it, not at a bare state change

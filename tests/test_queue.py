@@ -29,8 +29,8 @@ def test_eight_completes_at_once_one_drains_all_land_in_one_gate_run(tmp_path: P
     drainers = {o["drained_by"] for o in log["outcomes"]}
     assert len(drainers) == 1 and all(o["result"] == "landed" and len(o["batch"]) == 8 for o in log["outcomes"])
     assert {f"{t}.txt" for t in q.tasks} <= q.landed_files()
-    q.assert_linear()
-    assert git(q.repo, "rev-list", "--count", f"{base}..main") == "8"
+    q.assert_landed_as_merges()
+    assert git(q.repo, "rev-list", "--count", "--first-parent", f"{base}..main") == "8"
     assert q.queue_refs() == [] and q.scratch() == []
     for t in q.tasks:
         tj = q.task_json(t)
@@ -57,7 +57,7 @@ def test_a_culprit_among_eight_is_bisected_out_seven_land(tmp_path: Path) -> Non
     assert back["to"] == "IMPLEMENTATION" and Path(back["evidence"]["gate_log"]).is_file()
     assert back["evidence"]["failed_tests"] == ["test_gate.py::test_no_bad_file"] == outcomes["t5"]["failed_tests"], back
     assert "bad.txt" not in q.landed_files() and {f"t{i}.txt" for i in range(8) if i != 5} <= q.landed_files()
-    q.assert_linear()
+    q.assert_landed_as_merges()
     assert q.queue_refs() == [] and q.scratch() == []
     assert all(q.task_json(t)["state"] == "COMPLETE" for t in q.tasks if t != "t5")
     # the culprit's own `complete` (had it waited) exits 1 with the log: ask the queue again
@@ -86,7 +86,7 @@ def test_base_moved_during_the_gate_nothing_lands_on_the_stale_base(tmp_path: Pa
     for o in r.json["data"]["outcomes"]:
         assert o["result"] == "landed" and o["old_base"] == by_hand
     assert git(q.repo, "merge-base", "--is-ancestor", by_hand, "main", check=False) == ""
-    q.assert_linear()
+    q.assert_landed_as_merges()
     assert {"by-hand.txt", "t0.txt", "t1.txt", "t2.txt"} <= q.landed_files()
     assert git(q.repo, "status", "--porcelain") == ""
 

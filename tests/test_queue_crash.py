@@ -34,7 +34,7 @@ def test_drain_killed_then_doctor_fix_and_rerun_land_everything(tmp_path: Path, 
         assert [x["to"] for x in tj["transition_log"]].count("COMPLETE") == 1
         assert git(q.repo, "cat-file", "-t", heads[t]) == "commit"  # the approved head is kept (its branch)
     assert {f"{t}.txt" for t in q.tasks} <= q.landed_files()
-    q.assert_linear()
+    q.assert_landed_as_merges()
     outcomes = [o for o in q.queue_log()["outcomes"] if o["result"] == "landed"]
     assert sorted(o["task"] for o in outcomes) == q.tasks
     assert git(q.repo, "status", "--porcelain") == ""

@@ -44,7 +44,7 @@ def test_merge_then_complete_on_the_same_tree_is_one_gate_run(tmp_path: Path) ->
     tree = git(t.repo, "rev-parse", f"{t.head()}^{{tree}}")
     assert gate_ev["passed"] and not gate_ev["ran"] and gate_ev["tree"] == tree
     assert gate_ev["reused_from"].startswith("build gate of t1/a1 at ") and gate_ev["log_path"] == m.json["data"]["gate"]["log_path"]
-    assert git(t.repo, "rev-parse", "main") == t.head()
+    assert git(t.repo, "rev-parse", "main^2") == t.head()
     final = [b for b in t.audit()["build_verifications"] if b["gate"] == "final"]
     assert len(final) == 1 and final[0]["result"] == "passed" and final[0]["reused_from"] == gate_ev["reused_from"]
     (v,) = _verdicts(t, tree)  # one line: the run that happened

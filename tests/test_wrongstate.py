@@ -87,10 +87,7 @@ def test_doctor_fix_releases_the_main_lock_of_a_killed_complete(lrepo: Path, poi
     ok(run(lrepo, "doctor", "--fix", session="s2"))
     assert not lock.exists()
     after = run(lrepo, "complete", "t2", "--json", session="s2")
-    if point == "complete-before-ff":
-        ok(after)
-    else:  # t1 landed before the kill: t2 must now be brought up to date, but no lock is in the way
-        assert after.returncode == 3 and "s1" not in after.stdout, after
+    ok(after)  # t1 landed before the kill or not: t2 lands onto whatever main is, no lock in the way
 
 
 def test_doctor_leaves_a_main_lock_taken_by_hand(lrepo: Path) -> None:

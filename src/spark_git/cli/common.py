@@ -142,6 +142,8 @@ def _execute(ctx: typer.Context, st: AppState, action: Callable[[Layout], Result
         layout = Layout.discover(st.cwd) if needs_repo else None
         if layout is not None and st.no_wait:
             layout = dataclasses.replace(layout, wait=False)
+        if layout is not None:
+            _guard(ctx, st, layout)
         result = action(layout)  # type: ignore[arg-type]
     except SparkError as e:
         _stop_progress(st)
@@ -165,6 +167,15 @@ def _execute(ctx: typer.Context, st: AppState, action: Callable[[Layout], Result
     _stop_progress(st)
     _render(st, result, ctx)
     return result.exit_code
+
+
+def _guard(ctx: typer.Context, st: AppState, layout: Layout) -> None:
+    """The one check of who is calling (core/caller.py): an agent may not run the coordinator's
+    commands, nor report, sync or env for another agent."""
+    from spark_git.core import caller
+
+    task, agent, session = (v if isinstance(v := ctx.params.get(k), str) else None for k in ("task", "agent", "session"))
+    caller.check(ctx.command_path.partition(" ")[2], layout.tasks_root, layout.main_worktree, st.cwd, task, agent, session)
 
 
 def _stop_progress(st: AppState) -> None:

@@ -25,10 +25,27 @@ class TaskCheckpoint(Model):
     next: list[str]
 
 
+class AgentCheckpoint(Model):
+    """What a session that is an agent is told: who it is, where it works, how it reports."""
+
+    task: str
+    agent: str
+    role: str
+    title: str | None = None
+    worktree: str
+    branch: str
+    task_state: str
+    task_branch: str
+    task_head: str | None
+    attribution: str  # [attribution] mode: how its commits are attributed
+    next: list[str]
+
+
 class SessionStartData(Model):
     sessions: list[str]
     tasks: list[TaskCheckpoint]
     problems: list[str] = []
+    agent: AgentCheckpoint | None = None  # the session is this agent: `tasks` is empty (never the owner's)
 
 
 def _waiting(tf: TaskFile, head: str | None) -> str | None:
@@ -82,6 +99,45 @@ def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
             )
         )
     return out
+
+
+def for_agent(layout: Layout, sessions: set[str], task: str, agent: str) -> SessionStartData:
+    """An agent's session start: its own task, worktree, branch and commands, none of the owner's."""
+    out = SessionStartData(sessions=sorted(sessions), tasks=[])
+    try:
+        tf = open_store(layout).read_task(task)
+    except CorruptState as e:
+        out.problems.append(e.message)
+        return out
+    entry = tf.agents.get(agent) if tf is not None else None
+    if tf is None or entry is None:
+        out.problems.append(f"this session is agent {agent} of task {task}, which " + ("has ended" if tf is None else "has no such agent"))
+        return out
+    head = layout.git().branch_head(tf.task_branch)
+    out.agent = AgentCheckpoint(
+        task=task, agent=agent, role=entry.role, title=tf.title, worktree=entry.worktree, branch=entry.branch,
+        task_state=tf.state, task_branch=tf.task_branch, task_head=head, attribution=layout.config.attribution.mode,
+        next=[f"cd {shlex.quote(entry.worktree)}", f"spark-git status {task}", f"spark-git sync {task} --agent {agent}",
+              f"spark-git report {task} --agent {agent} --status COMPLETE"],
+    )
+    return out
+
+
+def agent_of(layout: Layout, session: object, cwd: Path) -> tuple[str, str] | None:
+    """(task, agent) when this session is an agent: launched in (or made for) an agent worktree
+    (identity.caller), or marked as one by its environment or a process it runs under (core/caller)."""
+    import os
+
+    from spark_git.clients import identity
+    from spark_git.core import caller
+    from spark_git.core.paths import repo_around
+
+    repo = repo_around(cwd)
+    place = identity.caller(repo, session if isinstance(session, str) else None, str(cwd)) if repo is not None else None
+    if place is not None and place.kind == "agent" and place.task and place.agent:
+        return place.task, place.agent
+    found = [(s.task, s.agent) for s in caller.signs(layout.tasks_root, os.environ, ()) if s.task and s.agent]
+    return found[0] if found else None
 
 
 def from_event(event_cwd: str | None) -> Path:

@@ -18,7 +18,7 @@ from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
-    from spark_git.clients.checkpoint import SessionStartData
+    from spark_git.clients.checkpoint import AgentCheckpoint, SessionStartData
     from spark_git.clients.settings import HooksData
 
 KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL, "PowerShell": SHELL}
@@ -35,6 +35,10 @@ FACTS = Facts(
     {"project": ".claude/settings.json", "local": LOCAL, "user": "~/.claude/settings.json"},
     main_loads=("local",),  # a session in any worktree also reads the main worktree's local settings
     sandbox=SANDBOX,
+    # Any of these in any file a session loads (Claude Code 2.1.328's settings schema) undoes spark-git's setup.
+    off=(("disableAllHooks", True, "hooks"), ("allowManagedHooksOnly", True, "hooks"), ("sandbox.enabled", False, "sandbox"),
+         ("sandbox.allowUnsandboxedCommands", True, "sandbox"), ("sandbox.filesystem.disabled", True, "sandbox")),
+    managed=("/etc/claude-code/managed-settings.json",),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}
@@ -107,6 +111,8 @@ class ClaudeCode:
 
     def session_start(self, d: SessionStartData) -> str:
         """Plain text for Claude Code's context (stdout of a SessionStart hook); "" says nothing."""
+        if d.agent is not None:
+            return _agent_text(d.agent, d.problems)
         if not d.tasks and not d.problems:
             return ""
         lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
@@ -120,6 +126,28 @@ class ClaudeCode:
         for p in d.problems:
             lines.append(f"- problem: {p}")
         return "\n".join(lines)
+
+
+_ATTRIBUTION = {
+    "add": "spark-git adds the \"[{a}] \" prefix and Spark-Agent/Spark-Task trailers to them when it merges",
+    "require": "each commit subject must start with \"[{a}] \" (or carry a Spark-Agent: {a} trailer), or the merge is refused",
+    "off": "they are not stamped; write \"[{a}] summary\" subjects anyway",
+}
+
+
+def _agent_text(me: AgentCheckpoint, problems: list[str]) -> str:
+    """An agent's session start: which agent it is, its worktree and branch, how it commits and reports."""
+    a, t = me.agent, me.task
+    lines = [
+        f"spark-git: you are agent {a} (role {me.role}) of task {t}" + (f" ({me.title})" if me.title else "") + ", not the coordinator.",
+        f"- your worktree: {me.worktree} (branch {me.branch}); work and commit only there",
+        f"- commits: commit on your branch with subjects like \"[{a}] what changed\"; " + _ATTRIBUTION[me.attribution].format(a=a),
+        f"- report: spark-git report {t} --agent {a} --status COMPLETE (reviewers add --decision APPROVED|REJECTED --feedback \"…\")",
+        f"- behind the task branch: spark-git sync {t} --agent {a}",
+        f"- task {t}: state {me.task_state}, branch {me.task_branch} at {(me.task_head or '?')[:12]}; the coordinator merges, "
+        "approves and completes it (those commands refuse an agent)",
+    ]
+    return "\n".join([*lines, *(f"- problem: {p}" for p in problems)])
 
 
 CLAUDE = ClaudeCode()

@@ -15,7 +15,7 @@ from pathlib import Path
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.facts import Facts
-from spark_git.clients.jsonhooks import Wanted
+from spark_git.clients.jsonhooks import Wanted, guarded
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
@@ -25,13 +25,23 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".codex"
-FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"})
-PRE_TOOL_USE = "spark-git hook pre-tool-use --client codex"
-SESSION_START = "spark-git hook session-start --client codex"
+# In a linked worktree Codex (0.169, measured) loads the main checkout's .codex/hooks.json, not the
+# worktree's own copy (and only when the worktree has a .codex directory: hooks_from_main below).
+# The user's file is in $CODEX_HOME (settings_files), ~/.codex by default.
+FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
+              main_loads=("project",))
+# Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
+PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
+SESSION_START = guarded("spark-git hook session-start --client codex")
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
 # version matches on the tool's own name.
 MATCHER = "Bash|Write|Edit|apply_patch"
 PATCH_TOOLS = ("apply_patch", "Write", "Edit")
+
+
+def home() -> Path:
+    """Where Codex keeps the user's config and hooks.json: $CODEX_HOME, else ~/.codex."""
+    return Path(os.environ.get("CODEX_HOME") or Path(os.path.expanduser("~"), CONFIG_DIR))
 
 
 def read_event(raw: str) -> dict[str, Any]:
@@ -62,6 +72,7 @@ def _text(value: object) -> str | None:
 class Codex:
     name = FACTS.name
     facts = FACTS
+    hooks_from_main = True  # see FACTS: the worktree needs a .codex directory for them to load
 
     def parse_event(self, raw: str) -> ToolCall:
         event = read_event(raw)
@@ -95,7 +106,7 @@ class Codex:
         return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
 
     def settings_files(self) -> dict[str, Path]:
-        return FACTS.settings_files()
+        return {**FACTS.settings_files(), "user": home() / "hooks.json"}
 
     def wanted(self) -> list[Wanted]:
         return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]

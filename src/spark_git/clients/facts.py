@@ -26,14 +26,16 @@ class Facts:
     """One client's files. `settings`: scope -> file, relative to a worktree's root or `~/…`;
     `loads`: the scopes a session started in a worktree reads there (and `main_loads`: in the main
     worktree); `protect`: names no agent may write, anywhere in a path (they switch the hooks off);
-    `sandbox`: None when spark-git configures no OS sandbox for it."""
+    `sandbox`: None when spark-git configures no OS sandbox for it; `off`: (dotted key, value, what
+    it switches off) for settings that turn spark-git's hooks or the sandbox off in any file a session
+    loads; `managed`: absolute files an administrator's settings live in (read too)."""
 
-    __slots__ = ("config_dir", "loads", "main_loads", "name", "protect", "sandbox", "settings", "title")
+    __slots__ = ("config_dir", "loads", "main_loads", "managed", "name", "off", "protect", "sandbox", "settings", "title")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
-        sandbox: Sandbox | None = None,
+        sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (),
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -43,6 +45,8 @@ class Facts:
         self.main_loads = main_loads
         self.protect = (config_dir,) if protect is None else protect
         self.sandbox = sandbox
+        self.off = off
+        self.managed = managed
 
     def settings_files(self) -> dict[str, Path]:
         """scope -> file: relative to the repo root, or absolute (the user's, read at call time)."""

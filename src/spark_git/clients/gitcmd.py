@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spark_git.clients import gitrefs, shwrites
 from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, describe, holds_main_lock
+from spark_git.clients.writes import Who, describe, guarded, holds_main_lock
 from spark_git.core import paths
 from spark_git.core.paths import Repo, real
 
@@ -29,6 +30,12 @@ READ_FORMS = {("stash", "list"), ("stash", "show"), ("worktree", "list"), ("subm
               ("apply", "--check"), ("apply", "--stat"), ("clean", "-n"), ("clean", "--dry-run"), ("lfs", "ls-files"), ("lfs", "status")}
 _GLOBAL_WITH_VALUE = ("-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix")
 REDIRECT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+# Of those, the ones that put the worktree or the refs elsewhere (a temporary GIT_INDEX_FILE does not:
+# it is judged as the file it writes).
+_ELSEWHERE_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+# `-c` keys an agent may not set: they run commands, pull in configuration or point git elsewhere.
+_AGENT_CONFIG_DENIED = ("alias.", "include.", "includeif.", "url.", "core.hookspath", "core.worktree", "core.bare", "core.fsmonitor",
+                        "core.sshcommand", "core.gitproxy", "remote.", "notes.", "core.notesref")
 _FIX = {
     "merge": "spark-git merge <task> --agent <A> (agent → task) or spark-git complete <task> (task → main)",
     "rebase": "spark-git update <task> (the task onto its base) / spark-git sync <task> --agent <A> / spark-git merge <task> --agent <A> (they rebase for you)",
@@ -36,6 +43,11 @@ _FIX = {
     "pull": "spark-git merge <task> --agent <A> / spark-git complete <task>",
     "push": "spark-git complete <task> (lands the approved, gated task head on main), then push main yourself as a human",
     "branch": "spark-git cleanup <task> (after complete) or spark-git abandon <task> --why ...",
+    "tag": "git tag on main after spark-git complete, as the coordinator",
+    "notes": "spark-git merge <task> --agent <A> / spark-git complete <task> (they record the gate's verdicts)",
+    "update-ref": "git commit / git reset on the agent's own branch; spark-git merge <task> --agent <A> / spark-git complete <task>",
+    "reflog": "spark-git cleanup <task> (archives, then drops what the task no longer needs)",
+    "gc": "git gc (without --prune=now)",
 }
 
 
@@ -86,9 +98,10 @@ def directory(here: Path, target: str) -> Path:
     return p if p.is_absolute() else here / p
 
 
-def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bool]:
-    """(subcommand, its arguments, where it runs, whether --git-dir/--work-tree redirect it)."""
-    i, redirected = 0, False
+def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bool, dict[str, str]]:
+    """(subcommand, its arguments, where it runs, whether --git-dir/--work-tree redirect it, the
+    `-c`/`--config-env` settings: lowercased key → value, `$VAR` for --config-env)."""
+    i, redirected, cfg = 0, False, dict[str, str]()
     while i < len(args):
         a = args[i]
         if a == "-C" and i + 1 < len(args):
@@ -96,26 +109,49 @@ def _parse(args: list[str], here: Path) -> tuple[str | None, list[str], Path, bo
             i += 2
         elif a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
             redirected = redirected or a in ("--git-dir", "--work-tree") or args[i + 1].lower().startswith(("core.worktree", "core.bare"))
+            _setting(cfg, a, args[i + 1])
             i += 2
         elif a.startswith("-"):
             redirected = redirected or a.startswith(("--git-dir=", "--work-tree="))
+            if a.startswith("--config-env="):
+                _setting(cfg, "--config-env", a.split("=", 1)[1])
             i += 1
         else:
-            return a, args[i + 1 :], here, redirected
-    return None, [], here, redirected
+            return a, args[i + 1 :], here, redirected, cfg
+    return None, [], here, redirected, cfg
+
+
+def _setting(cfg: dict[str, str], opt: str, text: str) -> None:
+    if opt in ("-c", "--config-env"):
+        key, _, value = text.partition("=")
+        cfg[key.lower()] = value if opt == "-c" else "$" + value
 
 
 def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decision | None:
-    sub, rest, where, redirected = _parse(args, here)
+    sub, rest, where, redirected, cfg = _parse(args, here)
     if sub is None:
         return None
-    redirected = redirected or any(k in env for k in REDIRECT_ENV)
+    if "__spark_subst__" in sub or "$" in sub or "`" in sub:
+        return Decision(False, f"spark-git: blocked: the git subcommand `{sub}` is computed at run time; the hook cannot know what it "
+                               "runs — run the plain git command instead")
+    cfg.update(_env_settings(env))
+    denied = _agent_settings(who, cfg, env)
+    if denied is not None:
+        return denied
+    redirected = redirected or any(k in env for k in _ELSEWHERE_ENV)
+    d = _agent_paths(who, sub, rest)
+    if d is not None:
+        return d
+    if "GIT_INDEX_FILE" in env:  # the index it writes is a file like any other
+        d = shwrites.check_target(who, where, env["GIT_INDEX_FILE"], f"GIT_INDEX_FILE={env['GIT_INDEX_FILE']}")
+        if d is not None:
+            return d
     if (sub in MOVERS or sub == "push") and not _aborts(sub, rest):
         pl = who.repo.locate(real(where))
         if pl.kind in ("task", "main"):
             return _block_mover(sub, pl.kind, pl.task)  # named after where it runs: the clearer fix
     branches = protected_branches(who.repo)
-    d = _refs(who, sub, rest, branches, where)
+    d = _refs(who, sub, rest, branches, where, (cfg, env))
     read = sub in READ or (sub, rest[0] if rest else "") in READ_FORMS
     if d is not None or read or (sub in REF_ONLY and not redirected) or _aborts(sub, rest):
         return d
@@ -132,35 +168,31 @@ def _aborts(sub: str, rest: list[str]) -> bool:
     return sub in ("merge", "rebase", "cherry-pick", "revert", "am") and any(a in ("--abort", "--quit") for a in rest)
 
 
-def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: Path) -> Decision | None:
+def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: Path, settings: tuple[dict[str, str], dict[str, str]]) -> Decision | None:
     """The refs `git sub rest` would move, wherever it runs."""
     pos = [a for a in rest if not a.startswith("-")]
     hit: str | None = None
-    if sub in ("fetch", "push"):
-        hit = next((h for a in pos[1:] for h in [protected_ref(a.split(":", 1)[1] if ":" in a else "", branches)] if h), None)
-        if sub == "push" and hit is None:
-            hit = next((h for a in pos[1:] if ":" not in a for h in [protected_ref(a, branches)] if h), None)
-    elif sub == "update-ref":
-        hit = "refs it reads from stdin" if "--stdin" in rest else (protected_ref(pos[0], branches) if pos else None)
+    agent = who.agent
+    found = gitrefs.targets(sub, rest, where, who.repo, *settings)
+    if found is not None or sub in ("switch", "checkout"):
+        own = gitrefs.owners(who.repo, who.me.task, who.me.agent if agent else None, branches)
+        hit = next((h for t in found or [] if t for h in [gitrefs.judge(t, own, agent, sub)] if h), None)
+        if hit is None and sub in ("switch", "checkout"):
+            hit = _creating(rest, own, agent, sub)
     elif sub == "symbolic-ref" and (len(pos) >= 2 or any(a in ("-d", "--delete") for a in rest)):
         hit = "a worktree's HEAD (which branch its commits move)"
-    elif sub == "branch" and any(a in ("-D", "-d", "--delete", "-f", "--force", "-m", "-M", "-c", "-C", "--move", "--copy") for a in rest):
-        hit = next((h for a in pos for h in [protected_ref(a, branches)] if h), None)
-    elif sub in ("switch", "checkout", "worktree"):
-        hit = _creating(rest, branches, who.agent and sub != "worktree")
-    elif sub == "rebase" and len(pos) >= 2:
-        hit = protected_ref(pos[1], branches)  # `git rebase <upstream> <branch>` checks out and rewrites <branch>
-    elif sub == "notes" and any("spark" in a for a in rest if a.startswith(("--ref", "refs/"))):
-        hit = "spark-git's notes" if pos and pos[0] not in ("list", "show") else None
+    elif sub == "worktree":
+        hit = _creating(rest, gitrefs.Owners(branches, None), False, sub)
     elif sub in ("filter-branch", "filter-repo"):
         hit = "every branch it is given (a history rewrite)"
+    hit = hit or _history(who, sub, rest, pos)
     if hit is None and sub == "worktree" and pos[:1] and pos[0] in ("remove", "move"):
         return _worktree_removal(who.repo, where, pos)
-    if hit is None and sub == "worktree" and who.agent and pos[:1] and pos[0] not in ("list", "prune"):
+    if hit is None and sub == "worktree" and agent and pos[:1] and pos[0] not in ("list", "prune"):
         hit = "another worktree (agents work in their own; `git worktree add --force` can check out a protected branch)"
-    if hit is None and sub == "config" and who.agent and _config_writes(rest):
+    if hit is None and sub in ("config", "remote") and agent and (_config_writes(rest) if sub == "config" else _remote_writes(pos)):
         hit = "the repository's shared configuration (.git/config)"
-    if hit is None and sub == "replace" and who.agent and (pos or rest) and not any(a in ("-l", "--list") for a in rest):
+    if hit is None and sub == "replace" and agent and (pos or rest) and not any(a in ("-l", "--list") for a in rest):
         hit = "what every worktree reads for a commit (refs/replace/, shared by the task and main)"
     if hit is None:
         return None
@@ -168,16 +200,89 @@ def _refs(who: Who, sub: str, rest: list[str], branches: dict[str, str], where: 
     return Decision(False, f"spark-git: blocked: `git {sub}` would move or rewrite {hit} past the gates; use `{fix}`")
 
 
-def _creating(rest: list[str], branches: dict[str, str], agent: bool) -> str | None:
-    """`switch -C X`, `checkout -B X`, `worktree add -B X` reset X; an agent switching its worktree
-    to a protected branch would commit onto it."""
-    for i, a in enumerate(rest[:-1]):
-        if a in ("-C", "-B", "--force-create") and protected_ref(rest[i + 1], branches):
-            return protected_ref(rest[i + 1], branches)
-    pos = [a for a in rest if not a.startswith("-")]
-    if agent and "--" not in rest and len(pos) == 1:
-        return protected_ref(pos[0], branches)
+def _history(who: Who, sub: str, rest: list[str], pos: list[str]) -> str | None:
+    """What drops the history archive refs keep: reflogs and unreachable objects (an agent's), or
+    spark-git's refs' reflogs (anyone's)."""
+    spark = any("refs/spark" in a or a.startswith("spark/") for a in pos[1:])
+    if sub == "reflog" and pos[:1] and pos[0] in ("expire", "delete") and (who.agent or spark):
+        return "reflogs that keep archived work reachable"
+    if who.agent and sub == "gc" and any(gitrefs.is_opt(a, "--prune") for a in rest):
+        return "unreachable objects archived work may still need (`git gc` without --prune is fine)"
+    if who.agent and sub == "prune" and not any(gitrefs.is_opt(a, "-n", "--dry-run") for a in rest):
+        return "unreachable objects archived work may still need"
     return None
+
+
+def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
+    """An agent's git commands that write the hook or git settings in its own worktree (`git rm
+    .claude/settings.json`), or out of it (`git apply --directory=../x`, `--unsafe-paths`)."""
+    if not who.agent or sub not in ("rm", "mv", "checkout", "restore", "apply"):
+        return None
+    hit = None
+    if sub == "apply":
+        d = gitrefs.value_of(rest, "--directory")
+        if any(gitrefs.is_opt(a, "--unsafe-paths") for a in rest) or (d is not None and (d.startswith(("/", "~")) or ".." in d.split("/"))):
+            hit = "files outside the agent's worktree"
+        elif d is not None and guarded(Path(d)):
+            hit = guarded(Path(d))
+    else:
+        args = rest[rest.index("--") + 1 :] if "--" in rest else [a for a in rest if not a.startswith("-")]
+        hit = next((g for a in args for g in [guarded(Path(a))] if g), None)
+    if hit is None:
+        return None
+    return Decision(
+        False,
+        f"spark-git: blocked: agent {who.me.agent} may not change {hit} with `git {sub}`: it holds the hooks, git's or spark-git's "
+        "own configuration, or lies outside its worktree; ask the coordinator",
+    )
+
+
+def _remote_writes(pos: list[str]) -> bool:
+    return bool(pos) and pos[0] in ("add", "rename", "rm", "remove", "set-head", "set-branches", "set-url")
+
+
+def _env_settings(env: dict[str, str]) -> dict[str, str]:
+    """`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` on the command line, as `-c` settings."""
+    out: dict[str, str] = {}
+    for k, v in env.items():
+        if k.startswith("GIT_CONFIG_KEY_"):
+            out[v.lower()] = env.get("GIT_CONFIG_VALUE_" + k[len("GIT_CONFIG_KEY_"):], "")
+    return out
+
+
+def _agent_settings(who: Who, cfg: dict[str, str], env: dict[str, str]) -> Decision | None:
+    if not who.agent:
+        return None
+    bad = next((k for k in cfg if k.startswith(_AGENT_CONFIG_DENIED)), None)
+    if bad is None and "GIT_CONFIG_PARAMETERS" in env:
+        bad = "GIT_CONFIG_PARAMETERS"
+    if bad is None:
+        return None
+    return Decision(
+        False,
+        f"spark-git: blocked: agent {who.me.agent} may not set `{bad}` for a git command: it defines remotes, refspecs, aliases, "
+        "hooks or included configuration the hook cannot see; run the plain git command",
+    )
+
+
+def _creating(rest: list[str], own: gitrefs.Owners, agent: bool, sub: str) -> str | None:
+    """`switch -C X`, `checkout -B X`, `worktree add -B X` reset X; an agent switching its worktree
+    to a branch not its own (or a name computed at run time) would commit onto it. `--detach` moves
+    no branch."""
+    for i, a in enumerate(rest[:-1]):
+        if a in ("-C", "-B", "--force-create", "-c", "-b", "--create") and rest[i + 1].removeprefix("refs/heads/") in own.others:
+            return f"{own.others[rest[i + 1].removeprefix('refs/heads/')]} ({rest[i + 1]})"
+    if not agent or "--" in rest or any(gitrefs.is_opt(a, "--detach") or (sub == "switch" and a == "-d") for a in rest):
+        return None
+    if any(a in ("-C", "-B", "--force-create", "-c", "-b", "--create", "--orphan") for a in rest):
+        return None
+    pos = [a for a in rest if not a.startswith("-")]
+    if len(pos) != 1:
+        return None
+    if "__spark_subst__" in pos[0] or "$" in pos[0]:
+        return "a branch named at run time"
+    name = pos[0].removeprefix("refs/heads/")
+    return f"{own.others[name]} ({name})" if name in own.others else None
 
 
 def _config_writes(rest: list[str]) -> bool:

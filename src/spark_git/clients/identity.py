@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from spark_git.core.caller import env_agent
 from spark_git.core.paths import Place, Repo, real
 
 PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
@@ -38,10 +39,13 @@ def launch_dir(repo: Repo, session: str | None, cwd: str) -> Path:
 
 
 def caller(repo: Repo, session: str | None, cwd: str) -> Place:
-    """An agent place when the session was launched in an agent worktree, or stands in one that
-    `hook worktree-create` made for it (EnterWorktree, a worktree-isolated subagent: same session,
-    new cwd); any other place means the coordinator."""
+    """An agent place when the session was launched in an agent worktree (or its environment names
+    the agent), or stands in one that `hook worktree-create` made for it (EnterWorktree, a
+    worktree-isolated subagent: same session, new cwd); any other place means the coordinator."""
     launched = repo.locate(real(launch_dir(repo, session, cwd)))
+    named = env_agent(os.environ, repo.tasks_root) if launched.kind != "agent" else None
+    if named is not None:  # started with an agent's environment (`spark-git env T --agent A`): that agent, wherever launched
+        launched = Place("agent", named[0], named[1])
     if not session:
         return launched
     here = repo.locate(real(Path(cwd)))

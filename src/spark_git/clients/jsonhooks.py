@@ -34,12 +34,38 @@ class Wanted:
         return g
 
 
+# A client that lets a tool call through when its hook cannot start (Codex 0.169: `spark-git` not on
+# PATH) gets the command behind this guard: exit 2, which blocks, instead of the shell's 127.
+GUARD = ("command -v {exe} >/dev/null 2>&1 || {{ echo 'spark-git hook: {exe} is not on PATH, so this tool call "
+         "cannot be checked and is refused' >&2; exit 2; }}; exec ")
+
+
+def guarded(command: str) -> str:
+    """`command` behind GUARD (idempotent)."""
+    plain = unguarded(command)
+    return GUARD.format(exe=plain.split(" ", 1)[0]) + plain
+
+
+def unguarded(command: str) -> str:
+    """The spark-git command a guarded entry runs (any other text as it is)."""
+    command = command.strip()
+    if command.startswith("command -v ") and "; exec " in command:
+        return command.rsplit("; exec ", 1)[1].strip()
+    return command
+
+
+def is_guarded(command: str) -> bool:
+    return unguarded(command) != command.strip()
+
+
 def is_ours(command: object, wanted: tuple[str, ...] | None = None) -> bool:
-    """`spark-git hook …` as installed (one of `wanted`, or any when None), or with spark-git named by
-    an absolute path."""
+    """`spark-git hook …` as installed (one of `wanted`, or any when None; guarded or not), or with
+    spark-git named by an absolute path."""
     if not isinstance(command, str):
         return False
-    exe, _, rest = command.strip().partition(" ")
+    if wanted is not None:
+        wanted = tuple(unguarded(w) for w in wanted)
+    exe, _, rest = unguarded(command).partition(" ")
     if os.path.basename(exe) != "spark-git":
         return False
     norm = f"spark-git {' '.join(rest.split())}"
@@ -79,7 +105,7 @@ def has(hooks: object, event: str) -> bool:
 
 def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
     """An older or hand-made spark-git entry brought up to date: the full matcher (a narrower one
-    lets the other tools through) and the client's extra keys. The user's command path is kept; a
+    lets the other tools through), the guard where the client wants one, and the client's extra keys. The user's command path is kept; a
     group shared with other hooks keeps its matcher, ours moves to a group of its own."""
     group, hook = found
     changed = False
@@ -89,6 +115,9 @@ def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
         else:
             group["hooks"].remove(hook)
             groups.append({"matcher": w.matcher, "hooks": [hook]})
+        changed = True
+    if is_guarded(w.command) and not is_guarded(hook["command"]):
+        hook["command"] = guarded(hook["command"])  # the user's spelling of spark-git kept
         changed = True
     for k, v in w.extra.items():
         if hook.get(k) != v:

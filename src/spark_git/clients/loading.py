@@ -1,16 +1,20 @@
 """Will the agents' client sessions (Claude Code, Codex, Gemini) load spark-git's hooks? Warnings for
 `start` and `status`, per client: hooks installed in the main worktree's project settings but not
-committed (new worktrees are checked out from the branch, so they do not get the file), or configured
+committed (new worktrees are checked out from the branch, so they do not get the file; Codex reads
+the main checkout's file, in a worktree that has a `.codex` directory), or configured
 while `spark-git` is not on the PATH the client runs hooks with (the hook then fails; with
 onFailure=block every tool call is refused). `hooks check` (ops/shared/hooksetup.py) is the full report."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from spark_git.clients import registry
+from spark_git.clients import geminiload, registry
+from spark_git.clients.facts import USER
+from spark_git.clients.gemini import FACTS as GEMINI
 from spark_git.clients.jsonhooks import has
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -32,6 +36,16 @@ def _loads(worktree: Path, main: Path, c: Client) -> bool:
     return any(_has_ours(p, event) for _where, _scope, p in c.facts.loaded(worktree, main))
 
 
+def _from_main(main: Path, live: list[Path], c: Client) -> list[str]:
+    user = [p for where, _s, p in c.facts.loaded(main, main) if where == USER and _has_ours(p, c.wanted()[0].event)]
+    missing = [] if user else [str(w) for w in live if not (_loads(w, main, c) and (w / c.facts.config_dir).is_dir())]
+    if not missing:
+        return []
+    return [f"{len(missing)} worktree(s) will not load spark-git's {c.name} hooks ({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): "
+            f"{c.facts.title} reads the main checkout's {c.settings_files()['project']}, and only in a worktree "
+            f"with a {c.facts.config_dir} directory; run `spark-git hooks install --client {c.name}`"]
+
+
 def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
     """One line per problem; [] when the hooks are not configured anywhere (nothing was asked for)."""
     live = [w for w in worktrees if w.is_dir()]
@@ -44,6 +58,9 @@ def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
         out.append("spark-git hooks are configured but `spark-git` is not on PATH: every hook call will fail "
                    f"(and block); install spark-git where {names} can run it")
     for c in configured:
+        if getattr(c, "hooks_from_main", False):  # Codex: the main checkout's file, in a worktree with a .codex dir
+            out += _from_main(main, live, c)
+            continue
         missing = [str(w) for w in live if not _loads(w, main, c)]
         if not missing:
             continue
@@ -53,4 +70,6 @@ def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
         out.append(f"{len(missing)} worktree(s) will not load spark-git's {'' if c.name == registry.DEFAULT else c.name + ' '}hooks "
                    f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): {project} with the hooks is not committed on the base branch; "
                    f"commit it (then `spark-git update`) or run `spark-git hooks install{flag} {scope}` before creating worktrees")
-    return out
+    gemini = next((c for c in configured if c.name == GEMINI.name), None)
+    off = gemini and geminiload.warning([w for w in live if _loads(w, main, gemini)], os.environ, gemini.settings_files()["project"])
+    return [*out, off] if off else out

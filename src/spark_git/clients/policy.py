@@ -39,10 +39,15 @@ def decide(call: ToolCall) -> Decision:
 
 
 def _repo(call: ToolCall) -> Repo | None:
+    """The repo whose rules apply: the one the session was launched in when it has live tasks —
+    an agent that `git init scratch && cd scratch` is still judged against its own worktree —
+    else the one it stands in."""
     repo = repo_around(Path(call.cwd))
     launch = os.environ.get(identity.PROJECT_DIR_ENV)
-    if repo is None and launch and os.path.isabs(launch):
-        repo = repo_around(Path(launch))  # standing outside, launched inside: the launch repo's rules
+    if launch and os.path.isabs(launch) and (repo is None or not live(repo)):
+        launched = repo_around(Path(launch))
+        if launched is not None and (repo is None or live(launched)):
+            repo = launched
     return repo
 
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.clients import originals, registry, settings, writes
+from spark_git.clients import gitgrants, originals, registry, settings, writes
 from spark_git.clients.claude import SANDBOX
 from spark_git.core.sshsig import state_dir
 from spark_git.state.files import write_text_atomic
@@ -33,19 +33,49 @@ def denied() -> tuple[str, ...]:
     return (*registry.protected(), *writes.GUARDED_DIRS, *writes.GUARDED_FILES)
 
 
-def wanted(worktree: Path, before: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sandbox for an agent session in `worktree`, over the one the file already had (its other keys
-    kept, lists joined): on, no way out for a command, git outside it, spark-git's files read-only, the
-    user's spark-git state directory (the approval key, the approvers) unreadable."""
+# Inside the sandbox, Claude Code 2.1.328 mounts /dev/null over these names at the worktree's root where
+# they do not exist (its own write protections): git there would list them as files to add (`git add -A`
+# fails: "can only add regular files"). Anchored at the root; tracked files are not affected. spark-git's
+# denied() names are denied only where they exist (an ignored .codex would be copied into new worktrees).
+MOUNTS_NOTE = "# spark-git: what Claude Code's sandbox mounts in an agent worktree (not files to add)"
+MOUNTS = ("/.bash_profile", "/.bashrc", "/.gitconfig", "/.gitmodules", "/.idea", "/.mcp.json", "/.profile",
+          "/.ripgreprc", "/.vscode", "/.zprofile", "/.zshrc", "/.claude/agents", "/.claude/commands")
+
+
+Owned = tuple[tuple[Path, str | None], ...]  # a session's other worktrees (its subagents') and their branches
+
+
+def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | None = None,
+           more: Owned = ()) -> dict[str, Any]:
+    """The sandbox for an agent session in `worktree` on `branch` (None: the one checked out), with
+    `more` (its subagents' worktrees and branches) writable too, over the one the file already had
+    (its other keys kept, lists joined; spark-git's git entries replaced, they follow the common
+    dir): on, no way out for a command, spark-git's files read-only, git's writes limited to the
+    session's own worktrees and branches (clients/gitgrants.py), the user's spark-git state directory
+    (the approval key, the approvers) unreadable."""
     sb: dict[str, Any] = json.loads(json.dumps(before)) if isinstance(before, dict) else {}
     real = os.path.realpath(worktree)
     sb.update(enabled=True, allowUnsandboxedCommands=False)
     sb["excludedCommands"] = _joined(sb.get("excludedCommands"), ["git"])
     fs = sb["filesystem"] if isinstance(sb.get("filesystem"), dict) else {}
-    fs["denyWrite"] = _joined(fs.get("denyWrite"), [f"/{real}/{d}" for d in denied()])  # `//` = absolute
+    owned = [(worktree, branch), *more]
+    allow, deny = gitgrants.grants([(Path(w), b) for w, b in owned])
+    dirs = gitgrants.git_dirs(worktree)
+    mine = f"/{dirs[1]}/" if dirs else None  # entries under the common dir are spark-git's, recomputed
+    fs["allowWrite"] = _joined(_fresh(fs.get("allowWrite"), mine), [f"/{os.path.realpath(w)}" for w, _ in more] + [f"/{p}" for p in allow])
+    fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in denied() if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
+    if not fs["allowWrite"]:
+        del fs["allowWrite"]
     fs["denyRead"] = _joined(fs.get("denyRead"), [f"/{os.path.realpath(state_dir())}"])  # the human's approval key (issue 23)
     sb["filesystem"] = fs
     return sb
+
+
+def _fresh(old: Any, mine: str | None) -> Any:
+    """The list without spark-git's earlier git entries (paths of a common dir go stale as refs come and go)."""
+    if not isinstance(old, list) or mine is None:
+        return old
+    return [x for x in old if not (isinstance(x, str) and x.startswith(mine))]
 
 
 def _joined(old: Any, ours: list[str]) -> list[str]:
@@ -53,14 +83,14 @@ def _joined(old: Any, ours: list[str]) -> list[str]:
     return have + [x for x in ours if x not in have]
 
 
-def present(worktree: Path) -> bool:
-    """The worktree's settings hold spark-git's sandbox for it."""
+def present(worktree: Path, branch: str | None = None, more: Owned = ()) -> bool:
+    """The worktree's settings hold spark-git's sandbox for it, as the common dir is now."""
     try:
         data = json.loads((worktree / FILE).read_text())
     except (OSError, ValueError):
         return False
     sb = data.get("sandbox") if isinstance(data, dict) else None
-    return isinstance(sb, dict) and wanted(worktree, sb) == sb
+    return isinstance(sb, dict) and wanted(worktree, sb, branch, more) == sb
 
 
 def only_ours(worktree: Path) -> bool:
@@ -68,21 +98,36 @@ def only_ours(worktree: Path) -> bool:
     return originals.original_if_untouched(worktree / FILE) == (True, None)
 
 
-def apply(worktree: Path, *, new: bool = False) -> bool:
+def apply(worktree: Path, *, new: bool = False, branch: str | None = None, more: Owned = ()) -> bool:
     """spark-git's sandbox merged into the agent worktree's local settings; True when the file changed.
-    `new`: a worktree just created, so any memo of its path is from an earlier task of that name."""
+    `new`: a worktree just created, so any memo of its path is from an earlier task of that name.
+    `branch`, `more`: as for `wanted`."""
     path = worktree / FILE
     if new:
         originals.forget(path)
     data = settings.load(path)
-    sb = wanted(worktree, data.get("sandbox"))
-    if data.get("sandbox") == sb:
+    sb = wanted(worktree, data.get("sandbox"), branch, more)
+    perms = _with_dirs(data.get("permissions"), [os.path.realpath(w) for w, _ in more])
+    if data.get("sandbox") == sb and data.get("permissions", perms) == perms:
         return False
     before = originals.read_exact(path)
     data["sandbox"] = sb
+    if perms:
+        data["permissions"] = perms
     settings.save(path, data)
     originals.remember(path, before, originals.read_exact(path) or "", True)
     return True
+
+
+def _with_dirs(perms: Any, dirs: list[str]) -> Any:
+    """`permissions` with the subagents' worktrees among its additionalDirectories: Claude Code pins
+    `<common>/worktrees` read-only and gives back only the admin dirs of the session's own directories,
+    so a subagent's git needs its worktree named there (allowWrite alone is not enough)."""
+    if not dirs:
+        return perms
+    out = dict(perms) if isinstance(perms, dict) else {}
+    out["additionalDirectories"] = _joined(out.get("additionalDirectories"), dirs)
+    return out
 
 
 def remove(worktree: Path) -> bool:
@@ -103,6 +148,7 @@ def remove(worktree: Path) -> bool:
     data = settings.load(path)
     if "sandbox" not in data:
         return False
+    _drop_dirs(data, data["sandbox"])
     old = _sandbox_of(prior)
     if old is None:
         del data["sandbox"]
@@ -113,6 +159,21 @@ def remove(worktree: Path) -> bool:
     else:
         path.unlink()
     return True
+
+
+def _drop_dirs(data: dict[str, Any], sb: Any) -> None:
+    """The additionalDirectories `apply` added (the ones its sandbox also grants) taken out again."""
+    fs = sb.get("filesystem") if isinstance(sb, dict) else None
+    granted = {x[1:] for x in fs.get("allowWrite", [])} if isinstance(fs, dict) and isinstance(fs.get("allowWrite"), list) else set()
+    perms = data.get("permissions")
+    dirs = perms.get("additionalDirectories") if isinstance(perms, dict) else None
+    if not isinstance(perms, dict) or not isinstance(dirs, list):
+        return
+    perms["additionalDirectories"] = [d for d in dirs if d not in granted]
+    if not perms["additionalDirectories"]:
+        del perms["additionalDirectories"]
+    if not perms:
+        del data["permissions"]
 
 
 def _sandbox_of(text: str | None) -> Any:
@@ -127,23 +188,36 @@ def _sandbox_of(text: str | None) -> Any:
 
 
 def exclude(common_dir: Path) -> bool:
-    """The line in `<git-common-dir>/info/exclude` (every worktree reads that one); True when added."""
+    """spark-git's block in `<git-common-dir>/info/exclude` (every worktree reads that one); True when
+    written. An older block (the settings line alone) is brought up to date."""
     path = common_dir / "info" / "exclude"
     text = originals.read_exact(path) or ""
-    if EXCLUDE_LINE in text.splitlines():
+    if _block() in text:
         return False
+    text = _without_block(text)
     sep = "" if not text or text.endswith("\n") else "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, f"{text}{sep}{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n")
+    write_text_atomic(path, f"{text}{sep}{_block()}")
     return True
 
 
 def unexclude(common_dir: Path) -> bool:
-    """spark-git's two lines taken out of info/exclude again (only when spark-git added them)."""
+    """spark-git's block taken out of info/exclude again (only when spark-git added it)."""
     path = common_dir / "info" / "exclude"
     text = originals.read_exact(path)
-    ours = f"{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n"
-    if text is None or ours not in text:
+    if text is None or EXCLUDE_NOTE not in text:
         return False
-    write_text_atomic(path, text.replace(ours, "", 1))
+    write_text_atomic(path, _without_block(text))
     return True
+
+
+def _block() -> str:
+    return "".join(f"{x}\n" for x in (EXCLUDE_NOTE, EXCLUDE_LINE, MOUNTS_NOTE, *MOUNTS))
+
+
+def _without_block(text: str) -> str:
+    """The text minus spark-git's lines: the whole block, or the older two-line one."""
+    for ours in (_block(), f"{EXCLUDE_NOTE}\n{EXCLUDE_LINE}\n"):
+        if ours in text:
+            return text.replace(ours, "", 1)
+    return text

@@ -24,6 +24,7 @@ class HooksData(Model):
     entries: list[str]  # event: command, as installed (or removed)
     removed_file: bool = False
     client: str = "claude"
+    trusted: list[str] = []  # codex: the trust entries written in (install) or taken out of (uninstall) the user's Codex config
 
 
 class HooksSetData(Model):
@@ -31,7 +32,7 @@ class HooksSetData(Model):
 
     changed: bool  # some file changed
     files: list[HooksData]
-    sandbox: list[str] = []  # agent worktrees whose Claude Code sandbox settings were written (install) or taken out (uninstall)
+    sandbox: list[str] = []  # agent worktrees whose client sandbox settings (Claude Code's, Codex's) were written (install) or taken out (uninstall)
 
 
 def scope_path(root: Path, client: str, files: dict[str, Path], scope: str) -> Path:

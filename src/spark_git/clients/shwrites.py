@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+from spark_git.clients import shtools
 from spark_git.clients.calls import Decision
 from spark_git.clients.writes import Who, absolute, decide_write
 from spark_git.core import paths
@@ -17,15 +18,26 @@ from spark_git.core import paths
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
 _TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
-_VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "-r", "--reference"}
-_SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
+_VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "--reference"}
+# Options that take the next word, for the commands where they do (`rm -f x`, `cp -r d`: flags).
+_VALUED_BY_PROG = {"touch": ("-r", "-d", "-t"), "truncate": ("-s", "-r"), "sed": ("-e", "-f"), "perl": ("-e",),
+                   "rsync": ("-e", "-f"), "scp": ("-P", "-i", "-F", "-c", "-l", "-J")}
+SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
 _PS_WRITERS = {
     "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
     "rename-item", "ni", "ri", "del", "erase", "rd", "copy", "move", "cpi", "mi", "sc", "ac",
 }
 _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inputobject"}
 _LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
-_WRITES_IN_CODE = re.compile(r"open\([^)]*['\"][wax+]|write|unlink|remove|rmtree|rename|replace|copy|move|mkdir|touch|symlink|chmod|truncate|Fs\.|fs\.")
+# Code that writes files: an open() mode that writes, and the calls that write, move or delete (a
+# one-argument `.replace(x)` is Path.replace; str.replace takes two).
+_WRITES_IN_CODE = re.compile(
+    r"""open(?:Sync)?\([^,)]*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]|\.open\(\s*['"][^'"]*[wax+]|mode\s*=\s*['"][^'"]*[wax+]"""
+    r"""|\.write_(?:text|bytes)\(|\.replace\(\s*[^,()]*\)|\bshutil\.(?!which|disk_usage|get_terminal_size)|\bos\.(?:remove|replace)\b"""
+    r"""|\b(?:unlink|rename|renames|rmtree|rmdir|removedirs|makedirs|mkdir|mkdirSync|symlink|symlink_to|hardlink_to|chmod|chown|truncate|"""
+    r"""utime|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|rmSync|cpSync|copyFile|copyFileSync|renameSync|"""
+    r"""unlinkSync|rmdirSync|symlinkSync|chmodSync|truncateSync|FileUtils)\b|\.touch\(|\bfs\.(?:rm|cp)\(|File\.(?:write|delete)"""
+)
 _UNJUDGED = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-")
 
 
@@ -53,7 +65,10 @@ def check_target(who: Who, here: Path, target: str, what: str) -> Decision | Non
 def targets(prog: str, args: list[str]) -> list[str]:
     """The paths `prog args` writes (or deletes)."""
     low = prog.lower()
-    pos = _positional(args, ("-s",) if prog == "truncate" else ())
+    tool = shtools.targets(prog, args)
+    if tool is not None:
+        return [t for t in tool if t]
+    pos = _positional(args, _VALUED_BY_PROG.get(prog, ()))
     if low in _PS_WRITERS:
         return _ps_targets(args)
     if prog in _ALL_ARGS:
@@ -68,11 +83,9 @@ def targets(prog: str, args: list[str]) -> list[str]:
     if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
         scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
         return pos if scripted else pos[1:]
-    if prog == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-fprint") for a in args):
-        return [a for a in args[: next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))]]
     if prog == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
-    if prog in _SCRIPTS or prog.startswith("python3."):
+    if prog in SCRIPTS or prog.startswith("python3."):
         return _code_paths(args)
     return []
 
@@ -86,7 +99,7 @@ def _positional(args: list[str], valued: tuple[str, ...] = ()) -> list[str]:
         elif a == "--":
             out += args[i + 1 :]
             break
-        elif a in _VALUE_OPTS or a in valued or a in ("-t", "--target-directory", "-e", "-f", "--expression", "--file"):
+        elif a in _VALUE_OPTS or a in valued or a in ("-t", "--target-directory", "--expression", "--file"):
             skip = a not in ("-t", "--target-directory")
         elif not a.startswith("-") or a == "-":
             out.append(a)
@@ -116,9 +129,14 @@ def _ps_targets(args: list[str]) -> list[str]:
     return out
 
 
+def code_of(args: list[str]) -> str | None:
+    """The code of `python -c CODE` / `node -e CODE` / `perl -e CODE`."""
+    return next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+
+
 def _code_paths(args: list[str]) -> list[str]:
     """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
-    code = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+    code = code_of(args)
     if code is None or not _WRITES_IN_CODE.search(code):
         return []
     return [m.group(2) for m in _LITERAL.finditer(code)]

@@ -20,6 +20,10 @@ DOC_DIRS = ("docs", "doc")
 # own directories, which switch hooks off (registry.protected(), from each adapter's facts).
 GUARDED_DIRS = (".git",)
 GUARDED_FILES = (".spark-git.toml",)
+# git's user configuration (`~/.gitconfig`, `~/.config/git/`): core.hooksPath there would run in
+# spark-git's own git. Guarded by the hook only (Claude Code's sandbox writes nothing outside the
+# worktree and temp dirs; the per-worktree denyWrite list stays as it was).
+GIT_USER_CONFIG = ".gitconfig"
 
 
 class Who:
@@ -62,8 +66,10 @@ def guarded(resolved: Path) -> str | None:
     parts = resolved.parts
     dirs = (*registry.protected(), *GUARDED_DIRS)
     hit = next((p for p in parts if p in dirs), None)
-    if hit is None and parts and parts[-1] in GUARDED_FILES:
+    if hit is None and parts and parts[-1] in (*GUARDED_FILES, GIT_USER_CONFIG):
         hit = parts[-1]
+    if hit is None and any(parts[i : i + 2] == (".config", "git") for i in range(len(parts) - 1)):
+        hit = ".config/git"  # git's XDG configuration, read like ~/.gitconfig
     return hit
 
 
@@ -78,7 +84,26 @@ def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decis
     shown = f"{target} (→ {resolved})" if str(resolved) != target else target
     if who.agent:
         return _agent_write(who, there, resolved, shown)
+    if spark_records(who.repo, resolved):
+        return Decision(
+            False,
+            f"spark-git: blocked: {shown} holds spark-git's records (verdicts, archive refs, sessions) or the packed refs; "
+            "only spark-git writes them — use `spark-git merge` / `spark-git complete` / `spark-git cleanup`",
+        )
     return _coordinator_write(who, there, shown, shell)
+
+
+def spark_records(repo: Repo, resolved: Path) -> bool:
+    """Files under the git common dir that hold spark-git's verdict notes, archive refs and records
+    (and packed-refs, where any ref can be rewritten): written by hand, they forge what the gates read."""
+    try:
+        rel = resolved.relative_to(repo.common).parts
+    except ValueError:
+        return False
+    if rel[:1] == ("logs",):
+        rel = rel[1:]
+    return rel[:1] in (("spark",), ("packed-refs",)) or rel[:2] == ("refs", "spark") or (
+        rel[:2] == ("refs", "notes") and len(rel) > 2 and rel[2].startswith("spark"))
 
 
 def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates.reports import GateReports
-from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
 
@@ -49,11 +47,10 @@ def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), 
     return {k: v for k, v in e.items() if k not in omit}
 
 
-def record(where: Store | Layout, task: str, ev: GateEvidence, session: str | None, *, note: bool = True,
+def record(store: Store, task: str, ev: GateEvidence, session: str | None, *, note: bool = True,
            omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
     """Appends the audit entry and, when `note` and the gate saw a commit, the `kind: gate` note on
     it. `extra` (e.g. `agent=`) goes into both. Returns the audit entry."""
-    store = open_store(where) if isinstance(where, Layout) else where
     e = entry(ev, session, omit=omit, **extra)
     store.audit(task, "build_verifications", e, session=session)
     if ev.flaky:

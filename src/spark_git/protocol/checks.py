@@ -8,7 +8,6 @@ from pathlib import Path
 
 from spark_git.protocol.context import Ctx, entered_at, requirements_path, task_head
 from spark_git.protocol.unmet import Unmet
-from spark_git.state.backends import open_store
 from spark_git.state.models import AgentStatus
 
 # The attribution forms of the merge gate (gates/attribution.py): `[agent] subject` or a trailer.
@@ -77,7 +76,7 @@ def unattributed_commits(ctx: Ctx) -> list[Unmet]:
     head = task_head(ctx)
     if head is None:
         return []
-    trail = open_store(ctx.layout).read_audit(ctx.task)
+    trail = ctx.store.read_audit(ctx.task)
     recorded = {str(c.get("sha")) for c in (trail.commits if trail else [])}
     rows = ctx.git().log_fields(f"{ctx.tf.base_branch}..{head}", ["%H", "%B"])
     bad = [sha for sha, body in rows if sha not in recorded and _commit_agent(body) not in ctx.tf.agents]
@@ -93,7 +92,7 @@ def invoked(ctx: Ctx) -> list[Unmet]:
     """Under `full`, a task that ends with no agent report at all needs a reason (`--why`)."""
     if ctx.layout.config.protocol != "full" or (ctx.why or "").strip():
         return []
-    trail = open_store(ctx.layout).read_audit(ctx.task)
+    trail = ctx.store.read_audit(ctx.task)
     if trail is not None and trail.agent_invocations:
         return []
     return [Unmet(f"no agent was ever invoked on task {ctx.task} (no agent report in the audit trail)",

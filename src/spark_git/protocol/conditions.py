@@ -16,8 +16,8 @@ from spark_git.protocol.machine import is_full, legal_anywhere, next_states, pat
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
 from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
 from spark_git.state import chain
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 S = State
 
@@ -49,20 +49,20 @@ def inconsistency(tf: TaskFile) -> str | None:
     return problem.condition if problem else None
 
 
-def consistency_problems(layout: Layout, tf: TaskFile) -> list[Unmet]:
+def consistency_problems(store: Store, tf: TaskFile) -> list[Unmet]:
     """For `doctor`: what about task.json's state its transition_log cannot explain."""
     problem = _inconsistency(tf)
-    unchained = None if problem else _unchained(layout, tf)
+    unchained = None if problem else _unchained(store, tf)
     return [problem] if problem else [Unmet(unchained)] if unchained else []
 
 
-def _unchained(layout: Layout, tf: TaskFile) -> str | None:
+def _unchained(store: Store, tf: TaskFile) -> str | None:
     """A log without hashes is accepted only if the audit trail has never recorded a chained entry
     (a task started before the chain existed), so stripping the hashes does not hide an edit."""
     if chain.chained(tf.transition_log):
         return None
     try:
-        trail = open_store(layout).read_audit(tf.task_name)
+        trail = store.read_audit(tf.task_name)
     except CorruptState:  # an unreadable trail proves nothing either way (doctor reports it)
         return None
     if trail is not None and any(t.get("hash") for t in trail.state_transitions):
@@ -70,14 +70,14 @@ def _unchained(layout: Layout, tf: TaskFile) -> str | None:
     return None
 
 
-def check_consistent(layout: Layout, tf: TaskFile) -> None:
-    problem = inconsistency(tf) or _unchained(layout, tf)
+def check_consistent(store: Store, tf: TaskFile) -> None:
+    problem = inconsistency(tf) or _unchained(store, tf)
     if problem:
         raise Blocked(
             f"task {tf.task_name!r} was edited by hand: {problem}; every command on it is refused until a human looks",
             hint="task.json's state must be explained by its transition_log; run `spark-git doctor` (it reads the task anyway)",
             next=[f"spark-git doctor {tf.task_name}", f"spark-git audit {tf.task_name}"],
-            details={"path": str(layout.task_json(tf.task_name)), "problem": problem},
+            details={"path": str(store.layout.task_json(tf.task_name)), "problem": problem},
             task=tf.task_name,
         )
 
@@ -98,8 +98,9 @@ def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
     return []
 
 
-def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
+def complete_conditions(store: Store, tf: TaskFile, head: str) -> list[Unmet]:
     """Protocol conditions for `spark-git complete` (task → base) beyond approval and the final gate."""
+    layout = store.layout
     if not is_full(layout):
         return []
     if tf.state != S.AWAITING_USER_APPROVAL:
@@ -112,7 +113,7 @@ def complete_conditions(layout: Layout, tf: TaskFile, head: str) -> list[Unmet]:
     if not approval_holds(layout.git(), branch_ref(tf.base_branch), presented, patch, head):
         return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]}) and its patch differs",
                       f"spark-git approve {tf.task_name} --request-changes --why 'changed after review'")]
-    ctx = make_ctx(layout, tf, tf.session_id, dry=True)
+    ctx = make_ctx(store, tf, tf.session_id, dry=True)
     return every_agent_complete(ctx) + rejected_since_presented(ctx)
 
 
@@ -126,13 +127,13 @@ def approve_conditions(layout: Layout, tf: TaskFile, kind: str) -> list[Unmet]:
     return []
 
 
-def agent_add_guard(layout: Layout) -> Callable[[TaskFile], None]:
+def agent_add_guard(store: Store) -> Callable[[TaskFile], None]:
     """For tasks.add_agent: refused outside AGENT_ADD_STATES (full); joining in SYNTHESIS voids the plan approval."""
 
     def guard(tf: TaskFile) -> None:
-        check_consistent(layout, tf)
+        check_consistent(store, tf)
         reopen = S.REQUIREMENTS in next_states(tf)
-        if is_full(layout) and tf.state not in AGENT_ADD_STATES:
+        if is_full(store.layout) and tf.state not in AGENT_ADD_STATES:
             raise Blocked(
                 f"task {tf.task_name!r} is in {tf.state}: agents can join only in {', '.join(AGENT_ADD_STATES)}",
                 hint="a new agent must state its requirements: the task must go back to REQUIREMENTS first"

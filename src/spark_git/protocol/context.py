@@ -13,8 +13,8 @@ from typing import Any, Protocol
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.state.backends import open_store
 from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.store import Store
 
 TASK_MD_SECTIONS = ("Task Objective", "Scope", "Stakeholder Agent Reports")
 
@@ -36,7 +36,7 @@ class BuildRun(Protocol):
 
 @dataclass
 class Ctx:
-    layout: Layout
+    store: Store  # the command's one Store: every read of the guards goes through it
     tf: TaskFile
     session: str | None
     why: str | None = None
@@ -51,6 +51,10 @@ class Ctx:
     # The human's decision this transition carries out (`approve --request-changes`); None from `advance`.
     decision: dict[str, Any] | None = None
     _head_patch: list[str | None] = field(default_factory=list)  # cache: [patch id of base...head]
+
+    @property
+    def layout(self) -> Layout:
+        return self.store.layout
 
     @property
     def task(self) -> str:
@@ -96,14 +100,14 @@ def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch
     return got == want
 
 
-def make_ctx(layout: Layout, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
+def make_ctx(store: Store, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
              run_build: Callable[[], BuildRun] | None = None) -> Ctx:
-    return Ctx(layout, tf, session, why, dry, statuses={a: read_status(layout, tf.task_name, a) for a in tf.agents}, run_build=run_build)
+    return Ctx(store, tf, session, why, dry, statuses={a: read_status(store, tf.task_name, a) for a in tf.agents}, run_build=run_build)
 
 
-def read_status(layout: Layout, task: str, agent: str) -> AgentStatus | None:
+def read_status(store: Store, task: str, agent: str) -> AgentStatus | None:
     try:
-        return open_store(layout).read_status(task, agent)
+        return store.read_status(task, agent)
     except Blocked:  # corrupt status.json: counts as "no usable report"
         return None
 
@@ -149,11 +153,11 @@ def requirements_path(layout: Layout, task: str, agent: str, st: AgentStatus | N
     return layout.task_dir(task) / f"{task}-{agent}-requirements.md"
 
 
-def build_evidence(layout: Layout, task: str, head: str, tree: str | None, since: str | None = None,
+def build_evidence(store: Store, task: str, head: str, tree: str | None, since: str | None = None,
                    result: str = "passed", any_commit: bool = False) -> dict[str, Any] | None:
     """The newest `gates.build` result (`result`: passed or failed) recorded for this commit or its tree
     (or for any commit: `any_commit`) after `since`."""
-    trail = open_store(layout).read_audit(task)
+    trail = store.read_audit(task)
     for e in (trail.build_verifications if trail else [])[::-1]:
         if e.get("gate") != "build" or e.get("result") != result:
             continue

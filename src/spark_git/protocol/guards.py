@@ -166,9 +166,9 @@ def _build_on_head(ctx: Ctx, since: str | None = None) -> list[Unmet]:
     if head is None:
         return [Unmet(f"task branch {ctx.tf.task_branch} does not exist", f"spark-git doctor {ctx.task}")]
     tree = ctx.git().tree_of(head)
-    ev = build_evidence(ctx.layout, ctx.task, head, tree, since)
+    ev = build_evidence(ctx.store, ctx.task, head, tree, since)
     if ev is None and since is None:  # after an `update`: the build of the same patch before it (VALIDATION gates the new tree)
-        last = build_evidence(ctx.layout, ctx.task, "", None, any_commit=True)
+        last = build_evidence(ctx.store, ctx.task, "", None, any_commit=True)
         ev = last if last and ctx.holds(str(last.get("commit") or ""), None) else None
     if ev is None:
         return [Unmet(f"no passing gates.build result for the task head {head[:12]}" + (" since entering VALIDATION" if since else ""),
@@ -338,7 +338,7 @@ def g_build_failed(ctx: Ctx) -> list[Unmet]:
     """VALIDATION → IMPLEMENTATION: back to fixing after a failed build (recorded for the head), or with a reason."""
     out = owner(ctx) + _entering_implementation(ctx)
     head = task_head(ctx)
-    failed = head and build_evidence(ctx.layout, ctx.task, head, ctx.git().tree_of(head), entered_at(ctx.tf, State.VALIDATION), result="failed")
+    failed = head and build_evidence(ctx.store, ctx.task, head, ctx.git().tree_of(head), entered_at(ctx.tf, State.VALIDATION), result="failed")
     if failed:
         ctx.evidence["failed_build"] = {k: failed.get(k) for k in ("at", "commit", "tree", "log_path")}
     elif not (ctx.why or "").strip():

@@ -34,6 +34,7 @@ from spark_git.protocol.guards import (
 from spark_git.protocol.states import FULL, SHORT, State, variant_of
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 Guard = Callable[[Ctx], list[Unmet]]
 Effect = Callable[[Ctx], None]
@@ -112,11 +113,11 @@ def is_full(layout: Layout) -> bool:
     return layout.config.protocol == "full"
 
 
-def blockers(layout: Layout, tf: TaskFile, session: str | None) -> dict[str, list[Unmet]]:
+def blockers(store: Store, tf: TaskFile, session: str | None) -> dict[str, list[Unmet]]:
     """For `status`: each legal next state → what blocks it (dry: no gate runs)."""
     out = {}
     for to in next_states(tf):
-        ctx = make_ctx(layout, tf, session if session is not None else tf.session_id, dry=True)
+        ctx = make_ctx(store, tf, session if session is not None else tf.session_id, dry=True)
         out[to] = [u for u in guard_for(tf, to)(ctx) if u.kind != OWNER]
     return out
 

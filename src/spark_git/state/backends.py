@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from spark_git.core.layout import Layout
 from spark_git.state.local import LocalStore
@@ -12,12 +13,7 @@ from spark_git.state.store import Store
 def _remote(layout: Layout) -> Store:
     from spark_git.state.remote import RemoteStore  # lazy: local mode never pays for it
 
-    # One per command: its first read fetches the remote's locks, later ones use that fetch
-    # (a stale read only costs a refused push, which fetches again).
-    store = layout.cache.get("remote-store")
-    if not isinstance(store, RemoteStore):
-        store = layout.cache["remote-store"] = RemoteStore(layout)
-    return store
+    return RemoteStore(layout)
 
 
 BACKENDS: dict[str, Callable[[Layout], Store]] = {
@@ -27,10 +23,12 @@ BACKENDS: dict[str, Callable[[Layout], Store]] = {
 
 
 def open_store(layout: Layout) -> Store:
-    """The remote backend when `[sync] remote` names a remote (`spark-git remote enable NAME`)."""
-    return BACKENDS["remote" if layout.config.sync.remote else "local"](layout)
-
-
-def as_store(where: Store | Layout) -> Store:
-    """Callers not yet converted to the Store pass their Layout; converted ones pass their Store."""
-    return open_store(where) if isinstance(where, Layout) else where
+    """The Store of this command: the remote backend when `[sync] remote` names a remote (`spark-git
+    remote enable NAME`), else the local one. One per Layout (each command builds one) and backend:
+    the remote one's first read fetches the remote's locks, later ones use that fetch (a stale read
+    only costs a refused push, which fetches again)."""
+    name = "remote" if layout.config.sync.remote else "local"
+    store = layout.cache.get(f"store-{name}")
+    if store is None:
+        store = layout.cache[f"store-{name}"] = BACKENDS[name](layout)
+    return cast(Store, store)  # layout.cache holds objects; this key only Stores

@@ -28,7 +28,7 @@ from spark_git.state.models import (
     TaskFile,
 )
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry, QueueLog
-from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, archive_ref_for
+from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, Shared, archive_ref_for
 
 HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
 
@@ -36,6 +36,10 @@ HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks 
 class LocalStore:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
+
+    @property
+    def remote(self) -> Shared | None:
+        return None  # local mode: no other machine
 
     @contextmanager
     def mutex(self, name: str, timeout: float = 3600.0) -> Iterator[None]:
@@ -54,6 +58,9 @@ class LocalStore:
 
     def read_task(self, task: str) -> TaskFile | None:
         return read_optional(self.layout.task_json(task), TaskFile)
+
+    def read_task_here(self, task: str) -> TaskFile | None:
+        return LocalStore.read_task(self, task)  # the remote backend keeps its mirror here too
 
     def write_task(self, tf: TaskFile) -> None:
         write_atomic(self.layout.task_json(tf.task_name), tf)

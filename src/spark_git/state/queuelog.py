@@ -47,7 +47,7 @@ class QueueOutcome(Model):
     head: str
     result: Literal["landed", "failed", "blocked"]
     reason: str
-    landed_commit: str | None = None  # the task's last commit as it landed (== head when fast-forwarded)
+    landed_commit: str | None = None  # the merge commit the task landed as (its second parent is head)
     old_base: str | None = None
     new_base: str | None = None
     batch: list[str] = Field(default_factory=list)
@@ -57,6 +57,7 @@ class QueueOutcome(Model):
     files: list[str] = Field(default_factory=list)  # conflicting files
     failed_tests: list[str] = Field(default_factory=list)  # the failing gate's test names (pytest), for the culprit
     sent_back: bool = False  # the culprit of a bisection, moved back to IMPLEMENTATION
+    next: list[str] = Field(default_factory=list)  # the command that takes a task the queue gave back further
     drained_by: int | None = None  # pid of the draining process
     at: str = Field(default_factory=now)
 

@@ -21,7 +21,7 @@ from spark_git.state.notes import NOTES_REF
 from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry
 from spark_git.state.remote_branch import FETCH_MUTEX
 from spark_git.state.remote_refs import Lease, RemoteRefs, canonical
-from spark_git.state.store import VERDICTS_REF, NoteEntry
+from spark_git.state.store import VERDICTS_REF, NoteEntry, Shared
 
 TASKS = "refs/spark/tasks/"
 ENDED = "refs/spark/ended/"  # the final commit of every ended lock: the record is kept
@@ -43,8 +43,20 @@ class RemoteStore(LocalStore):
         self._notes_pulled: set[str] = set()
 
     @property
+    def remote(self) -> Shared | None:
+        return self
+
+    @property
     def machine(self) -> str:
         return self.refs.machine
+
+    @property
+    def remote_name(self) -> str:
+        return self.refs.remote.name
+
+    def main_lock_lease(self) -> Lease | None:
+        got = self.refs.read(MAIN_LOCK, MAIN_FILE)
+        return got[2] if got else None
 
     # -- task locks ------------------------------------------------------------------------
 

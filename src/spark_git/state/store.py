@@ -1,15 +1,20 @@
-"""The `Store` seam: everything spark-git persists, behind one interface.
+"""The `Store` seam: everything spark-git persists, behind one interface made of the roles commands
+use: `Locks` (mutexes, task locks and state, the main lock), `Records` (agent reports, the audit
+trail, notes and verdicts, archive refs, ports), `Queue` (the merge queue). Remote mode's extras
+(machines, leases, take-over, notes sync) are a role of their own, `Shared`, reached as
+`store.remote` (None in local mode), not by checking the backend's class.
 
 Commands (ops/) talk to a `Store`, never to the files and refs behind it, so a second backend (the
 shared git remote) is one class plus one registry line in `state/backends.py`. The local backend
 (`state/local.py`) keeps today's layout: lock files beside the worktrees, refs and notes in the repo.
+Each command opens one Store (`open_store`) and every part of it reads through that one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from spark_git.core.layout import Layout
 from spark_git.state.models import (
@@ -21,6 +26,9 @@ from spark_git.state.models import (
     TaskFile,
 )
 from spark_git.state.queuelog import QueueEntry, QueueLog
+
+if TYPE_CHECKING:
+    from spark_git.state.remote_refs import Lease
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
 # Archive refs are named `refs/spark/archive/<task>/<name>/<sha12>` in every backend: users type them.
@@ -43,7 +51,9 @@ class ArchiveRecord(NamedTuple):
     subject: str
 
 
-class Store(Protocol):
+class Locks(Protocol):
+    """Who holds what: process mutexes, the tasks' ownership locks with their state, the main lock."""
+
     layout: Layout
 
     # -- process mutexes (short-lived, released when the process dies) ------------------------
@@ -59,6 +69,10 @@ class Store(Protocol):
     def write_task(self, tf: TaskFile) -> None: ...
     def release_task(self, task: str) -> None:
         """Ends the ownership lock (cleanup, abandon, an undone start); records stay."""
+    def read_task_here(self, task: str) -> TaskFile | None:
+        """This machine's copy of the task's state: no fetch, no holder check (`status`, `doctor` and
+        the branch checks read it; remote mode's mirror can be stale, which `status` says). None if
+        there is none; CorruptState if it cannot be read."""
     def has_task(self, task: str) -> bool:
         """The task's lock exists (readable or not)."""
     def task_names(self) -> list[str]: ...
@@ -71,6 +85,10 @@ class Store(Protocol):
     def await_main_lock(self, reason: str, timeout: float) -> MainLock | None:
         """The main lock once no other machine holds it for `reason` (remote mode waits, polling the
         remote, at most `timeout` s); local: at once (a lock here is a live session's or a killed one's)."""
+
+
+class Records(Protocol):
+    """What stays after a command: agent reports, the audit trail, notes and gate verdicts, archive refs, ports."""
 
     # -- agent reports -------------------------------------------------------------------
     def read_status(self, task: str, agent: str) -> AgentStatus | None: ...
@@ -114,6 +132,10 @@ class Store(Protocol):
     def read_ports(self) -> PortsFile: ...
     def write_ports(self, pf: PortsFile) -> None: ...
 
+
+class Queue(Protocol):
+    """The merge queue: its entries, the base it lands on, its log."""
+
     # -- the merge queue: entries are refs created and deleted by compare-and-swap -----------
     def enqueue(self, task: str, sha: str) -> QueueEntry:
         """Appends `task` at `sha` to the queue (its existing entry if it is queued already)."""
@@ -129,3 +151,26 @@ class Store(Protocol):
     def read_queue_log(self) -> QueueLog: ...
     def write_queue_log(self, log: QueueLog) -> None:
         """Written only by the process holding the queue-drain mutex."""
+
+
+class Shared(Protocol):
+    """Remote mode's extras: the machines sharing the remote, their leases, a take-over, the notes sync."""
+
+    @property
+    def machine(self) -> str: ...
+    @property
+    def remote_name(self) -> str: ...
+    def remote_tasks(self) -> dict[str, tuple[TaskFile | None, Lease]]:
+        """Every task locked on the remote, by any machine: its state and its holder's lease."""
+    def main_lock_lease(self) -> Lease | None: ...
+    def heartbeat(self, task: str) -> Lease:
+        """Renews this machine's lease on `task` (long gates); refuses if another machine holds it."""
+    def take_over(self, task: str, session: str, why: str) -> tuple[Lease, TaskFile]:
+        """`lock break`: this machine and `session` become the holder, with a lease on the commit seen."""
+    def sync_notes(self, ref: str) -> None: ...
+
+
+class Store(Locks, Records, Queue, Protocol):
+    @property
+    def remote(self) -> Shared | None:
+        """Remote mode's role (None in local mode)."""

@@ -50,7 +50,8 @@ def doctor(
 
 
 def _doctor_dry_run(d: DoctorData, task: str | None) -> Result:
-    """doctor --fix --dry-run: each finding with what --fix would do; exit 0 (nothing was attempted)."""
+    """doctor --fix --dry-run: each finding with what --fix would do. Its exit code is the one --fix
+    would end with: 1 while a problem --fix cannot repair remains, else 0 (nothing is attempted)."""
     would = [f for f in d.findings if f.fixable]
 
     def human(out: Out) -> None:
@@ -61,4 +62,8 @@ def _doctor_dry_run(d: DoctorData, task: str | None) -> Result:
 
     left = sum(1 for f in d.findings if f.broken and not f.fixable)
     summary = f"dry run, nothing changed: --fix would repair {len(would)} problem(s)" + (f", {left} need(s) a human" if left else "") + f" ({d.tasks_checked} task(s) checked)"
-    return Result(summary, d, task=task, human=human, next=[f"spark-git doctor{' ' + task if task else ''} --fix"] if would else [])
+    nxt = [f"spark-git doctor{' ' + task if task else ''} --fix"] if would else []
+    if left:
+        return Result(summary, d, task=task, human=human, status="FAIL", exit_code=1,
+                      next=nxt + [f.repair.split("  (")[0] for f in d.findings if f.broken and not f.fixable and f.repair.startswith("spark-git")])
+    return Result(summary, d, task=task, human=human, next=nxt)

@@ -46,7 +46,10 @@ def complete(
             return Result(f"task {d.task} is in the merge queue ({d.queue_ref})", d, task=d.task, next=["spark-git queue"])
 
         def human(out: Out) -> None:
-            how = "approved and gated commit" if d.landed_commit == d.approved_sha else f"replayed as {(d.landed_commit or '?')[:12]}"
+            if d.already_landed:
+                out.print(f"  it had landed already (as {(d.landed_commit or '?')[:12]}); nothing was done")
+                return
+            how = f"one merge commit of the approved head {d.approved_sha[:12]}"
             out.print(f"  {d.base_branch}: {(d.old_base or '?')[:12]} → {(d.new_base or '?')[:12]} ({how})")
             if len(d.batch) > 1:
                 out.print(f"  landed in a batch of {len(d.batch)}: {', '.join(d.batch)} (one final gate run)")

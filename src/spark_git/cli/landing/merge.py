@@ -148,15 +148,17 @@ def update(
             )
 
         def human(out: Out) -> None:
-            if d.rebased:
-                out.print(f"  {d.task}: {d.old_head[:12]} → {d.new_head[:12]} (on {d.base_branch} {d.base_head[:12]}; old head kept as {d.archive_ref})")
-                out.print(f"  approval: {d.approval} (patch {(d.old_patch_id or '-')[:12]} → {(d.new_patch_id or '-')[:12]})")
+            if d.rebased or d.resolved:
+                how = "the rebase you finished after the conflict; " if d.resolved else ""
+                out.print(f"  {d.task}: {d.old_head[:12]} → {d.new_head[:12]} (on {d.base_branch} {d.base_head[:12]}; {how}old head kept as {d.archive_ref})")
+            if d.approval != "none":
+                out.print(f"  approval: {d.approval}: {d.approval_why}")
             for a in d.agents:
                 out.print(f"  {a.agent}: " + (f"moved to {(a.new_head or '?')[:12]}" if a.moved else f"left alone: {a.why_not}"))
             for r in d.recovered:
                 out.print(f"  [yellow]recovered:[/yellow] {r}")
 
-        what = f"rebased onto {d.base_branch} at {d.base_head[:12]}" if d.rebased else f"already contains {d.base_branch} at {d.base_head[:12]}"
-        return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[f"spark-git status {d.task}"])
+        what = f"rebased onto {d.base_branch} at {d.base_head[:12]}" if d.rebased or d.resolved else f"already contains {d.base_branch} at {d.base_head[:12]}"
+        return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[updating.next_step(layout, d)])
 
     execute(ctx, action)

@@ -23,14 +23,17 @@ def advance(
     task: TaskArg,
     to: Annotated[str | None, typer.Option("--to", help="Target state (default: the next state of the task's variant).")] = None,
     why: Annotated[str | None, typer.Option("--why", help="Justification (needed to go back to REQUIREMENTS).")] = None,
+    rerun: Annotated[bool, typer.Option("--rerun", help="VALIDATION → REVIEW: run the build gate even if this tree already passed it.")] = False,
     session: SessionOpt = None,
 ) -> None:
     """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
     from spark_git import protocol
     def action(layout: Layout) -> Result:
-        d = ops_advance.advance(layout, task, to, session=session_from(session), why=why)
+        d = ops_advance.advance(layout, task, to, session=session_from(session), why=why, rerun=rerun)
 
         def human(out: Out) -> None:
+            if d.build_note:
+                out.print(f"  {d.build_note}")
             for w in d.waived:
                 out.print(f"  [yellow]not enforced (protocol light):[/yellow] {w}")
             out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")

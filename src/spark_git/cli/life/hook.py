@@ -78,8 +78,11 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT)
             layout = Layout.discover(cwd)
         except BadInput:
             layout = None  # not a git repo: nothing to say
+        me = checkpoint.agent_of(layout, event.get("session_id"), cwd) if layout is not None and layout.tasks_root.is_dir() else None
         if layout is None or not layout.tasks_root.is_dir():
             d = checkpoint.SessionStartData(sessions=sorted(sessions), tasks=[])
+        elif me is not None:  # an agent is told who it is, never the owner's tasks
+            d = checkpoint.for_agent(layout, sessions, *me)
         else:
             d = checkpoint.collect(layout, sessions)
         if not st.json:
@@ -87,6 +90,8 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT)
             if text:
                 print(text)
             raise typer.Exit(0)
+        if d.agent is not None:
+            return Result(f"agent {d.agent.agent} of task {d.agent.task}", d, task=d.agent.task)
         return Result(f"{len(d.tasks)} task(s) owned by session {', '.join(d.sessions) or '(none given)'}", d)
 
     execute(ctx, action, needs_repo=False)

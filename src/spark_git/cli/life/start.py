@@ -14,6 +14,7 @@ from spark_git.ops.life import agent_add as agent_add_op
 from spark_git.ops.life import sources
 from spark_git.ops.life import start as start_op
 from spark_git.ops.shared.provision import ProvisionReport, failure_summary, failures
+from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
 
 agent_app = typer.Typer(help="Manage the agents of a task.", no_args_is_help=True)
@@ -93,7 +94,7 @@ def agent_add(
     def action(layout: Layout) -> Result:
         from spark_git.protocol import agent_add_guard
 
-        d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(layout), no_setup=no_setup)
+        d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(open_store(layout)), no_setup=no_setup)
         nxt = [f"cd {shlex.quote(str(d.worktree))}"]
         failed = _setup_failed(d.provisioning)
         if failed:

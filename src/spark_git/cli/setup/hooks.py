@@ -44,7 +44,9 @@ def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt
     def action(layout: Layout) -> Result:
         d = hooksetup.install(layout, client or [], scope)
         shown = ", ".join(f.path for f in d.files)
-        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}", d, next=_next("uninstall", d, scope))
+        trusted = sum(len(f.trusted) for f in d.files)  # Codex: entries in the user's Codex config
+        also = f"; {trusted} Codex trust entr{'y' if trusted == 1 else 'ies'} written" if trusted else ""
+        return Result(f"spark-git hooks {'installed in' if d.changed else 'already in'} {shown}{also}", d, next=_next("uninstall", d, scope))
 
     execute(ctx, action)
 
@@ -66,14 +68,16 @@ def hooks_check(ctx: typer.Context) -> None:
     copied, or the user's), and is `spark-git` on the hook's PATH."""
     def action(layout: Layout) -> Result:
         d = hooksetup.check(layout)
-        bad = [c for c in d.checks if not c.loads]
+        bad = [c for c in d.checks if not c.loads or c.switched_off]
 
         def human(out: Any) -> None:
             for c in d.checks:
                 out.print(f"  {c.task}/{c.agent} {c.client}: {'loads' if c.loads else 'NOT loaded'}" + (f" from {c.source}" if c.source else "")
-                          + (" · Claude Code sandbox on" if c.sandbox else ""))
+                          + (f" · {registry.get(c.client).facts.title} sandbox on" if c.sandbox else ""))
                 if c.problem:
                     out.print(f"    {c.problem}")
+                for off in c.switched_off:
+                    out.print(f"    SWITCHED OFF: {off} (remove it)")
             for n in d.notes:
                 out.print(f"  note: {n}")
 

@@ -110,6 +110,12 @@ def problems(t: TaskView) -> list[tuple[str, str, int]]:
     return out
 
 
+def gate_head(t: TaskView) -> str:
+    """Which head the last gate ran on, when it is not the task head (an update, a later commit)."""
+    c = t.gate.commit if t.gate else None
+    return f" on {c[:12]}, not this head" if c and t.head and c != t.head else ""
+
+
 def task_lines(t: TaskView, w: int | None) -> list[str]:
     """The full picture of one task."""
     if t.state == "ENDED":
@@ -119,12 +125,16 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     tree = "dirty" if t.dirty else ("clean" if t.dirty is not None else "missing")
     head = [t.task, t.state or "?", f"owner {t.session_id} ({t.idle})", f"{t.task_branch} @ {(t.head or '?')[:12]} +{t.commits_beyond_base}", f"worktree {tree}"]
     if t.gate:
-        head.append(f"gate {t.gate.token}")
+        head.append(f"gate {t.gate.token}" + gate_head(t))
     if t.queue_position:
         head.append(f"queue #{t.queue_position}")
     lines = fit.fields(head, w)
     if t.problem:
         lines += fit.wrap(t.problem, w, "  ")
+    if t.given_back:
+        g = t.given_back
+        way = f" → {g.next[0]}" if g.next else ""
+        lines += fit.wrap(f"the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
     if t.forge:
         f = t.forge
         seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")

@@ -15,7 +15,7 @@ from spark_git.core.layout import Layout, task_name, within
 from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
-from spark_git.ops.shared import archive, keep
+from spark_git.ops.shared import archive, hooksetup, keep
 from spark_git.ops.shared.queue.checks import approval_unmet
 from spark_git.ops.shared.taskfile import load_task, save_task
 from spark_git.ops.shared.transitions import record_transition
@@ -130,7 +130,7 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, 
     if final == "CLEANUP" and tf.state == "COMPLETE":
         # The protocol's own conditions for COMPLETE → CLEANUP (the branch is contained in the base, every
         # agent COMPLETE, some agent ever invoked unless `why` says otherwise).
-        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store.layout, tf, session, why))
+        unmet = protocol.guard_for(tf, "CLEANUP")(protocol.make_ctx(store, tf, session, why))
         if unmet:
             raise protocol.refuse(f"cleanup of task {task!r}", unmet, task)
 
@@ -208,7 +208,7 @@ def _archive(store: Store, tf: TaskFile, dirty: list[Tree], trees: list[Tree], b
 def _record_end(store: Store, tf: TaskFile, final: str, session: str | None, why: str | None, archived: list[archive.Archived]) -> None:
     if tf.state != final:
         reason = why or "spark-git cleanup"
-        record_transition(store.layout, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
+        record_transition(store, tf, final, session, reason, evidence={"archived": [a.ref for a in archived]})
         save_task(store, tf)
     faults.point("end-after-transition")
 
@@ -230,6 +230,8 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branche
                 continue
             git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {tf.task_name}")
             data.deleted_branches.append(b)
+    if data.deleted_branches:
+        hooksetup.sandbox_refresh(store.layout)  # other agents' sandboxes named these refs (a gone one is a mount point)
 
 
 def _containment(git: Git, base: str) -> Contained:

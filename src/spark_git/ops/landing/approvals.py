@@ -189,11 +189,11 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
         show(present(store, tf, target))
     via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
     by = who_approves(session)
-    with updating(layout, task, session, owner=False) as cur:
+    with updating(store, task, session, owner=False) as cur:
         if sha is None and layout.git().branch_head(cur.task_branch) != target:
             raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
         frm, rule = cur.state, _back_rule(layout, cur)
-        ctx = protocol.make_ctx(layout, cur, session, why)
+        ctx = protocol.make_ctx(store, cur, session, why)
         ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(branch_ref(cur.base_branch), target),
                         "why": why, "by": by, "via": via}
         if rule is None:  # protocol light, outside AWAITING_USER_APPROVAL: the decision is recorded, the state stays
@@ -204,7 +204,7 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
                 raise protocol.refuse(f"cannot request changes to {task}", unmet, task)
             for effect in rule.effects:
                 effect(ctx)
-            record_transition(layout, cur, rule.to.value, session, f"spark-git approve --request-changes --why {why!r}",
+            record_transition(store, cur, rule.to.value, session, f"spark-git approve --request-changes --why {why!r}",
                               {**ctx.evidence, "task_head": target, "why": why})
         to = cur.state
     d = ctx.evidence["decision"]
@@ -244,17 +244,18 @@ def reject_plan(layout: Layout, task: str, *, why: str, session: str | None, int
     task = task_name(task)
     if not why.strip():
         raise BadInput("rejecting a plan needs a reason: --why '...'", task=task)
-    tf = load_task(open_store(layout), task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     unmet = protocol.approve_conditions(layout, tf, "plan")
     if unmet:
         raise protocol.refuse(f"cannot reject the plan of {task}", unmet, task)
     digest = protocol.task_md_digest(layout, task)
     via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject")
     by, at = who_approves(session), now()
-    with updating(layout, task, session, owner=False) as cur:
+    with updating(store, task, session, owner=False) as cur:
         if protocol.task_md_digest(layout, task) != digest or protocol.approve_conditions(layout, cur, "plan"):
             raise Blocked("the task or its task.md changed while you were confirming; nothing was recorded", task=task)
         cur.plan_approval = None
         cur.checkpoint_history.append({"decision": "plan_rejected", "task_md_sha256": digest, "why": why, "by": by, "via": via, "at": at})
-    open_store(layout).event(task, "plan_rejected", session, task_md_sha256=digest, why=why, by=by, via=via)
+    store.event(task, "plan_rejected", session, task_md_sha256=digest, why=why, by=by, via=via)
     return PlanRejectedData(task=task, task_md_sha256=digest, why=why, rejected_at=at, rejected_by=by, via=via)

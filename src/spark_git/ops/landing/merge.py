@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spark_git import protocol
-from spark_git.core.errors import SparkError
+from spark_git.core.errors import GitError, SparkError
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
@@ -18,7 +18,7 @@ from spark_git.ops.shared import radar
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.prepare import prepare, unmet_blocked
 from spark_git.ops.shared.merging.record import LandedCommit, land, record, record_unrecorded_landing
-from spark_git.ops.shared.merging.rewrite import rebase, stamp
+from spark_git.ops.shared.merging.rewrite import rebase, stamp, undo
 from spark_git.ops.shared.merging.verify import verify
 from spark_git.ops.shared.radar import Clash
 from spark_git.ops.shared.taskfile import load_task, save_task
@@ -79,11 +79,11 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: 
     # Like tasks.updating(), but task.json is only written when something landed ("nothing new"
     # must change nothing, not even last_active_at).
     with store.mutex(task_mutex_name(task)):
-        tf = load_task(layout, task)
+        tf = load_task(store, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
         data = _merge_locked(layout, store, tf, agent, session, rerun, ticker, warn)
         if data.landed or data.recovered:
-            save_task(layout, tf)
+            save_task(store, tf)
         return data
 
 
@@ -94,7 +94,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     A refused agent gets a second pass once others have landed after its attempt: join order is
     not dependency order (a test-writer's gate may need the code it tests to land first)."""
     task = task_name(task)
-    tf = load_task(layout, task)
+    tf = load_task(open_store(layout), task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
     unmet = protocol.merge_conditions(layout, tf)
     if unmet:
@@ -139,6 +139,7 @@ def _merge_locked(
     if not plan.new:
         plan.recovered += record_unrecorded_landing(plan)
         return _data(plan, [], None)
+    original = plan.a_head
     rebase(plan)
     stamp(plan)
     if not plan.new:  # everything was already upstream after the rebase
@@ -147,6 +148,10 @@ def _merge_locked(
     try:
         ev = verify(plan, rerun=rerun, ticker=ticker)
     except SparkError as e:
+        try:
+            undo(plan, original)
+        except GitError:  # the gate left files behind (its own refusal says so); the archive ref keeps the old head
+            pass
         e.details.setdefault("radar", [c.model_dump(mode="json") for c in clashes])
         raise
     land(plan)

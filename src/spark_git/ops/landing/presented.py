@@ -98,8 +98,12 @@ def _gates(store: Store, task: str, target: str) -> list[GateResult]:
     for e in trail.build_verifications if trail else []:
         name = str(e.get("gate") or "build")
         result = e.get("result") or ("passed" if e.get("passed") or e.get("exit_code") == 0 else "failed")
-        last[name] = GateResult(gate=name, result=str(result), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"),
-                                log_path=e.get("log_path"), on_this_commit=e.get("commit") == target)
+        g = GateResult(gate=name, result=str(result), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"),
+                       log_path=e.get("log_path"), on_this_commit=e.get("commit") == target)
+        # A run on the commit approved outranks a later run on another (a refused merge changed nothing
+        # here): the screen shows what the gate said about this head.
+        if g.on_this_commit or name not in last or not last[name].on_this_commit:
+            last[name] = g
     return list(last.values())
 
 
@@ -146,5 +150,5 @@ def _flags(store: Store, tf: TaskFile, view: Presented) -> list[str]:
             flags.append(f"agent {name} reports {report.status}: {report.feedback or '(no message)'}")
     base_head = git.branch_head(view.base_branch)
     if base_head and base_head != view.base:
-        flags.append(f"{view.base_branch} moved since (now {base_head[:12]}): complete will replay the task onto it and gate it again")
+        flags.append(f"{view.base_branch} moved since (now {base_head[:12]}): complete will merge the task onto it (if its patch applies unchanged) and gate it again")
     return flags

@@ -30,7 +30,7 @@ def sync(layout: Layout, task: str, agent: str, *, session: str | None) -> SyncD
     task = task_name(task)
     agent = agent_name(agent)
     store = open_store(layout)
-    with updating(layout, task, session) as tf:
+    with updating(store, task, session, agent=agent) as tf:
         entry = agent_entry(tf, agent)
         git = layout.git()
         awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)

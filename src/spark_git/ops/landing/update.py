@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 
+from spark_git import protocol
 from spark_git.core import faults
 from spark_git.core.errors import Blocked, GitError
 from spark_git.core.git import Git, Sha, branch_ref
@@ -20,7 +21,7 @@ from spark_git.gates import command as gates
 from spark_git.ops.shared.ignored import added, not_held, refuse_if
 from spark_git.ops.shared.merging.prepare import existing_worktree
 from spark_git.ops.shared.merging.rewrite import rebase_with_marker, recover_rebase, update_marker
-from spark_git.ops.shared.taskfile import updating
+from spark_git.ops.shared.taskfile import load_task, updating
 from spark_git.protocol import approval_holds
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, now
@@ -49,6 +50,8 @@ class UpdateData(Model):
     old_patch_id: str | None = None
     new_patch_id: str | None = None
     approval: str = "none"  # kept | voided | none (what became of the change approval / presentation)
+    approval_why: str | None = None  # why it was kept or voided, in words
+    resolved: bool = False  # this run took over a rebase `--leave-conflict` left and the coordinator finished
     # old_patch_id: of the approved (or presented) commit; new_patch_id: of the new head
     agents: list[AgentUpdate] = []
     recovered: list[str] = []
@@ -94,13 +97,16 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     movers = _movers(store, git, tf, head, base_head if rebasing else None, base_adds)  # checked before anything moves
     if rebasing and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
         return d
+    if not rebasing:
+        _take_over_resolved(store, tf, d)
     if tf.base_commit != base_head and git.is_ancestor(tf.base_commit, base_head):
         tf.base_commit = base_head  # the task's commits are now base_head..head (who, log, classify)
     d.agents = [_bring_agent(tf, a, movers[a], Sha(d.new_head)) for a in tf.agents]
+    _last_merges_follow(git, tf, d)
     cp = tf.checkpoint
     if cp is not None and cp.type == "changes" and cp.commit_sha not in (None, d.new_head) and (d.rebased or cp.approved):
         _carry_approval(layout, tf, d)  # also after a rebase the coordinator finished (--leave-conflict)
-    if d.rebased or any(a.moved for a in d.agents):
+    if d.rebased or d.resolved or any(a.moved for a in d.agents):
         store.event(task, "updated", session, base=tf.base_branch, base_head=base_head, old_head=d.old_head, new_head=d.new_head,
                     archive_ref=d.archive_ref, old_patch_id=d.old_patch_id, new_patch_id=d.new_patch_id, approval=d.approval,
                     agents={a.agent: (a.new_head if a.moved else a.why_not) for a in d.agents})
@@ -129,6 +135,32 @@ def _rebase(layout: Layout, store: Store, tf: TaskFile, twt: Git, d: UpdateData,
     d.new_head = git.branch_head(tf.task_branch) or d.old_head
     d.rebased = True
     return True
+
+
+def _last_merges_follow(git: Git, tf: TaskFile, d: UpdateData) -> None:
+    """The agents' merged work is on the new head now (rebased, and after a resolved conflict with
+    another patch): their last merges follow, so no record points at a commit the branch left."""
+    if d.new_head == d.old_head:
+        return
+    moved = {a.agent for a in d.agents if a.moved}
+    for agent, e in tf.agents.items():
+        if e.last_merge_sha and (agent in moved or git.is_ancestor(e.last_merge_sha, d.old_head)):
+            e.last_merge_sha = d.new_head
+
+
+def _take_over_resolved(store: Store, tf: TaskFile, d: UpdateData) -> None:
+    """A rebase `update --leave-conflict` left, finished by the coordinator: this run reports it as the
+    update it is (the head before it, its archive ref), so the output and the audit event name the
+    real old head and what became of the approval."""
+    trail = store.read_audit(tf.task_name)
+    for e in reversed(trail.events if trail else []):
+        if e.get("kind") == "updated":
+            return  # the last conflict was taken over (or aborted and updated) already
+        if e.get("kind") == "update_conflict":
+            old = e.get("old_head")
+            if isinstance(old, str) and old != d.new_head and old != d.old_head:
+                d.old_head, d.archive_ref, d.resolved = old, e.get("archive_ref"), True
+            return
 
 
 def _was_merged(store: Store, git: Git, tf: TaskFile, a_head: Sha) -> bool:
@@ -199,8 +231,25 @@ def _carry_approval(layout: Layout, tf: TaskFile, d: UpdateData) -> None:
         tf.checkpoint_history.append({"decision": "carried", "from": cp.commit_sha, "to": d.new_head, "patch_id": d.new_patch_id,
                                       "approved": cp.approved, "at": now(), "by": "spark-git update"})
         cp.commit_sha, cp.patch_id, d.approval = d.new_head, d.new_patch_id, "kept"
+        d.approval_why = f"the patch is unchanged (patch id {(d.new_patch_id or '-')[:12]}): the approval of {d.old_head[:12]} holds for {d.new_head[:12]}"
         return
     tf.checkpoint_history.append({"decision": "voided", "commit_sha": cp.commit_sha, "patch_id": cp.patch_id, "new_head": d.new_head,
                                   "new_patch_id": d.new_patch_id, "approved": cp.approved, "at": now(), "by": "spark-git update"})
     cp.approved, d.approval = False, "voided"
+    d.approval_why = (f"the patch changed (patch id {(d.old_patch_id or '-')[:12]} → {(d.new_patch_id or '-')[:12]}"
+                      f"{', a conflict was resolved' if d.resolved else ''}): the human approves {d.new_head[:12]} again")
 
+
+
+def next_step(layout: Layout, d: UpdateData) -> str:
+    """After an update: the human's approval again when it was voided (under protocol "full" the
+    protocol's own way back first: a head other than the one presented needs a new round), `complete`
+    when it holds."""
+    if d.approval == "none":
+        return f"spark-git status {d.task}"
+    store = open_store(layout)
+    tf = load_task(store, d.task)
+    way = [u.fix for u in protocol.complete_conditions(store, tf, d.new_head) if u.fix]
+    if way:
+        return way[0]
+    return f"spark-git approve {d.task} --changes" if d.approval == "voided" else f"spark-git complete {d.task}"

@@ -21,6 +21,7 @@ from spark_git.protocol import State
 from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 
 class AdvanceData(Model):
@@ -32,16 +33,18 @@ class AdvanceData(Model):
     evidence: dict[str, Any] = {}
     waived: list[str] = []  # unmet conditions recorded but not enforced (protocol = "light")
     next_states: list[str] = []
+    build_note: str | None = None  # what the build gate did for this transition: ran now, or a verdict reused (and whose)
 
 
-def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None) -> AdvanceData:
+def advance(layout: Layout, task: str, to: str | None, *, session: str | None, why: str | None = None, rerun: bool = False) -> AdvanceData:
     task = task_name(task)
     to = _known_state(to, task)
-    with updating(layout, task, session, owner=False) as tf:
+    store = open_store(layout)
+    with updating(store, task, session, owner=False) as tf:
         frm = tf.state
-        rule = _rule(layout, tf, to)
+        rule = _rule(store, tf, to)
         to = rule.to.value
-        ctx = protocol.make_ctx(layout, tf, session, why, run_build=_build_runner(layout, tf))
+        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf, rerun))
         unmet = rule.guard(ctx)
         if to == State.COMPLETE:
             raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
@@ -62,11 +65,22 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
             evidence["waived"] = waived
         if why:
             evidence["why"] = why
-        record_transition(layout, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
+        record_transition(store, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
         if build is not None:
-            open_store(layout).audit(task, "build_verifications", build, session=session)
+            store.audit(task, "build_verifications", build, session=session)
         return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
-                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf))
+                           evidence=evidence, waived=waived, next_states=protocol.next_states(tf), build_note=_build_note(ctx))
+
+
+def _build_note(ctx: protocol.Ctx) -> str | None:
+    ev, rec = ctx.record_build, ctx.evidence.get("build")
+    if isinstance(ev, gates.GateEvidence):
+        if ev.reused_from:
+            return f"gates.build not run again: the tree of {ev.commit[:12]} passed it before ({ev.reused_from}; --rerun runs it)"
+        return f"gates.build ran now on {ev.commit[:12]}: passed" + (f" in {ev.duration_s:.1f} s" if ev.duration_s is not None else "")
+    if isinstance(rec, dict) and rec.get("commit"):
+        return f"gates.build not run again: it passed on {str(rec['commit'])[:12]} at {rec.get('at')} (log {rec.get('log_path')})"
+    return None
 
 
 def _known_state(to: str | None, task: str) -> str | None:
@@ -78,7 +92,7 @@ def _known_state(to: str | None, task: str) -> str | None:
     return to
 
 
-def _rule(layout: Layout, tf: TaskFile, to: str | None) -> protocol.Rule:
+def _rule(store: Store, tf: TaskFile, to: str | None) -> protocol.Rule:
     """The transition to `to` (None: the variant's default next state); Blocked if it is not legal."""
     legal, task, frm = protocol.next_states(tf), tf.task_name, tf.state
     if to is None:
@@ -91,26 +105,27 @@ def _rule(layout: Layout, tf: TaskFile, to: str | None) -> protocol.Rule:
             f"illegal transition {frm} → {to} for task {task!r} (variant {protocol.variant_of(tf)})",
             hint=f"legal next state(s) from {frm}: {', '.join(legal) or 'none'}",
             details={"legal_next_states": legal},
-            next=[_command_to(layout, tf, s) for s in legal],
+            next=[_command_to(store, tf, s) for s in legal],
             task=task,
         )
     return rule
 
 
-def _command_to(layout: Layout, tf: TaskFile, state: str) -> str:
+def _command_to(store: Store, tf: TaskFile, state: str) -> str:
     """The command towards `state`; `complete` after the human's approval when none holds for the head."""
     cmd = protocol.command_to(tf.task_name, state, tf.state)
     if state != State.COMPLETE:
         return cmd
     cp = tf.checkpoint
-    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(layout, tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
+    if cp is not None and cp.type == "changes" and cp.approved and protocol.make_ctx(store, tf, tf.session_id, dry=True).holds(cp.commit_sha, cp.patch_id):
         return cmd
     return f"spark-git approve {tf.task_name} --changes && {cmd}"
 
 
-def _build_runner(layout: Layout, tf: TaskFile) -> Callable[[], gates.GateEvidence]:
+def _build_runner(store: Store, tf: TaskFile, rerun: bool = False) -> Callable[[], gates.GateEvidence]:
     """The build gate on the task worktree, for the guard of VALIDATION → REVIEW."""
-    task = tf.task_name
-    # rerun: VALIDATION asks for a build of its own; its verdict is still recorded for later gates to reuse
-    return lambda: verdicts.run_configured(open_store(layout), "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
-                                           env=envs.for_worktree(layout, task), rerun=True)
+    layout, task = store.layout, tf.task_name
+    # A passing verdict of this very tree (same command and environment) is reused, and the result says
+    # so: re-running the whole suite on a tree that passed a minute earlier told nobody anything.
+    return lambda: verdicts.run_configured(store, "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
+                                           env=envs.for_worktree(store, task), rerun=rerun)

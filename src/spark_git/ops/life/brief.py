@@ -79,7 +79,7 @@ def brief(layout: Layout, task: str, agent: str) -> BriefData:
     entry = tf.agents[agent]
     t = BriefTask(
         id=task, title=tf.title or task, goal=_goal(sections, agent), non_goals=_items(sections, NON_GOALS),
-        context_files=_context_files(layout, tf), session_changed_files=changed,
+        context_files=_context_files(store, tf), session_changed_files=changed,
         constraints=[
             f"work only in {entry.worktree} (branch {entry.branch}); commit there with the message prefix `[{agent}] `",
             "do not edit spark-git's files (task.json, status.json, audit-trail.json) by hand",
@@ -114,10 +114,11 @@ def _items(sections: dict[str, str], head: re.Pattern[str]) -> list[str]:
     return [re.sub(r"^[-*]\s+", "", ln.strip()) for ln in body.splitlines() if ln.strip()]
 
 
-def _context_files(layout: Layout, tf: TaskFile) -> list[str]:
+def _context_files(store: Store, tf: TaskFile) -> list[str]:
+    layout = store.layout
     files = [layout.task_md(tf.task_name)]
     for a in tf.agents:  # every agent's requirements report (an unreadable status.json: the default path)
-        files.append(requirements_path(layout, tf.task_name, a, read_status(layout, tf.task_name, a)))
+        files.append(requirements_path(layout, tf.task_name, a, read_status(store, tf.task_name, a)))
     return [str(f) for f in dict.fromkeys(files) if f.is_file()]
 
 

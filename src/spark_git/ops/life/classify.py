@@ -202,7 +202,7 @@ def classify(
     cx = assess(text, paths)
     cx.protocol_in_effect = layout.config.protocol
     added = []
-    guard = protocol.agent_add_guard(layout)
+    guard = protocol.agent_add_guard(store)
     for a in d.agents:
         if a not in tf.agents:
             add_agent(layout, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)

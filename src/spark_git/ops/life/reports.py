@@ -46,7 +46,7 @@ def report(
         p = Path(report_path).expanduser()
         rp = str(p if p.is_absolute() else (cwd or Path.cwd()) / p)
     store = open_store(layout)
-    with updating(store, task, session) as tf:
+    with updating(store, task, session, agent=agent) as tf:
         if agent not in tf.agents:
             raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
         entry = tf.agents[agent]

@@ -110,7 +110,7 @@ def _create(store: Store, git: Git, task: str, agents: list[str], base: str | No
 def _resume(store: Store, existing: TaskFile, session: str, minted: bool, progress: Progress, no_setup: bool) -> StartData:
     task = existing.task_name
     require_owner(f"task {task!r}", existing.session_id, existing.last_active_at, session, task=task)
-    protocol.check_consistent(store.layout, existing)  # a hand-edited task is refused here too
+    protocol.check_consistent(store, existing)  # a hand-edited task is refused here too
     if existing.provisioning == "done":
         if not store.layout.task_worktree(task).is_dir():
             raise _inconsistent(store.layout, task, "its lock exists but its task worktree does not")

@@ -79,22 +79,30 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
     if task is None:
         return _plain(layout, name)
     agent = derive_agent(name)
-    tf = open_store(layout).read_task(task)
+    store = open_store(layout)
+    tf = store.read_task(task)
     entry = tf.agents.get(agent) if tf else None
     if entry is not None and Path(entry.worktree).is_dir():
         d = WorktreeHookData(path=entry.worktree, task=task, agent=agent, branch=entry.branch, action="reused")
     else:
         # Recorded as added by the lock's session when it is one of this event's (SPARK_SESSION_ID), else the event's.
         by = tf.session_id if owner and tf is not None and tf.session_id in sessions else session
-        a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
-                      guard=agent_add_guard(layout), owner=owner)
+        if session:
+            # Claimed before it exists: agent add's sandbox refresh then grants the new worktree to the
+            # launching agent in the same write (Claude Code's settings watcher can miss a second one).
+            identity.claim(layout.repo.common_dir, task, agent, session)
+        try:
+            a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
+                          guard=agent_add_guard(store), owner=owner)
+        except BaseException:
+            if session:
+                identity.claim_path(layout.repo.common_dir, task, agent).unlink(missing_ok=True)
+            raise
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
-    if session and d.action == "created":
-        # Only a worktree made now is claimed: an existing one (another agent's, or made for another
-        # session) is handed out but judged as before, else naming it would take over its identity.
-        identity.claim(layout.repo.common_dir, task, agent, session)
+    # Only a worktree made now is claimed (above): an existing one (another agent's, or made for another
+    # session) is handed out but judged as before, else naming it would take over its identity.
     return d
 
 

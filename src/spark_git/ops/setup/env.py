@@ -9,6 +9,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.shared.envs import spark_vars
+from spark_git.state.backends import open_store
 
 
 class EnvData(Model):
@@ -36,5 +37,5 @@ def env_data(layout: Layout, task: str, agent: str | None) -> EnvData:
     task_name(task)
     if agent is not None:
         agent_name(agent)
-    v = spark_vars(layout, task, agent)
+    v = spark_vars(open_store(layout), task, agent)
     return EnvData(task=task, agent=agent, worktree=v["SPARK_WORKTREE"], vars=v)

@@ -96,17 +96,17 @@ def disable(layout: Layout) -> RemoteData:
 
 
 def heartbeat(layout: Layout, task: str) -> HeartbeatData:
-    store = remote_store(layout)
-    lease = store.heartbeat(task)
+    _store, remote = remote_store(layout)
+    lease = remote.heartbeat(task)
     return HeartbeatData(task=task, machine=lease.machine, expires_at=lease.expires_at)
 
 
 def sync(layout: Layout) -> RemoteStatusData:
     """Merges and pushes both notes refs (a write whose push kept being refused goes out here)."""
-    store = remote_store(layout)
+    _store, remote = remote_store(layout)
     for ref in (NOTES_REF, VERDICTS_REF):
         if layout.git().rev_parse(ref) is not None:
-            store.sync_notes(ref)
+            remote.sync_notes(ref)
     return status(layout)
 
 

@@ -8,9 +8,7 @@ from pathlib import Path
 
 from spark_git.core.errors import GitError
 from spark_git.core.git import Git, Sha
-from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import as_store
 from spark_git.state.store import Store
 
 FALLBACK_IDENT = {
@@ -36,11 +34,11 @@ class KeptPath(Model):
     was: str | None = None  # where it was (inside a removed worktree); None when listed from disk
 
 
-def keep(store: Store | Layout, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> Archived:
+def keep(store: Store, task: str, name: str, sha: str, what: str, session: str | None = None, *, event: bool = True) -> Archived:
     """Makes `sha` reachable from `refs/spark/archive/<task>/<name>/<sha12>` (the same scheme `merge`
     uses before it rewrites a branch). Idempotent; an existing ref is never moved. `event`: logged in
     the task's audit trail."""
-    ref = as_store(store).archive(task, name, sha, what, session, event=event)
+    ref = store.archive(task, name, sha, what, session, event=event)
     return Archived(ref=ref, sha=sha, what=what)
 
 
@@ -78,7 +76,7 @@ def commit_with_files(wt: Git, files: list[str], message: str) -> Sha:
         return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
 
 
-def keep_uncommitted(store: Store | Layout, task: str, label: str, path: Path, files: list[str], session: str | None = None, *,
+def keep_uncommitted(store: Store, task: str, label: str, path: Path, files: list[str], session: str | None = None, *,
                      event: bool = True) -> Archived:
     wt = Git(path)
     msg = f"spark-git: uncommitted work of {path}\n\nSaved by spark-git before removing the worktree.\n\nFiles:\n" + "".join(f"  {f}\n" for f in files)

@@ -9,11 +9,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from spark_git.core.caller import agent_session, gate_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
-from spark_git.core.layout import Layout
 from spark_git.ops.shared.taskfile import load_task
-from spark_git.state.backends import as_store
 from spark_git.state.models import PortEntry, PortsFile
 from spark_git.state.store import Store
 
@@ -34,9 +33,8 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def allocate(store: Store | Layout, task: str, agent: str | None, worktree: Path) -> int:
+def allocate(store: Store, task: str, agent: str | None, worktree: Path) -> int:
     """The worktree's port: its recorded one if still live, else the lowest free port of the range."""
-    store = as_store(store)
     rng = store.layout.config.ports
     if rng.end < rng.start:
         raise BadInput(f"ports: end {rng.end} is below start {rng.start}")
@@ -61,9 +59,8 @@ def allocate(store: Store | Layout, task: str, agent: str | None, worktree: Path
     )
 
 
-def release(store: Store | Layout, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
+def release(store: Store, task: str, agent: str | None = None, *, all_of_task: bool = False) -> list[int]:
     """Frees the port of one worktree (or every worktree of the task). Returns the freed ports."""
-    store = as_store(store)
     if not store.read_ports().ports:  # nothing to free: no need to wait for the mutex
         return []
     with store.mutex(PORTS):
@@ -79,10 +76,9 @@ def release(store: Store | Layout, task: str, agent: str | None = None, *, all_o
     return freed
 
 
-def spark_vars(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
+def spark_vars(store: Store, task: str, agent: str | None = None, session: str | None = None, *, need_port: bool = True) -> dict[str, str]:
     """SPARK_* for one worktree of a task (allocates its port if needed). need_port=False: an
     exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
-    store = as_store(store)
     tf = load_task(store, task)
     if agent is not None and agent not in tf.agents:
         raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
@@ -97,16 +93,22 @@ def spark_vars(store: Store | Layout, task: str, agent: str | None = None, sessi
     return {
         "SPARK_TASK": task,
         "SPARK_AGENT": agent or "",
-        "SPARK_SESSION_ID": session or tf.session_id,
+        # an agent's own identity, never the owner's session (core/caller.py)
+        "SPARK_SESSION_ID": agent_session(task, agent) if agent else session or tf.session_id,
         "SPARK_WORKTREE": str(wt),
         "SPARK_TASK_WORKTREE": str(task_wt),
         "SPARK_PORT": port,
     }
 
 
-def for_worktree(store: Store | Layout, task: str, agent: str | None = None, session: str | None = None) -> dict[str, str]:
-    """The environment gates and setup commands run with: the process environment without variables
-    that would point git at another repository, plus SPARK_* of the worktree."""
+def for_worktree(store: Store, task: str, agent: str | None = None) -> dict[str, str]:
+    """The environment gates and setup commands run with (and an agent's client, when spark-git starts
+    one): the process environment without variables that would point git at another repository, plus
+    SPARK_* of the worktree. They run the agents' code: in an agent worktree as that agent, in the
+    task worktree as the task's gate, never as the owner (core/caller.py refuses both the
+    coordinator's commands)."""
     env = clean_env()
-    env.update(spark_vars(store, task, agent, session, need_port=False))
+    env.update(spark_vars(store, task, agent, need_port=False))
+    if agent is None:
+        env["SPARK_SESSION_ID"] = gate_session(task)
     return env

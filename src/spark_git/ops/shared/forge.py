@@ -4,21 +4,17 @@ a close seen there recorded (the transition, the note, the queue's outcome, the 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from spark_git.core import forge
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
-from spark_git.core.gitremote import Remote
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared.queue.land import record_outcome
-from spark_git.ops.shared.taskfile import updating
-from spark_git.ops.shared.transitions import record_transition
 from spark_git.state.backends import open_store
-from spark_git.state.files import read_optional
 from spark_git.state.models import TaskFile, now
-from spark_git.state.queuelog import QueueOutcome
+
+if TYPE_CHECKING:
+    from spark_git.core import forge
 
 
 class ForgeView(Model):
@@ -49,6 +45,8 @@ def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
     m = tf.forge
     if m is None or m.state != "open":
         return view_of(tf)
+    from spark_git.core import forge  # lazy, like the recording below: `status` shows tasks without a PR/MR at no cost
+
     try:
         seen = forge.cli(m.via).view(layout.main_worktree, forge.Opened(m.url, m.number))
         if seen.state != "open":
@@ -59,6 +57,11 @@ def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
 
 
 def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
+    from spark_git.ops.shared.queue.land import record_outcome  # lazy: only a PR/MR seen merged or closed is recorded
+    from spark_git.ops.shared.taskfile import updating
+    from spark_git.ops.shared.transitions import record_transition
+    from spark_git.state.queuelog import QueueOutcome
+
     store = open_store(layout)
     with updating(store, task, None, owner=False) as tf:
         m = tf.forge
@@ -69,7 +72,7 @@ def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
         if seen.state == "merged":
             store.add_notes([(m.head, {"kind": "completed", "task": task, "session": session, "base": tf.base_branch, "via": m.via,
                                        "url": m.url, "landed_as": seen.merge_commit, "merged_at": seen.merged_at})])
-            record_transition(layout, tf, "COMPLETE", session, f"merged on the forge ({m.via}): {m.url}",
+            record_transition(store, tf, "COMPLETE", session, f"merged on the forge ({m.via}): {m.url}",
                               {"commit": m.head, "landed_commit": seen.merge_commit, "via": m.via, "url": m.url})
             store.event(task, "completed", session, base=tf.base_branch, via=m.via, url=m.url, landed_commit=seen.merge_commit)
         else:
@@ -85,6 +88,8 @@ def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
 def _take_base(layout: Layout, tf: TaskFile) -> None:
     """The base as the forge left it, fast-forwarded here when that is a fast-forward (then `cleanup`
     finds the task contained in it); otherwise left for the user to pull."""
+    from spark_git.core.gitremote import Remote  # lazy: see _record
+
     assert tf.forge is not None
     git, base = layout.git(), tf.base_branch
     try:
@@ -106,7 +111,7 @@ def refresh_all(layout: Layout) -> list[ForgeView]:
     res = []
     for name in layout.task_names():
         try:
-            tf = read_optional(layout.task_json(name), TaskFile)
+            tf = open_store(layout).read_task_here(name)
         except SparkError:
             continue
         if tf is not None and tf.forge is not None:

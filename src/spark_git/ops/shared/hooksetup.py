@@ -10,12 +10,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import facts, jsonhooks, registry, sandbox, settings
+from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
+from spark_git.clients.gemini import GEMINI
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.shared import codexsetup, sandboxes
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 
@@ -52,11 +54,12 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
     for wt in agents:
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
+    done += _codex(layout, files, scope, on=True)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
 
 
@@ -64,10 +67,24 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = _agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    untrusted = codexsetup.untrust(layout, scope) if any(c.name == codexsetup.NAME for c in clients) else []  # while the entries are there to name
     files = [c.uninstall(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
+    done += _codex(layout, files, scope, on=False, untrusted=untrusted)
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
+
+
+def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
+    """Codex: its trust entries (into its file's `trusted`) and its sandbox in the agent worktrees."""
+    f = next((f for f in files if f.client == codexsetup.NAME), None)
+    if f is None:
+        return []
+    f.trusted = codexsetup.trust(layout, scope) if on else untrusted or []
+    f.changed = f.changed or bool(f.trusted)
+    agents = agent_worktrees(layout)
+    return codexsetup.sandbox_all(layout, agents, on=True) if on else (
+        codexsetup.sandbox_all(layout, agents, on=False) if not codexsetup.installed(layout) else [])
 
 
 # -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
@@ -80,7 +97,7 @@ def claude_installed(layout: Layout) -> bool:
     return any(boxed(c) for r in roots for c in configured(r))
 
 
-def _agent_worktrees(layout: Layout) -> list[Path]:
+def agent_worktrees(layout: Layout) -> list[Path]:
     """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
     store = open_store(layout)
     out = []
@@ -94,7 +111,7 @@ def _sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
     """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
     if on:
         _exclude(layout, on=True)
-    changed = [str(wt) for wt in agents if (sandbox.apply(wt) if on else sandbox.remove(wt))]
+    changed = [str(wt) for wt in sandboxes.refresh(layout)] if on else [str(wt) for wt in agents if sandbox.remove(wt)]
     tasks = [layout.task_worktree(t) for t in layout.task_names()]
     if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
         _exclude(layout, on=False)  # no worktree of a task would show an untracked copy
@@ -111,6 +128,13 @@ def _exclude(layout: Layout, *, on: bool) -> None:
             sandbox.unexclude(layout.repo.common_dir)
 
 
+def sandbox_refresh(layout: Layout) -> None:
+    """Every agent's sandbox rewritten after refs came or went (ops/shared/sandboxes.py): a denied path
+    that no longer exists would be mounted over, an empty file on the host while a command runs."""
+    if claude_installed(layout):
+        sandboxes.refresh(layout)
+
+
 def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Path]:
     """At agent worktree creation, when spark-git's Claude hooks are installed: the exclude line `before`
     provisioning copies ignored settings; after it, the sandbox into each new agent worktree whose
@@ -120,14 +144,8 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
     if before:
         _exclude(layout, on=True)
         return []
-    done = []
-    for wt in agents:
-        try:
-            sandbox.apply(wt, new=True)
-            done.append(wt)
-        except BadInput:
-            continue
-    return done
+    sandboxes.refresh(layout, new=agents)  # the others' too: their git entries name the new branches
+    return [wt for wt in agents if sandboxes.present(layout, wt)]
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -141,7 +159,8 @@ class HookCheck(Model):
     loads: bool
     source: str | None = None  # the settings file that brings the hooks, and how it got there
     problem: str | None = None
-    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json
+    sandbox: bool | None = None  # claude: Claude Code's sandbox is in the worktree's .claude/settings.local.json; codex: Codex's in its .codex/config.toml
+    switched_off: list[str] = []  # "<file>: <key> = <value>" for each setting a session here loads that turns the hooks or the sandbox off
 
 
 class HooksCheckData(Model):
@@ -199,6 +218,25 @@ def _in_worktree(git: Git, scope: str, rel: Path) -> tuple[bool, str | None, str
         f"{rel} is present here but neither committed nor ignored: worktrees created later will not get it")
 
 
+def _switched_off(c: Client, wt: Path, main: Path) -> list[str]:
+    """Each setting in a file a session of `c` in `wt` loads (the main worktree's and an administrator's
+    included) that turns spark-git's hooks or sandbox off: one such file undoes every other."""
+    files = [p for _, _, p in c.facts.loaded(wt, main)] + [Path(m) for m in c.facts.managed]
+    out = []
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for key, value, what in c.facts.off:
+            got: object = data
+            for part in key.split("."):
+                got = got.get(part) if isinstance(got, dict) else None
+            if got is value:
+                out.append(f"{path}: {key} = {json.dumps(value)} turns {c.facts.title}'s {what} off")
+    return out
+
+
 def _sandbox_notes(clients: list[Client], checks: list[HookCheck]) -> list[str]:
     """A client's sandbox that cannot run here for want of a program: worth knowing, not a failure."""
     if not sys.platform.startswith("linux"):
@@ -224,10 +262,19 @@ def check(layout: Layout) -> HooksCheckData:
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
+                box = sandboxes.present(layout, layout.agent_worktree(t, a)) if boxed(c) else None
+                if c.name == codexsetup.NAME:
+                    loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
+                if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
+                    why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
+                    loads, problem = (False, why) if why else (loads, problem)
                 if exe is None:
                     loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                box = sandbox.present(layout.agent_worktree(t, a)) if boxed(c) else None
-                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem, sandbox=box))
+                off = _switched_off(c, Path(e.worktree), layout.main_worktree)
+                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
+                                        sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks)
-    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads for c in checks), bwrap=bwrap, notes=notes)
+    if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
+        notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
+    return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)

@@ -10,7 +10,7 @@ from typing import Any
 from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import as_store, open_store
+from spark_git.state.backends import open_store
 from spark_git.state.locks import MAIN, idle_for, require_owner
 from spark_git.state.models import MainLock, now
 from spark_git.state.store import Store
@@ -30,8 +30,8 @@ class MainLockData(Model):
     previous_owner: str | None = None  # unlock: who held it (None if unknown: the lock was corrupt)
 
 
-def view(store: Store | Layout, lock: MainLock | None, **kw: Any) -> MainLockData:
-    path = str(as_store(store).layout.main_lock())
+def view(store: Store, lock: MainLock | None, **kw: Any) -> MainLockData:
+    path = str(store.layout.main_lock())
     if lock is None:
         return MainLockData(held=False, path=path, **kw)
     return MainLockData(
@@ -40,8 +40,8 @@ def view(store: Store | Layout, lock: MainLock | None, **kw: Any) -> MainLockDat
     )
 
 
-def read(store: Store | Layout) -> MainLock | None:
-    return as_store(store).read_main_lock()
+def read(store: Store) -> MainLock | None:
+    return store.read_main_lock()
 
 
 def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockData:
@@ -84,11 +84,10 @@ def unlock(layout: Layout, session: str | None, force: bool = False, why: str | 
 
 
 @contextmanager
-def hold(store: Store | Layout, session: str, reason: str, *, task: str | None = None) -> Iterator[None]:
+def hold(store: Store, session: str, reason: str, *, task: str | None = None) -> Iterator[None]:
     """Holds the main mutex and the main-worktree lock for the duration of an operation (`complete`).
     Our own lock left by a killed run of the same session and reason is taken over; a lock this
     session holds for another reason (`lock main`) is used and left in place."""
-    store = as_store(store)
     wait = store.layout.config.queue.wait_s
     with store.mutex(MAIN):
         held = store.read_main_lock()

@@ -21,6 +21,7 @@ from spark_git.core import proc
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.shared import envs
+from spark_git.state.backends import open_store
 
 INCLUDE_FILE = ".worktreeinclude"
 
@@ -114,7 +115,7 @@ def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionRe
 
 
 def run_setup(layout: Layout, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None]) -> None:
-    env = envs.for_worktree(layout, task, agent)
+    env = envs.for_worktree(open_store(layout), task, agent)
     logs = layout.logs_dir(task)
     logs.mkdir(parents=True, exist_ok=True)
     cmds = layout.config.worktree.setup

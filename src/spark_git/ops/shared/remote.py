@@ -1,19 +1,20 @@
 """Remote mode's shared parts: the cross-machine view of the remote's locks (`remote status`, and
 `status` and `doctor` in remote mode), the remote Store, and `lock break`'s take-over of a task.
-The remote backend is imported by `open_store` only in remote mode; here it is a type."""
+Remote mode's extras are the Store's `remote` role: the remote backend is imported by `open_store`
+only in remote mode."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.backends import open_store
-from spark_git.state.remote_refs import Lease
+from spark_git.state.store import Shared, Store
 
 if TYPE_CHECKING:
-    from spark_git.state.remote import RemoteStore
+    from spark_git.state.remote_refs import Lease
 
 
 class LeaseView(Model):
@@ -43,18 +44,20 @@ def _view(task: str, state: str | None, lease: Lease, me: str) -> LeaseView:
                      broken_why=str(lease.broken.get("why")) if lease.broken else None)
 
 
-def remote_store(layout: Layout) -> RemoteStore:
-    if not layout.config.sync.remote:  # open_store picks the remote backend exactly then
+def remote_store(layout: Layout) -> tuple[Store, Shared]:
+    """The command's Store and its remote role; refused in local mode."""
+    store = open_store(layout)
+    if store.remote is None:
         raise BadInput("remote mode is off in this clone", hint="with no task running here: spark-git remote enable <remote>")
-    return cast("RemoteStore", open_store(layout))
+    return store, store.remote
 
 
 def status(layout: Layout) -> RemoteStatusData:
-    store = remote_store(layout)
-    me = store.machine
-    tasks = [_view(t, tf.state if tf else None, lease, me) for t, (tf, lease) in store.remote_tasks().items()]
-    main = store.refs.read("refs/spark/main-lock", "main-lock.json")
-    return RemoteStatusData(remote=store.refs.remote.name, machine=me, tasks=tasks, main_lock=_view("main", None, main[2], me) if main else None,
+    store, remote = remote_store(layout)
+    me = remote.machine
+    tasks = [_view(t, tf.state if tf else None, lease, me) for t, (tf, lease) in remote.remote_tasks().items()]
+    main = remote.main_lock_lease()
+    return RemoteStatusData(remote=remote.remote_name, machine=me, tasks=tasks, main_lock=_view("main", None, main, me) if main else None,
                             queue=[e.task for e in store.queue_entries()])
 
 
@@ -62,10 +65,10 @@ def break_remote(layout: Layout, task: str, why: str, session: str) -> dict[str,
     """`lock break` in remote mode: this machine takes the task over with a lease on the commit it saw
     (a holder that moved in between makes the push fail: run it again); logged in the audit trail and
     the lock's own history, and the old holder's next command is refused with `why`."""
-    store = remote_store(layout)
-    before, _tf = store.take_over(task, session, why)
+    store, remote = remote_store(layout)
+    before, _tf = remote.take_over(task, session, why)
     store.event(task, "lock_broken", session, previous_owner=before.session, previous_machine=before.machine, new_owner=session,
-                new_machine=store.machine, why=why, lease_expired=before.expired())
+                new_machine=remote.machine, why=why, lease_expired=before.expired())
     return {"task": task, "previous_owner": f"{before.session} on {before.machine}", "new_owner": session,
             "idle": f"{before.age_s():.0f}s", "why": why, "owner_alive": None if before.expired() else True, "owner_pid": before.pid,
             "broken_by": session}

@@ -6,42 +6,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from spark_git import protocol
+from spark_git.core.caller import is_self
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.layout import Layout
-from spark_git.state.backends import as_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import AgentStatus, TaskFile, now
 from spark_git.state.recorded import check_recorded
 from spark_git.state.store import Store
 
 
-def load_task(store: Store | Layout, task: str, *, check: bool = True) -> TaskFile:
+def load_task(store: Store, task: str, *, check: bool = True) -> TaskFile:
     """`check=False` is the escape hatch for `doctor`/`audit`: read a task.json whose state its
     transition_log cannot explain (hand-edited); every other command refuses it (exit 3)."""
-    store = as_store(store)
     tf = store.read_task(task)
     if tf is None:
         path = store.layout.task_json(task)
         raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task)
     if check:
-        protocol.check_consistent(store.layout, tf)
+        protocol.check_consistent(store, tf)
         check_recorded(store.layout, tf)  # every command acts only on the worktrees and branches the layout derives
     return tf
 
 
-def save_task(store: Store | Layout, tf: TaskFile) -> None:
+def save_task(store: Store, tf: TaskFile) -> None:
     tf.last_active_at = now()
-    as_store(store).write_task(tf)
+    store.write_task(tf)
 
 
 @contextmanager
-def updating(store: Store | Layout, task: str, session: str | None, *, owner: bool = True) -> Iterator[TaskFile]:
+def updating(store: Store, task: str, session: str | None, *, owner: bool = True, agent: str | None = None) -> Iterator[TaskFile]:
     """Lock → re-read → (check owner) → let the caller change it → write. Nothing is written if the
-    body raises."""
-    store = as_store(store)
+    body raises. `agent`: that agent's own session may act too (report, sync for itself)."""
     with store.mutex(task_mutex_name(task)):
         tf = load_task(store, task)
-        if owner:
+        if owner and not (agent and is_self(session, task, agent)):
             require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
         yield tf
         save_task(store, tf)

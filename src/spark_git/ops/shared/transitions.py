@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_git.core.layout import Layout
 from spark_git.state import chain
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, Transition
+from spark_git.state.store import Store
 
 
 def record_transition(
-    layout: Layout, tf: TaskFile, to: str, session: str | None, reason: str, evidence: dict[str, Any] | None = None
+    store: Store, tf: TaskFile, to: str, session: str | None, reason: str, evidence: dict[str, Any] | None = None
 ) -> Transition:
     """Appends a transition to `tf.transition_log` (the caller saves tf, under the task mutex) and
     to the audit trail's `state_transitions`."""
     to = str(to)  # a State member is stored as its plain value
-    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=layout.config.protocol)
+    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=store.layout.config.protocol)
     chain.append(tf.transition_log, t)
     tf.state = to  # type: ignore[assignment]
-    open_store(layout).audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
+    store.audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
     return t

@@ -12,11 +12,10 @@ from pathlib import Path
 from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.ops.shared import hooksetup
+from spark_git.ops.shared import codexsetup, hooksetup
 from spark_git.ops.shared.provision import ProvisionReport, failure_summary, provision
-from spark_git.state.files import read_optional
+from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES
-from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 Progress = Callable[[str], None]
@@ -61,7 +60,7 @@ def claimed_by_another_task(layout: Layout, task: str, branch: str) -> bool:
         if other == task:
             continue
         try:
-            tf = read_optional(layout.task_json(other), TaskFile)
+            tf = open_store(layout).read_task_here(other)
         except CorruptState:
             tf = None
         if tf is not None:
@@ -182,11 +181,12 @@ def undo(store: Store, created: Created) -> None:
 
 def setup_new(store: Store, task: str, new: list[tuple[str | None, Path]], no_setup: bool, progress: Progress) -> list[ProvisionReport]:
     """Copies include files into and runs the setup commands of the worktrees this call created; agent
-    worktrees get Claude Code's sandbox when spark-git's Claude hooks are installed (ops/hooksetup)."""
+    worktrees get Claude Code's (Codex's) sandbox when spark-git's Claude (Codex) hooks are installed (ops/shared/hooksetup, ops/shared/codexsetup)."""
     agents = [path for agent, path in new if agent is not None]
     hooksetup.sandbox_new(store.layout, agents, before=True)  # the settings file ignored before anything is copied
     reports = [provision(store.layout, task, agent, path, no_setup=no_setup, progress=progress) for agent, path in new]
     boxed = hooksetup.sandbox_new(store.layout, agents, before=False)  # over the copied settings, never under them
+    boxed += codexsetup.sandbox_new(store.layout, agents, hooksetup.agent_worktrees(store.layout))  # Codex's, when its hooks are installed
     for r in reports:
         r.sandbox = Path(r.worktree) in boxed
     if any(r.failed for r in reports):

@@ -23,10 +23,10 @@ from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.state.backends import open_store
-from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
 from spark_git.state.queuelog import QUEUE_PREFIX
+from spark_git.state.store import Store
 
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
 
@@ -61,6 +61,15 @@ class GateView(_View):
     token: str = ""  # one short line: `build passed: 12 tests, cov 87%`
 
 
+class GivenBack(_View):
+    """The queue gave this head back (a conflict, a changed patch, a failed final gate): why, and the way on."""
+
+    result: str  # blocked | failed
+    reason: str
+    at: str
+    next: list[str] = []
+
+
 class NextState(_View):
     state: str
     blockers: list[str]
@@ -90,6 +99,7 @@ class TaskView(_View):
     gate: GateView | None = None  # the last gate run, with what it parsed from JUnit/coverage reports
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
     queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
+    given_back: GivenBack | None = None  # the queue's last word on this very head, when it did not land it
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
 
@@ -123,7 +133,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     if only and not layout.task_dir(only).is_dir():
         raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     names = [only] if only else layout.task_names()
-    git = layout.git()
+    git, store = layout.git(), open_store(layout)
     views: list[TaskView] = []
     live: list[tuple[TaskView, TaskFile]] = []
     jobs: list[_Job] = []
@@ -132,19 +142,23 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         # worktree's `git status` while the task files are read, the head comparisons after.
         heads_job = pool.submit(git.refs, "refs/heads/", QUEUE_PREFIX) if names else None
         for name in names:
-            view, tf = _task_view(layout, name)
+            view, tf = _task_view(store, name)
             views.append(view)
             if tf is not None:
                 live.append((view, tf))
                 jobs += _status_jobs(pool, view, tf)
-                jobs.append((view, "gate", pool.submit(last_gate, layout, name)))
+                jobs.append((view, "gate", pool.submit(last_gate, store, name)))
         heads = heads_job.result() if heads_job else {}
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
+        outcomes = {o.task: o for o in open_store(layout).read_queue_log().outcomes} if live else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
             view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
+            o = outcomes.get(view.task)
+            if o is not None and o.result != "landed" and view.queue_position is None and o.head == heads.get(branch_ref(tf.task_branch)):
+                view.given_back = GivenBack(result=o.result, reason=o.reason, at=o.at, next=o.next)
         for view, tf in live:  # while the git processes run
-            _protocol_view(layout, view, tf)
+            _protocol_view(store, view, tf)
         for obj, attr, fut in jobs:
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
@@ -159,7 +173,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
-    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(layout), tasks=views, warnings=warnings,
+    return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(store), tasks=views, warnings=warnings,
                                       remote=_remote(layout, live))
 
 
@@ -191,11 +205,12 @@ def _forge(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> None:
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
 
 
-def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
+def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
     """The view of one task from its files (no git); the TaskFile when the task is live."""
+    layout = store.layout
     view = TaskView.model_construct(task=name)
     try:
-        tf = read_optional(layout.task_json(name), TaskFile)
+        tf = store.read_task_here(name)
     except CorruptState as e:
         view.problem = e.message
         return view, None
@@ -218,7 +233,7 @@ def _task_view(layout: Layout, name: str) -> tuple[TaskView, TaskFile | None]:
             head=None, ahead=None, behind=None, dirty=None,
         )
         try:
-            av.report = read_optional(layout.agent_status(name, a), AgentStatus)
+            av.report = store.read_status(name, a)
         except CorruptState as e:
             view.problem = e.message
         view.agents.append(av)
@@ -252,8 +267,8 @@ def _head_jobs(pool: ThreadPoolExecutor, git: Git, view: TaskView, tf: TaskFile,
     return jobs
 
 
-def last_gate(layout: Layout, task: str) -> GateView | None:
-    trail = open_store(layout).read_audit(task)
+def last_gate(store: Store, task: str) -> GateView | None:
+    trail = store.read_audit(task)
     if not trail or not trail.build_verifications:
         return None
     e = trail.build_verifications[-1]
@@ -279,14 +294,14 @@ def _radars(git: Git, objects: Path, views: list[TaskView]) -> None:
         v.radar = r
 
 
-def _main_lock(layout: Layout) -> mainlock.MainLockData:
+def _main_lock(store: Store) -> mainlock.MainLockData:
     try:
-        return mainlock.view(layout, mainlock.read(layout))
+        return mainlock.view(store, mainlock.read(store))
     except CorruptState as e:
-        return mainlock.MainLockData(held=True, path=str(layout.main_lock()), reason=e.message)
+        return mainlock.MainLockData(held=True, path=str(store.layout.main_lock()), reason=e.message)
 
 
-def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
+def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     """Next legal states with their blockers, and the agents that need a look."""
     from spark_git.state.locks import human_duration
     from spark_git.state.models import now, parse_time
@@ -295,6 +310,7 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
     if problem:
         view.problem = f"task.json was edited by hand ({problem}); every command refuses it: run `spark-git doctor {tf.task_name}`"
         return
+    layout = store.layout
     limit = layout.config.stale_minutes * 60
     t_now = parse_time(now())
     for av in view.agents:
@@ -312,7 +328,7 @@ def _protocol_view(layout: Layout, view: TaskView, tf: TaskFile) -> None:
                 protocol.approval_holds(layout.git(), branch_ref(tf.base_branch), r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
-        for state, unmet in protocol.blockers(layout, tf, None).items():
+        for state, unmet in protocol.blockers(store, tf, None).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
     except SparkError as e:  # status never fails because of one task's protocol view
         view.problem = f"cannot evaluate the protocol conditions: {e.message}"

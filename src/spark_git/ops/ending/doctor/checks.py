@@ -113,24 +113,22 @@ def check_owner(ctx: Ctx, tf: TaskFile) -> None:
 
 
 def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
-    check = getattr(protocol, "consistency_problems", None)
     mismatch = bool(tf.transition_log) and tf.transition_log[-1].to != tf.state
-    if callable(check):  # the state machine's own view of what the log cannot explain
-        for problem in check(ctx.layout, tf):
-            if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
-                continue  # the plain state/log mismatch: reported below, with its fix
-            ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
-                            repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
+    for problem in protocol.consistency_problems(ctx.store, tf):  # the state machine's own view of what the log cannot explain
+        if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
+            continue  # the plain state/log mismatch: reported below, with its fix
+        ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
+                        repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
     if tf.transition_log and tf.transition_log[-1].to != tf.state:
         last = tf.transition_log[-1].to
         task = tf.task_name
 
         def fix() -> None:
-            cur = load_task(ctx.layout, task, check=False)
+            cur = load_task(ctx.store, task, check=False)
             if cur.transition_log and cur.transition_log[-1].to != cur.state:
                 old = cur.state
                 cur.state = cur.transition_log[-1].to  # type: ignore[assignment]
-                save_task(ctx.layout, cur)
+                save_task(ctx.store, cur)
                 audit.event(ctx.layout, task, "doctor_state_repaired", ctx.session, was=old, now=cur.state)
 
         ctx.add(Finding(where=task, kind="state-vs-log", problem=f"state is {tf.state} but the last transition in transition_log goes to {last}",

@@ -16,7 +16,7 @@ from spark_git.ops.shared.merging.rewrite import MARKER
 from spark_git.ops.shared.merging.strays import abort_rebase
 from spark_git.ops.shared.worktrees import stray_agent_branch
 from spark_git.state import audit
-from spark_git.state.files import read_optional, write_atomic
+from spark_git.state.files import write_atomic
 from spark_git.state.locks import WORKTREES, mutex
 from spark_git.state.models import TaskFile
 
@@ -73,7 +73,7 @@ def readd(ctx: Ctx, task: str, wt: Worktree | None, path: Path, branch: str) -> 
         if now_wt is not None and not now_wt.prunable and path.is_dir():
             return  # someone re-created it since we looked
         if wt is not None and wt.detached and wt.head:
-            archive.keep(ctx.layout, task, f"detached-{path.parent.name}", wt.head, f"detached HEAD of vanished {path}", ctx.session)
+            archive.keep(ctx.store, task, f"detached-{path.parent.name}", wt.head, f"detached HEAD of vanished {path}", ctx.session)
         ctx.git.worktree_prune()
         if path.is_dir():
             path.rmdir()  # empty (checked): git refuses to add into an existing directory otherwise
@@ -87,10 +87,10 @@ def abort(ctx: Ctx, task: str, label: str, path: Path, op: str, branch: str) -> 
     wg = Git(path)
     dirty = [str(e) for e in wg.status()]
     if dirty:
-        archive.keep_uncommitted(ctx.layout, task, label, path, dirty, ctx.session)
+        archive.keep_uncommitted(ctx.store, task, label, path, dirty, ctx.session)
     head = wg.rev_parse("HEAD")
     if head and not ctx.contained(head, branch_ref(branch)):
-        archive.keep(ctx.layout, task, f"{op}-head-{label}", head, f"HEAD of the {op} left in {path}", ctx.session)
+        archive.keep(ctx.store, task, f"{op}-head-{label}", head, f"HEAD of the {op} left in {path}", ctx.session)
     if op == "rebase":
         abort_rebase(wg)
     else:
@@ -114,13 +114,13 @@ def switch(ctx: Ctx, task: str, label: str, path: Path, branch: str) -> None:
         return
     head = wg.rev_parse("HEAD")
     if head and not ctx.contained(head, branch_ref(branch)):
-        archive.keep(ctx.layout, task, f"head-{label}", head, f"HEAD of {path} before switching to {branch}", ctx.session)
+        archive.keep(ctx.store, task, f"head-{label}", head, f"HEAD of {path} before switching to {branch}", ctx.session)
     wg.run("switch", "--quiet", branch)
 
 
 def _named_now(ctx: Ctx, task: str) -> set[str]:
     """Branches task.json names now (re-read under the task mutex: an `agent add` may have finished)."""
-    cur = read_optional(ctx.layout.task_json(task), TaskFile)
+    cur = ctx.store.read_task_here(task)
     return {e.branch for e in cur.agents.values()} | {cur.task_branch} if cur else set()
 
 
@@ -131,9 +131,9 @@ def remove_stray(ctx: Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
     if p.is_dir():
         dirty = [str(e) for e in Git(p).status()]
         if dirty:
-            archive.keep_uncommitted(ctx.layout, tf.task_name, label, p, dirty, ctx.session)
+            archive.keep_uncommitted(ctx.store, tf.task_name, label, p, dirty, ctx.session)
     if wt.head and not ctx.contained(wt.head, branch_ref(tf.task_branch), tf.base_branch):
-        archive.keep(ctx.layout, tf.task_name, wt.branch or f"detached-{label}", wt.head, f"HEAD of stray worktree {p}", ctx.session)
+        archive.keep(ctx.store, tf.task_name, wt.branch or f"detached-{label}", wt.head, f"HEAD of stray worktree {p}", ctx.session)
     with mutex(ctx.layout, WORKTREES):
         if p.is_dir():
             ctx.git.run("worktree", "remove", "--force", "--force", str(p))
@@ -151,6 +151,6 @@ def drop_branch(ctx: Ctx, tf: TaskFile, b: str, sha: str) -> None:
     if b in _named_now(ctx, tf.task_name) or not _spark_agent_branch(ctx, tf.task_name, b):
         return
     if not ctx.contained(sha, branch_ref(tf.task_branch), tf.base_branch):
-        archive.keep(ctx.layout, tf.task_name, b, sha, f"stray branch {b}", ctx.session)
+        archive.keep(ctx.store, tf.task_name, b, sha, f"stray branch {b}", ctx.session)
     with mutex(ctx.layout, WORKTREES):
         ctx.git.delete_ref(branch_ref(b), sha, message="spark-git doctor: stray agent branch")

@@ -46,7 +46,7 @@ def _reset(ctx: Ctx, task: str, p: Path) -> None:
     # Again, under the task mutex: the merge that left the marker may have been alive and finished since.
     dirty = [str(e) for e in wt.status()] if marker.exists() else []
     if dirty:
-        archive.keep_uncommitted(ctx.layout, task, "task", p, dirty, ctx.session)
+        archive.keep_uncommitted(ctx.store, task, "task", p, dirty, ctx.session)
         wt.run("reset", "--hard", "--quiet", "HEAD")
         wt.run("clean", "-fd", "--quiet")  # untracked, not ignored: they are on the archive ref now
     marker.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from spark_git.ops.shared import mainlock
 from spark_git.ops.shared.remote import break_remote
 from spark_git.ops.shared.taskfile import role_of, save_task
 from spark_git.state import audit, chain, notes
+from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, read_optional
 from spark_git.state.locks import idle_for, mutex, task_mutex_name
 from spark_git.state.models import AgentEntry, MainLock, State, TaskFile, Transition, now
@@ -98,7 +99,7 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
         if tf is not None:
             prev, idle = tf.session_id, idle_for(tf.last_active_at)
             tf.session_id = session
-            save_task(layout, tf)
+            save_task(open_store(layout), tf)
             rebuilt = False
         else:
             tf = _rebuild(layout, git, task, session)
@@ -132,7 +133,7 @@ def _would_break(layout: Layout, git: Git, task: str, tf: TaskFile | None, aside
 
 
 def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
-    before = mainlock.read(layout) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
+    before = mainlock.read(open_store(layout)) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
     who = {**_who(), "owner_pid": before.pid if before else None, "owner_alive": _pid_alive(before.pid) if before else None}
     if dry_run:
         aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}") if layout.main_lock().exists() and before is None else None

@@ -13,14 +13,13 @@ from spark_git.ops.shared.queue import gate
 from spark_git.ops.shared.queue.drain import DRAIN
 from spark_git.ops.shared.queue.land import LANDING_REASON, evict
 from spark_git.ops.shared.queue.recover import recover
-from spark_git.state.backends import open_store
 from spark_git.state.queuelog import QueueEntry
 
 
 def check_queue(ctx: Ctx) -> None:
     if not gate.queue_dir(ctx.layout).is_dir():
         return  # the queue was never used here: no git process, no mutex file
-    store = open_store(ctx.layout)
+    store = ctx.store
     with store.try_mutex(DRAIN) as free:
         if not free:
             return  # a live drain: whatever it has out is in use
@@ -37,11 +36,11 @@ def check_queue(ctx: Ctx) -> None:
 
 
 def _drop(ctx: Ctx, e: QueueEntry) -> None:
-    evict(ctx.layout, open_store(ctx.layout), e, "blocked", "the task no longer exists")
+    evict(ctx.layout, ctx.store, e, "blocked", "the task no longer exists")
 
 
 def _leftovers(ctx: Ctx) -> list[str]:
-    store = open_store(ctx.layout)
+    store = ctx.store
     found = [f"the scratch worktree {p}" for p in gate.stale_scratch(ctx.layout)]
     cand = store.read_queue_log().candidate
     if cand is not None:
@@ -54,7 +53,7 @@ def _leftovers(ctx: Ctx) -> list[str]:
 
 
 def _recover(ctx: Ctx) -> None:
-    store = open_store(ctx.layout)
+    store = ctx.store
     with store.try_mutex(DRAIN) as free:
         if not free:
             raise Blocked("a queue drain started meanwhile; run doctor again when it is done")

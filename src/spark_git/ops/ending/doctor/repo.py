@@ -15,7 +15,6 @@ from spark_git.ops.ending.doctor.scan import Ctx, Finding, idle_minutes
 from spark_git.ops.shared import archive
 from spark_git.ops.shared.queue.land import LANDING_REASON
 from spark_git.ops.shared.taskfile import start_mutex_name
-from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.locks import MAIN, WORKTREES, idle_for, mutex
 from spark_git.state.models import MainLock
@@ -74,8 +73,8 @@ def _release_dead(ctx: Ctx, seen: MainLock) -> None:
             return
         if (cur.session_id, cur.created_at, cur.pid) != (seen.session_id, seen.created_at, seen.pid):
             raise OSError("the main lock changed since doctor looked; left alone")
-        open_store(ctx.layout).release_main_lock()
-        open_store(ctx.layout).event("main", "main_lock_released", ctx.session, why="doctor --fix: its complete was killed",
+        ctx.store.release_main_lock()
+        ctx.store.event("main", "main_lock_released", ctx.session, why="doctor --fix: its complete was killed",
                                      holder=seen.session_id, reason=seen.reason, pid=seen.pid)
 
 
@@ -90,7 +89,7 @@ def check_prunable(ctx: Ctx, only: list[str] | None) -> None:
 
         def fix(wt: Worktree = wt, p: Path = p, t: str | None = t) -> None:
             if wt.detached and wt.head and not ctx.contained(wt.head, "HEAD"):
-                archive.keep(ctx.layout, t or "repo", f"detached-{p.name}", wt.head, f"detached HEAD of vanished {p}", ctx.session)
+                archive.keep(ctx.store, t or "repo", f"detached-{p.name}", wt.head, f"detached HEAD of vanished {p}", ctx.session)
             with mutex(ctx.layout, WORKTREES):
                 ctx.git.worktree_prune()
 

@@ -17,8 +17,10 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.models import TaskFile, parse_time
+from spark_git.state.store import Store
 
 
 class Finding(Model):
@@ -56,6 +58,10 @@ class Ctx:
     by_task_dir: dict[str, list[Path]] = field(default_factory=dict)  # registered worktrees under <tasks_root>/<name>/
     branch_names: list[str] = field(default_factory=list)  # short names of `heads`, sorted
     merged: set[tuple[str, str]] = field(default_factory=set)  # (commit, task head) pairs known to be ancestry
+    store: Store = field(init=False)  # the command's one Store
+
+    def __post_init__(self) -> None:
+        self.store = open_store(self.layout)
 
     @classmethod
     def scan(cls, layout: Layout, session: str | None) -> Ctx:
@@ -148,6 +154,6 @@ def parses(path: Path, model: type[BaseModel]) -> bool:
 def load_task(layout: Layout, task: str) -> TaskFile | CorruptState | None:
     """task.json as doctor reports on it: the model, the reason it cannot be read, or None (absent)."""
     try:
-        return read_optional(layout.task_json(task), TaskFile)
+        return open_store(layout).read_task_here(task)
     except CorruptState as e:
         return e

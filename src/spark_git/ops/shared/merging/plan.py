@@ -27,6 +27,7 @@ class Plan:
     recovered: list[str] = field(default_factory=list)
     original: dict[str, str | None] = field(default_factory=dict)  # current sha → sha before a rewrite
     archive_ref: str | None = None
+    archive_is_new: bool = False  # archive_ref was created by this merge (a refusal removes it again)
     rebased: bool = False
     stamped: int = 0
 

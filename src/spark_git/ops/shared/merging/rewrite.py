@@ -95,7 +95,7 @@ def rebase(plan: Plan) -> None:
             next=[f"spark-git sync {task} --agent {agent}"],
             task=task,
         )
-    plan.archive_ref, plan.rebased = ref, True
+    plan.archive_ref, plan.archive_is_new, plan.rebased = ref, not had, True
     faults.point("merge-after-rebase")
     old = plan.new
     plan.a_head = plan.awt.head() or plan.a_head
@@ -114,6 +114,9 @@ def stamp(plan: Plan) -> None:
     if not todo:
         return
     if plan.archive_ref is None:
+        # Taken as new without a look (one git process less per merge): should a killed merge have made
+        # it already, a refusal removing it loses nothing, the branch being back at that very head.
+        plan.archive_is_new = True
         plan.archive_ref = plan.store.archive(task, plan.entry.branch, plan.a_head, f"branch {plan.entry.branch} before stamping it", plan.session, event=False)
     git = plan.git
     parent, mapping = plan.task_head, {}
@@ -136,3 +139,15 @@ def _ident_env(headers: dict[str, list[str]]) -> dict[str, str]:
         email, _, date = rest.partition("> ")
         env.update({f"{pre}_NAME": name, f"{pre}_EMAIL": email, f"{pre}_DATE": date})
     return env
+
+
+def undo(plan: Plan, original: str) -> None:
+    """A refused merge changes nothing: the agent branch (and its clean worktree) goes back from the
+    rebased, stamped head the gate refused to the head it had, and an archive ref this attempt made
+    goes too (the original head is the branch's again)."""
+    if plan.a_head == original:
+        return
+    plan.awt.move_checked_out_branch(plan.entry.branch, original, plan.a_head, message="spark-git merge: refused, nothing rewritten")
+    if plan.archive_ref is not None and plan.archive_is_new:
+        plan.git.delete_ref(plan.archive_ref, original, message="spark-git merge: refused, nothing rewritten")
+    plan.a_head = type(plan.a_head)(original)

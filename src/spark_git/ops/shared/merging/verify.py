@@ -6,18 +6,18 @@ import shlex
 from typing import Any
 
 from spark_git.core.errors import Failed
-from spark_git.core.layout import Layout
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.gates import evidence, verdicts
 from spark_git.ops.shared import envs
 from spark_git.ops.shared.merging.plan import Plan
+from spark_git.state.store import Store
 
 GATE_LEFT_CHANGES_HINT = "a gate must not change the files it tests; add its outputs (e.g. __pycache__/, build/) to .gitignore, then try again"
 
 
-def record_gate(layout: Layout, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
-    evidence.record(layout, task, ev, session, **extra)
+def record_gate(store: Store, task: str, ev: gates.GateEvidence, session: str | None, **extra: Any) -> None:
+    evidence.record(store, task, ev, session, **extra)
 
 
 def gate_failed(ev: gates.GateEvidence, task: str, what: str, retry: str) -> Failed:
@@ -43,8 +43,8 @@ def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> 
     unless it passed on the agent head and left the worktree as it found it."""
     layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
     ev = verdicts.run_configured(plan.store, "build", layout.config.gates, awt.cwd, layout.logs_dir(task),
-                                 env=envs.for_worktree(layout, task, agent), rerun=rerun, ticker=ticker)
-    record_gate(layout, task, ev, plan.session, agent=agent)
+                                 env=envs.for_worktree(plan.store, task, agent), rerun=rerun, ticker=ticker)
+    record_gate(plan.store, task, ev, plan.session, agent=agent)
     if not ev.passed:
         raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")
     after = awt.head_and_tree()

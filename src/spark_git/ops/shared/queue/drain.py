@@ -105,7 +105,11 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
         return
     built = candidate.build(git, old, batch)
     for e, files in built.conflicts:
-        evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files)
+        evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files,
+              next=[f"spark-git update {e.task}"])
+    for e in built.changed:
+        evict(layout, store, e, "blocked", f"{base} moved and the approved patch would change on it (the diff's context differs): "
+              "the human sees the task again after an update", next=[f"spark-git update {e.task}"])
     if not built.parts:
         return
     cand = QueueCandidate(base_branch=base, old_base=old, parts=built.parts, pid=os.getpid(), session_id=session)
@@ -129,9 +133,12 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
 
 
 def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:
-    one = cand.parts[0]
-    tf = store.read_task(one.task) if len(cand.parts) == 1 and one.tip == one.head else None
-    ev = gate.run_in_task(layout, store, one.tip, one.task, Path(tf.worktree), opts) if tf is not None else None
+    one, git = cand.parts[0], layout.git()
+    # A batch of one on the base it forked from: its merge commit has the task head's tree, so the gate
+    # runs in the task worktree (a verdict is a tree's: reused for the commit that lands).
+    same = len(cand.parts) == 1 and git.tree_of(one.tip) == git.tree_of(one.head)
+    tf = store.read_task(one.task) if same else None
+    ev = gate.run_in_task(layout, store, one.head, one.task, Path(tf.worktree), opts) if tf is not None else None
     return ev if ev is not None else gate.run(layout, store, cand.parts[-1].tip, [p.task for p in cand.parts], opts)
 
 

@@ -14,14 +14,24 @@ from spark_git.state.queuelog import QueueEntry
 from spark_git.state.store import Store
 
 
+class Landed(Exception):
+    """The task has landed already (COMPLETE): a re-run of `complete` has nothing to do."""
+
+    def __init__(self, tf: TaskFile) -> None:
+        super().__init__(tf.task_name)
+        self.tf = tf
+
+
 def enqueue(layout: Layout, store: Store, task: str, session: str) -> tuple[QueueEntry, TaskFile]:
     """The task's queue entry (its existing one when it is queued already: a re-run after a crash waits
-    for the outcome instead of queueing twice)."""
+    for the outcome instead of queueing twice). Raises Landed for a task that has landed."""
     _main_lock_free(store, session, task)  # before the task mutex: the lock order is main → task
     with updating(store, task, session) as tf:
         queued = _queued_entry(store, tf)
         if queued is not None:
             return queued, tf
+        if tf.state == "COMPLETE":
+            raise Landed(tf.model_copy(deep=True))
         git = layout.git()
         head, base_head = git.branch_head(tf.task_branch), git.branch_head(tf.base_branch)
         if head is None or base_head is None:

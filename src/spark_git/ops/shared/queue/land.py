@@ -97,10 +97,10 @@ def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str
             return  # recorded already (a re-run after a kill)
         session = tf.queued.session_id
         if gate is not None:
-            evidence.record(store, o.task, gates.GateEvidence.model_validate(gate), session, note=o.landed_commit == gate.get("commit"), batch=o.batch)
+            evidence.record(store, o.task, gates.GateEvidence.model_validate(gate), session, note=gate.get("commit") in (o.landed_commit, o.head), batch=o.batch)
         store.add_notes([(o.head, {"kind": "completed", "task": o.task, "session": session, "base": tf.base_branch, "old_base": o.old_base,
                                    "landed_as": o.landed_commit, "batch": o.batch})])
-        record_transition(layout, tf, "COMPLETE", session, f"landed on {tf.base_branch}",
+        record_transition(store, tf, "COMPLETE", session, f"landed on {tf.base_branch}",
                           {"commit": o.head, "landed_commit": o.landed_commit, "old_base": o.old_base, "new_base": o.new_base,
                            "batch": o.batch, "gate_log": o.gate_log})
         tf.queued = None
@@ -109,19 +109,19 @@ def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str
 
 def evict(layout: Layout, store: Store, entry: QueueEntry, result: Literal["failed", "blocked"], reason: str, *, files: list[str] | None = None,
           gate_log: str | None = None, batch: list[str] | None = None, back_to_implementation: bool = False,
-          failed_tests: list[str] | None = None) -> QueueOutcome:
+          failed_tests: list[str] | None = None, next: list[str] | None = None) -> QueueOutcome:
     """Takes the entry out of the queue with a failed/blocked outcome; the task keeps its state unless a
     bisection found it to be the culprit (then it goes back to IMPLEMENTATION with the gate log)."""
     o = QueueOutcome(task=entry.task, ref=entry.ref, head=entry.sha, result=result, reason=reason,
                      files=files or [], gate_log=gate_log, batch=batch or [], drained_by=os.getpid(), sent_back=back_to_implementation,
-                     failed_tests=failed_tests or [])
+                     failed_tests=failed_tests or [], next=next or [])
     if store.read_task(entry.task) is not None:
         with updating(store, entry.task, None, owner=False) as tf:
             session = tf.queued.session_id if tf.queued else None
             if back_to_implementation and tf.state != "IMPLEMENTATION":
                 # The table has no COMPLETE-pending → IMPLEMENTATION row for every state yet: the queue's
                 # verdict is recorded directly, with the log as evidence.
-                record_transition(layout, tf, "IMPLEMENTATION", session, f"spark-git queue: {reason}",
+                record_transition(store, tf, "IMPLEMENTATION", session, f"spark-git queue: {reason}",
                                   {"task_head": entry.sha, "gate_log": gate_log, "failed_tests": o.failed_tests, "batch": o.batch,
                                    "evicted_by": "final gate (bisected)"})
             if tf.queued is not None and tf.queued.ref == entry.ref:

@@ -1,0 +1,77 @@
+"""Codex CLI's side of `hooks install|uninstall|check` and of new agent worktrees (issue 22): the trust
+entries in the user's Codex config without which Codex 0.169 runs none of the hooks (clients/
+codextrust.py), and Codex's workspace-write sandbox in each agent worktree (clients/codexbox.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spark_git.clients import codexbox, codextrust
+from spark_git.clients.codex import CODEX
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+from spark_git.state.locks import EXCLUDE
+
+NAME = CODEX.name
+
+
+def _root(layout: Layout) -> Path:
+    return Path(os.path.realpath(layout.main_worktree))
+
+
+def hooks_files(layout: Layout) -> dict[str, tuple[Path, Path | None]]:
+    """scope -> (the hooks.json Codex reads for an agent session, the project that must be trusted):
+    in a linked worktree Codex takes the main checkout's, whatever the worktree holds."""
+    files = CODEX.settings_files()
+    return {"project": (_root(layout) / files["project"], _root(layout)), "user": (files["user"], None)}
+
+
+def installed(layout: Layout) -> bool:
+    return any(codextrust.ours(f) for f, _ in hooks_files(layout).values())
+
+
+def trust(layout: Layout, scope: str) -> list[str]:
+    f, project = hooks_files(layout)[scope]
+    return codextrust.trust(f, project)
+
+
+def untrust(layout: Layout, scope: str) -> list[str]:
+    return codextrust.untrust(hooks_files(layout)[scope][0])
+
+
+def sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
+    """Codex's sandbox written into (on) or taken out of each agent worktree; the ones changed."""
+    common = layout.repo.common_dir
+    if on and agents:
+        with open_store(layout).mutex(EXCLUDE):
+            codexbox.exclude(common)
+    return [str(wt) for wt in agents if (codexbox.apply(wt, common) if on else codexbox.remove(wt))]
+
+
+def sandbox_new(layout: Layout, agents: list[Path], existing: list[Path]) -> list[Path]:
+    """At agent worktree creation, when spark-git's Codex hooks are installed: the new worktrees get
+    the sandbox, and every `existing` agent's is regenerated (the new branches become read-only there)."""
+    if not agents or not installed(layout):
+        return []
+    everyone = list(dict.fromkeys([*agents, *existing]))
+    changed = set(sandbox_all(layout, everyone, on=True))
+    return [wt for wt in agents if str(wt) in changed]
+
+
+def check(layout: Layout, worktree: Path) -> tuple[bool, str | None, str | None, bool]:
+    """(loads, source, problem, sandbox on) for one agent worktree."""
+    boxed = codexbox.present(worktree)
+    found = [(f, p) for f, p in hooks_files(layout).values() if codextrust.ours(f)]
+    if not found:
+        return False, None, (f"no spark-git hooks for codex: `spark-git hooks install --client codex` "
+                             f"(Codex reads {hooks_files(layout)['project'][0]} in every worktree of this repository)"), boxed
+    problems: list[str] = []
+    for f, project in found:
+        why = codextrust.problems(f, project)
+        if project is not None and not (worktree / ".codex").is_dir():
+            why.append(f"{worktree} has no .codex directory, so Codex loads no project config there")
+        if not why:
+            return True, f"{f} ({'project' if project else 'user'} scope, trusted)", None, boxed
+        problems += why
+    return False, None, "; ".join(problems) + f"; run `spark-git hooks install --client {NAME}`", boxed
