@@ -180,3 +180,18 @@ def test_doctor_reports_an_archive_ref_the_audit_trail_names_that_is_gone(tmp_pa
     git(t.repo, "update-ref", "-m", "x", "-d", refs[0])
     found = [f for f in t.spark("--json", "doctor").json["data"]["findings"] if f["kind"] == "archive-ref-missing"]
     assert [f["details"]["ref"] for f in found] == [refs[0]] and found[0]["where"] == "t1" and found[0]["broken"], found
+
+
+def test_no_approval_key_or_approver_inside_the_repository(tmp_path: Path, monkeypatch) -> None:
+    t = _ready(tmp_path, non_interactive=True)
+    inside = t.repo / ".git" / "state"  # XDG_STATE_HOME where an agent could read and write
+    monkeypatch.setenv("XDG_STATE_HOME", str(inside))
+    r = t.spark("--json", "approve", "t1", "--changes")
+    assert r.returncode == 3 and "inside the repository" in r.json["summary"] and t.task_json()["checkpoint"] is None, r
+    assert not inside.exists()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "outside"))
+    assert t.spark("approve", "t1", "--changes").returncode == 0
+    (inside / "spark-git").mkdir(parents=True)
+    (inside / "spark-git" / "allowed_signers").write_text((tmp_path / "outside" / "spark-git" / "allowed_signers").read_text())
+    monkeypatch.setenv("XDG_STATE_HOME", str(inside))  # the approvers copied inside count for nothing
+    _refused(t, "signature does not verify")

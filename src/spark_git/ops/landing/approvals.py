@@ -81,6 +81,9 @@ def approve(
     digest = protocol.task_md_digest(layout, task) if kind == "plan" else None
     if kind == "plan" and digest is None:
         raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
+    if signed.inside_repo(layout):
+        raise Blocked(f"the spark-git state directory {sshsig.state_dir()} is inside the repository, where agents can read the approval key; "
+                      "nothing was recorded", hint="unset XDG_STATE_HOME (or point it outside the repository) and approve again", task=task)
     target = _target(layout, tf, sha)
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:

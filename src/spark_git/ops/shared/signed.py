@@ -63,10 +63,18 @@ def sign(git: Git, rec: dict[str, Any]) -> Signed:
     return Signed(payload, signature, key, sshsig.allow(rec["signer"], key.public))
 
 
+def inside_repo(layout: Layout) -> bool:
+    """The state directory lies inside the repository (a worktree, the git dir, the tasks root): where
+    an agent can read and write, so no key is made and no approver is trusted there."""
+    real = Path(os.path.realpath(sshsig.state_dir()))
+    return any(real.is_relative_to(os.path.realpath(p)) for p in (layout.main_worktree, layout.repo.common_dir, layout.tasks_root))
+
+
 def allowed_signers(layout: Layout, base_branch: str) -> str:
-    """The user's recorded approvers and the team's file committed on the base branch."""
+    """The user's recorded approvers (unless the state dir is inside the repository) and the team's
+    file committed on the base branch."""
     own = sshsig.allowed_path()
-    text = own.read_text(errors="replace") if own.is_file() else ""
+    text = own.read_text(errors="replace") if own.is_file() and not inside_repo(layout) else ""
     team = layout.config.approval.allowed_signers
     if team:
         text += "\n" + (layout.git().blob_at(branch_ref(base_branch), team) or "")
