@@ -32,7 +32,7 @@ def status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None
 def every_agent_complete(ctx: Ctx) -> list[Unmet]:
     """Re-checked before COMPLETE and CLEANUP: an agent that reported ERROR after the review stops both.
     Under protocol "light" agents need not report at all."""
-    if ctx.layout.config.protocol != "full":
+    if ctx.protocol != "full":
         return []
     return [u for a in ctx.tf.agents if (u := status_problem(ctx, a, ctx.statuses.get(a)))]
 
@@ -42,7 +42,7 @@ def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
     for approval is not overruled by the human's change approval (003: no human override of an agent's
     rejection). Rejections from before (deferred in SCOPE_NEGOTIATION) were settled on the way in."""
     presented = entered_at(ctx.tf, "AWAITING_USER_APPROVAL")
-    if ctx.layout.config.protocol != "full" or presented is None:
+    if ctx.protocol != "full" or presented is None:
         return []
     cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
     return [Unmet(f"reviewer {a} decided REJECTED after the changes were presented: {st.feedback or '(no feedback)'}", cmd)
@@ -90,7 +90,7 @@ def unattributed_commits(ctx: Ctx) -> list[Unmet]:
 
 def invoked(ctx: Ctx) -> list[Unmet]:
     """Under `full`, a task that ends with no agent report at all needs a reason (`--why`)."""
-    if ctx.layout.config.protocol != "full" or (ctx.why or "").strip():
+    if ctx.protocol != "full" or (ctx.why or "").strip():
         return []
     trail = ctx.store.read_audit(ctx.task)
     if trail is not None and trail.agent_invocations:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git
@@ -57,6 +57,10 @@ class Ctx:
         return self.store.layout
 
     @property
+    def protocol(self) -> Literal["full", "light"]:
+        return protocol_of(self.layout, self.tf)
+
+    @property
     def task(self) -> str:
         return self.tf.task_name
 
@@ -98,6 +102,11 @@ def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch
         return False
     got = head_patch_id() if head_patch_id else git.patch_id(base, head)
     return got == want
+
+
+def protocol_of(layout: Layout, tf: TaskFile) -> Literal["full", "light"]:
+    """The task's own protocol (recorded at start), else the config's (a task from before the record)."""
+    return tf.protocol or layout.config.protocol
 
 
 def make_ctx(store: Store, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,

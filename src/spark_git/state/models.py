@@ -151,6 +151,9 @@ class TaskFile(_File):
     transition_log: list[Transition] = Field(default_factory=list)
     risk: str | None = None
     variant: str | None = None
+    # The protocol fixed when the task started: a config change affects new tasks only. None (a
+    # task.json from before this field): the config's, as it was read then.
+    protocol: Literal["full", "light"] | None = None
     checkpoint: Checkpoint | None = None
     plan_approval: Checkpoint | None = None
     # The human's decisions on the changes and what became of them: approved, changes requested,
