@@ -4,6 +4,7 @@ about. Issue 24 item 9: a config that is a directory, or an empty gate command, 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -71,6 +72,9 @@ def test_hook_follows_the_committed_tasks_root_as_the_base_moves(tmp_path: Path)
     commit(repo, {".spark-git.toml": 'tasks_root = "../other"\n'}, "move the tasks")  # cache now stale
     r = hook(ev)
     assert r.returncode == 0, r  # under ../other, t1 is not a task any more: read from the new tip, not the cache
+    cache = json.loads((repo / ".git" / "spark" / "committed-config.json").read_text())
+    assert cache["tip"] == git(repo, "rev-parse", "main") and cache["tasks_root"] == "../other", cache  # the hook refreshed it
+    assert hook(ev).returncode == 0
 
 
 def test_base_branch_named_in_the_committed_config_is_where_config_is_read(tmp_path: Path) -> None:

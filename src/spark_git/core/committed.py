@@ -6,16 +6,14 @@ config in force), and applies from the commit that lands it on."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.core import configfiles
+from spark_git.core import configfiles, hookconfig
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.gittypes import branch_ref
-from spark_git.core.hookconfig import CACHE, DEDICATED, PYPROJECT
+from spark_git.core.hookconfig import DEDICATED, PYPROJECT
 
 NAMES = (DEDICATED, PYPROJECT)
 
@@ -33,7 +31,7 @@ def section(main: Path, common: Path) -> tuple[dict[str, Any] | None, str | None
         branch = named
         tip, texts = git.files_at(branch_ref(branch), NAMES)
         data, source, prefix = configfiles.repo_section(main, texts, f"{branch_ref(branch)}:")
-    _write_cache(common, {"from": start, "branch": branch, "tip": tip}, data)
+    hookconfig.write_cache(common, {"from": start, "branch": branch, "tip": tip}, (data or {}).get("tasks_root"))
     _warn_drift(main, data, branch)
     return data, source, prefix
 
@@ -67,20 +65,3 @@ def _warn_drift(main: Path, committed: dict[str, Any] | None, branch: str) -> No
     what = "does not parse" if keys is None else f"differs from the committed one in {', '.join(keys)}"
     configfiles.warn(f"the config in {main} {what}; spark-git uses the one committed on {branch} "
                      f"(to change it, commit it to {branch}: it applies once it has landed)")
-
-
-def _write_cache(common: Path, key: dict[str, str | None], data: dict[str, Any] | None) -> None:
-    """The committed tasks_root for the hook's fast path (core/paths.py reads it when the tip still
-    matches). Best effort: a read-only git dir only costs the hook a `git cat-file`."""
-    root = (data or {}).get("tasks_root")
-    entry = {**key, "tasks_root": root if isinstance(root, str) and root else None}
-    path = common / "spark" / CACHE
-    try:
-        if path.is_file() and json.loads(path.read_text()) == entry:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{CACHE}.{os.getpid()}")
-        tmp.write_text(json.dumps(entry))
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass

@@ -53,9 +53,29 @@ def tasks_root(main: Path, common: Path) -> tuple[str | None, str | None]:
     except (OSError, ValueError, KeyError, AttributeError):
         pass
     root, base, error = _read(main, start)
-    if base and base != start and error is None:
-        root, _, error = _read(main, base)
+    branch = base if base and base != start and error is None else start
+    if branch != start:
+        root, _, error = _read(main, branch)
+    if error is None:  # the next call reads it back without git (best effort: a sandbox may deny the write)
+        write_cache(common, {"from": start, "branch": branch, "tip": tip(common, branch)}, root)
     return root, error
+
+
+def write_cache(common: Path, key: dict[str, str | None], root: object) -> None:
+    """Records the committed tasks_root for `key` (the main worktree's branch, the base branch, its tip)."""
+    import os
+
+    entry = {**key, "tasks_root": root if isinstance(root, str) and root else None}
+    path = common / "spark" / CACHE
+    try:
+        if path.is_file() and json.loads(path.read_text()) == entry:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{CACHE}.{os.getpid()}")
+        tmp.write_text(json.dumps(entry))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass
 
 
 def _read(main: Path, branch: str) -> tuple[str | None, str | None, str | None]:
