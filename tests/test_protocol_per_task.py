@@ -47,3 +47,20 @@ def test_a_task_json_without_protocol_reads_as_the_config(tmp_path: Path) -> Non
     r = run(repo, "status", "t1", "--json")
     assert r.returncode == 0 and r.json["data"]["tasks"][0]["protocol"] == "light", r
     assert not any("runs under protocol" in w for w in r.json["data"]["warnings"]), r.json
+
+
+def test_the_walk_rules_are_fixed_at_start_too(tmp_path: Path) -> None:
+    """[rules] requirements_min_bytes raised on main after the task started does not apply to it.
+    Failed before the fix: the task's 3-byte reports no longer counted."""
+    from tests.protokit import FULL_CONFIG, P
+    from tests.test_protocol_rules import to_requirements
+    from tests.test_update import REV, UPA, UPT
+
+    p = P(tmp_path, config=FULL_CONFIG + "[rules]\nrequirements_min_bytes = 2\n")
+    assert p.task_json()["rules"]["requirements_min_bytes"] == 2
+    commit(p.repo, {".spark-git.toml": FULL_CONFIG + "[rules]\nrequirements_min_bytes = 5000\n"}, "stricter rules")
+    to_requirements(p)
+    for a in (REV, UPA, UPT):
+        p.requirements(a, "ok\n")
+        p.report(a)
+    assert p.go()["to"] == "SYNTHESIS"

@@ -53,7 +53,7 @@ def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
 def requirements_reports(ctx: Ctx) -> list[Unmet]:
     """Every agent's requirements report exists and has at least `rules.requirements_min_bytes` bytes."""
     out = []
-    minimum = ctx.layout.config.rules.requirements_min_bytes
+    minimum = ctx.rules.requirements_min_bytes
     for a in ctx.tf.agents:
         p = requirements_path(ctx.layout, ctx.task, a, ctx.statuses.get(a))
         size = len(p.read_bytes().strip()) if p.is_file() else None
@@ -112,7 +112,7 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
     elif ev.spark is not None:
         q = ev.spark.quality
         cov = q.step_6_testing.coverage if q.step_6_testing else None
-        minimum = ctx.layout.config.evidence.coverage_min
+        minimum = ctx.rules.coverage_min
         run = ev.spark.state
         if run is not None and run.status != "completed":  # 000 4.3: status == completed, with the two below
             problem = f"state.status is {run.status}, not completed"
