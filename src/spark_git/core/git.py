@@ -96,8 +96,10 @@ class Git:
         return Sha(r.stdout.strip()) if r.returncode == 0 else None
 
     def current_branch(self) -> LocalBranch | None:
-        r = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
-        return LocalBranch(r.stdout.strip()) if r.returncode == 0 else None
+        # The full name, shortened here: `--short` says "heads/main" when a tag `main` exists too.
+        r = self.run("symbolic-ref", "--quiet", "HEAD", check=False)
+        name = r.stdout.strip()
+        return LocalBranch(name.removeprefix("refs/heads/")) if r.returncode == 0 and name.startswith("refs/heads/") else None
 
     def files_at(self, ref: str, names: tuple[str, ...]) -> tuple[Sha | None, dict[str, str | None]]:
         """The commit `ref` (a full ref name) points at and the text of each file named at its root
