@@ -79,7 +79,14 @@ def console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     # Not a terminal (agents, pipes, CI): a wide fixed width so tables are never truncated.
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if stream.isatty() else 200)
+    c = Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if stream.isatty() else 200)
+    # rich ends the process with exit 1 on a closed pipe; execute() turns the error into 141 instead
+    c.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
+    return c
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError
 
 
 def progress(ctx: typer.Context) -> Callable[[str], None]:

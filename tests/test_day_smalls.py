@@ -1,0 +1,25 @@
+"""The smaller defects of issue 24's day (item 9 and 10): each a test that failed before its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fixtures.repo import Run, spark_argv
+
+from spark_git.core.errors import BROKEN_PIPE
+
+
+@pytest.mark.parametrize("args", [["status", "--all"], ["archive", "list"]])
+def test_rich_output_into_a_closed_pipe_exits_141(repo: Path, cli: Callable[..., Run], args: list[str]) -> None:
+    """`spark-git status --all | head` with the reader gone before the first line: 141, as for SIGPIPE
+    (rich's console turned the broken pipe into exit 1)."""
+    assert cli("start", "t1", "--agents", "a").returncode == 0
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before anything is written
+    p = subprocess.run(spark_argv(*args), cwd=repo, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(w)
+    assert p.returncode == BROKEN_PIPE and p.stderr == "", p
