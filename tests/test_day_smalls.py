@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -23,3 +24,10 @@ def test_rich_output_into_a_closed_pipe_exits_141(repo: Path, cli: Callable[...,
     p = subprocess.run(spark_argv(*args), cwd=repo, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
     os.close(w)
     assert p.returncode == BROKEN_PIPE and p.stderr == "", p
+
+
+def test_directory_option_after_the_command(repo: Path, cli: Callable[..., Run], tmp_path: Path) -> None:
+    """`spark-git status -C DIR` was rejected (no such option): -C is accepted anywhere, like --json."""
+    assert cli("start", "t1", "--agents", "a").returncode == 0
+    r = cli("--json", "status", "-C", str(repo), cwd=tmp_path)
+    assert r.returncode == 0 and [t["task"] for t in json.loads(r.stdout)["data"]["tasks"]] == ["t1"], r
