@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fixtures.repo import Run, spark_argv
 
-from spark_git.core.errors import BROKEN_PIPE
+from spark_git.core.errors import BROKEN_PIPE, USAGE
 
 
 @pytest.mark.parametrize("args", [["status", "--all"], ["archive", "list"]])
@@ -31,3 +31,14 @@ def test_directory_option_after_the_command(repo: Path, cli: Callable[..., Run],
     assert cli("start", "t1", "--agents", "a").returncode == 0
     r = cli("--json", "status", "-C", str(repo), cwd=tmp_path)
     assert r.returncode == 0 and [t["task"] for t in json.loads(r.stdout)["data"]["tasks"]] == ["t1"], r
+
+
+def test_task_name_of_a_tasks_root_file_is_refused(repo: Path, cli: Callable[..., Run]) -> None:
+    """A task named `ports.json` collided with `<tasks_root>/ports.json` (exit 70 and a traceback once a
+    port was allocated): now a bad name (exit 2, with a next), nothing created."""
+    assert cli("start", "t1", "--agents", "a").returncode == 0
+    r = cli("--json", "start", "ports.json", "--agents", "a")
+    env = json.loads(r.stdout)
+    assert r.returncode == USAGE and "reserved" in env["summary"] and env["next"], r
+    assert not (repo.parent / "repo.tasks" / "ports.json").is_dir()
+    assert cli("start", "t2", "--agents", "a").returncode == 0

@@ -42,7 +42,8 @@ def check_name(kind: str, name: str) -> str:
 def task_name(name: str) -> TaskName:
     check_name("task", name)
     if name in RESERVED_TASK_NAMES:
-        raise BadInput(f"bad task name {name!r}: it is reserved (the main-worktree lock lives in <tasks_root>/{name}/)")
+        raise BadInput(f"bad task name {name!r}: it is reserved (<tasks_root>/{name} holds {RESERVED_TASK_NAMES[name]})",
+                       hint="name the task otherwise; `spark-git status` lists the tasks", next=["spark-git status"])
     return TaskName(name)
 
 
