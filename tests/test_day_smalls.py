@@ -42,3 +42,13 @@ def test_task_name_of_a_tasks_root_file_is_refused(repo: Path, cli: Callable[...
     assert r.returncode == USAGE and "reserved" in env["summary"] and env["next"], r
     assert not (repo.parent / "repo.tasks" / "ports.json").is_dir()
     assert cli("start", "t2", "--agents", "a").returncode == 0
+
+
+def test_wrong_session_is_offered_the_lock_break(repo: Path, cli: Callable[..., Run]) -> None:
+    """Another session's task: the refusal's next was empty; now the human's takeover, pasteable."""
+    assert cli("start", "t1", "--agents", "a", session="s1").returncode == 0
+    r = cli("--json", "abandon", "t1", "--why", "x", session="s2")
+    env = json.loads(r.stdout)
+    assert r.returncode == 3 and env["next"] == ["spark-git lock break t1 --why 'taking over from session s1'"], r
+    r = cli("--json", "abandon", "t1", "--why", "x", session=None)
+    assert json.loads(r.stdout)["next"] == ["export SPARK_SESSION_ID=s1"], r
