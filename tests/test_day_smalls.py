@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures.repo import Run, spark_argv
+from fixtures.repo import Run, make_repo, spark, spark_argv
 
 from spark_git.core.errors import BROKEN_PIPE, USAGE
 
@@ -52,3 +52,22 @@ def test_wrong_session_is_offered_the_lock_break(repo: Path, cli: Callable[..., 
     assert r.returncode == 3 and env["next"] == ["spark-git lock break t1 --why 'taking over from session s1'"], r
     r = cli("--json", "abandon", "t1", "--why", "x", session=None)
     assert json.loads(r.stdout)["next"] == ["export SPARK_SESSION_ID=s1"], r
+
+
+LIGHT = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'
+
+
+def test_approving_twice_records_nothing(tmp_path: Path) -> None:
+    """The second `approve --changes` of the same head appended a duplicate record silently."""
+    repo = make_repo(tmp_path / "r", config=LIGHT)
+    assert spark(repo, "start", "t1", "--agents", "", env=_session()).returncode == 0
+    assert spark(repo, "approve", "t1", "--changes", env=_session()).returncode == 0
+    before = (repo.parent / "r.tasks" / "t1" / "task.json").read_text()
+    r = spark(repo, "--json", "approve", "t1", "--changes", env=_session())
+    env = json.loads(r.stdout)
+    assert r.returncode == 3 and "already approved" in env["summary"] and env["next"] == ["spark-git complete t1"], r
+    assert (repo.parent / "r.tasks" / "t1" / "task.json").read_text() == before
+
+
+def _session(name: str = "s1") -> dict[str, str]:
+    return {**os.environ, "SPARK_SESSION_ID": name}

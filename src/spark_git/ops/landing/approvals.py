@@ -75,6 +75,7 @@ def approve(
     if kind == "plan" and digest is None:
         raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
     target = _target(layout, tf, sha)
+    _not_again(tf, kind, target, digest)
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
@@ -89,6 +90,16 @@ def approve(
     store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
     return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via,
                        presented=view)
+
+
+def _not_again(tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
+    """Approving what is already approved records nothing (no duplicate in checkpoint_history)."""
+    cp = tf.plan_approval if kind == "plan" else tf.checkpoint
+    if cp is None or not cp.approved or (cp.task_md_sha256 != digest if kind == "plan" else cp.commit_sha != target):
+        return
+    what = f"the plan of {tf.task_name}" if kind == "plan" else f"the changes of {tf.task_name} at {target[:12]}"
+    nxt = f"spark-git advance {tf.task_name}" if kind == "plan" else f"spark-git complete {tf.task_name}"
+    raise Blocked(f"{what} already approved (by {cp.approved_by} at {cp.approved_at}); nothing was recorded", next=[nxt], task=tf.task_name)
 
 
 def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
