@@ -12,6 +12,9 @@ import pytest
 from fixtures.repo import Run, make_repo, spark, spark_argv
 
 from spark_git.core.errors import BROKEN_PIPE, USAGE
+from spark_git.core.layout import Layout
+from spark_git.state.backends import open_store
+from tests.queuekit import Queue
 
 
 @pytest.mark.parametrize("args", [["status", "--all"], ["archive", "list"]])
@@ -71,3 +74,16 @@ def test_approving_twice_records_nothing(tmp_path: Path) -> None:
 
 def _session(name: str = "s1") -> dict[str, str]:
     return {**os.environ, "SPARK_SESSION_ID": name}
+
+
+def test_abandoning_a_queued_task_removes_its_queue_entry(tmp_path: Path) -> None:
+    """The entry stayed behind (`queue` showed `t0 … (None)`); an ended task's entry can never land."""
+    q = Queue(tmp_path, 2)
+    with open_store(Layout.discover(q.repo)).mutex("queue-drain"):  # nobody drains while the test looks
+        assert q.spark("t0", "complete", "t0", "--enqueue").returncode == 0
+        assert q.spark("t1", "complete", "t1", "--enqueue").returncode == 0
+        assert len(q.queue_refs()) == 2
+        r = q.spark("t0", "abandon", "t0", "--why", "not needed")
+        assert r.returncode == 0, r
+        assert [ref.rsplit("-", 1)[1] for ref in q.queue_refs()] == ["t1"]
+    assert "t0" not in q.spark("t1", "queue").stdout

@@ -90,6 +90,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         archived += _archive(store, tf, dirty, trees, branches, contained, session, progress)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
+        for entry in [e for e in store.queue_entries() if e.task == task]:  # an ended task's entry can never land
+            store.dequeue(entry)
         for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
             store.event(task, "locked_worktree_removed", session, path=str(t.path), reason=_lock_reason(t))
         prior = store.read_snapshot(task)
