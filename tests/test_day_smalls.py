@@ -87,3 +87,21 @@ def test_abandoning_a_queued_task_removes_its_queue_entry(tmp_path: Path) -> Non
         assert r.returncode == 0, r
         assert [ref.rsplit("-", 1)[1] for ref in q.queue_refs()] == ["t1"]
     assert "t0" not in q.spark("t1", "queue").stdout
+
+
+def test_build_caches_are_not_archived_as_work(tmp_path: Path) -> None:
+    """`.pytest_cache` (ignored or not), `__pycache__` and `[cleanup] caches` went onto archive refs at
+    abandon; they are removed with the worktree, and real work beside them is still archived."""
+    repo = make_repo(tmp_path / "r", {"README.md": "x\n", ".gitignore": ".pytest_cache/\n*.log\n"},
+                     config='protocol = "light"\n[cleanup]\ncaches = ["*.egg-info"]\n')
+    assert spark(repo, "start", "t1", "--agents", "a", env=_session()).returncode == 0
+    wt = repo.parent / "r.tasks" / "t1" / "agents" / "a" / "code"
+    for rel in (".pytest_cache/v/cache/lastfailed", "pkg/__pycache__/m.cpython-311.pyc", "pkg.egg-info/PKG-INFO"):
+        (wt / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wt / rel).write_text("cache\n")
+    (wt / "notes.log").write_text("my notes\n")  # ignored, not a cache: kept
+    r = spark(repo, "--json", "abandon", "t1", "--why", "done", env=_session())
+    assert r.returncode == 0, r
+    archived = json.loads(r.stdout)["data"]["archived"]
+    files = [f for a in archived for f in a.get("files") or []]
+    assert files == ["notes.log"] and not wt.exists(), archived
