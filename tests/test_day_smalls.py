@@ -105,3 +105,14 @@ def test_build_caches_are_not_archived_as_work(tmp_path: Path) -> None:
     archived = json.loads(r.stdout)["data"]["archived"]
     files = [f for a in archived for f in a.get("files") or []]
     assert files == ["notes.log"] and not wt.exists(), archived
+
+
+def test_light_protocol_shows_no_protocol_noise(tmp_path: Path) -> None:
+    """Under `light` every task showed "a never reported" as a problem and suggested `advance`."""
+    repo = make_repo(tmp_path / "r", config='protocol = "light"\n')
+    assert spark(repo, "start", "t1", "--agents", "a", env=_session()).returncode == 0
+    for args in (["status"], ["status", "t1"]):
+        r = spark(repo, *args, env=_session())
+        assert r.returncode == 0 and "never reported" not in r.stdout and "advance" not in r.stdout, r
+    view = json.loads(spark(repo, "--json", "status", "t1", env=_session()).stdout)["data"]["tasks"][0]
+    assert view["agents"][0]["flags"] == [] and view["next_states"] == [], view

@@ -312,10 +312,12 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     layout = store.layout
     limit = layout.config.stale_minutes * 60
     t_now = parse_time(now())
+    light = view.protocol == "light"  # no protocol walk: agents need not report, states are not advanced by hand
     for av in view.agents:
         r = av.report
         if r is None or r.status == "NEW":
-            av.flags.append(NEVER_REPORTED)
+            if not light:
+                av.flags.append(NEVER_REPORTED)
             continue
         if r.status in ("ERROR", "BLOCKED"):
             av.flags.append(f"{r.status}: {r.feedback or '(no message)'}")
@@ -326,6 +328,8 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
         if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head and not \
                 protocol.approval_holds(layout.git(), tf.base_branch, r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
+    if light:
+        return
     try:
         for state, unmet in protocol.blockers(store, tf, None).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
