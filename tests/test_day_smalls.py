@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -116,3 +117,16 @@ def test_light_protocol_shows_no_protocol_noise(tmp_path: Path) -> None:
         assert r.returncode == 0 and "never reported" not in r.stdout and "advance" not in r.stdout, r
     view = json.loads(spark(repo, "--json", "status", "t1", env=_session()).stdout)["data"]["tasks"][0]
     assert view["agents"][0]["flags"] == [] and view["next_states"] == [], view
+
+
+def test_status_all_tells_cleaned_up_from_abandoned(tmp_path: Path) -> None:
+    """`status --all` showed both as ENDED."""
+    q = Queue(tmp_path, 2)
+    assert q.spark("t0", "complete", "t0").returncode == 0
+    assert q.spark("t0", "cleanup", "t0").returncode == 0
+    assert q.spark("t1", "abandon", "t1", "--why", "not needed").returncode == 0
+    out = q.spark("t0", "status", "--all").stdout
+    assert re.search(r"^t0\s+CLEANUP", out, re.M) and re.search(r"^t1\s+ABANDONED", out, re.M), out
+    assert "t0  cleaned up" in q.spark("t0", "status", "t0").stdout
+    views = json.loads(q.spark("t0", "--json", "status", "--all").stdout)["data"]["tasks"]
+    assert {v["task"]: (v["state"], v["final_state"]) for v in views} == {"t0": ("ENDED", "CLEANUP"), "t1": ("ENDED", "ABANDONED")}

@@ -80,7 +80,7 @@ def test_ended_tasks_only_with_all(tmp_path: Path) -> None:
     out = p.spark("status").stdout
     assert "t2" not in out.replace("1 ended task not shown", "") and "1 ended task not shown (spark-git status --all lists them)" in out, out
     out = p.spark("status", "--all").stdout
-    assert re.search(r"^t2\s+ENDED", out, re.M), out
+    assert re.search(r"^t2\s+ABANDONED", out, re.M), out
 
 
 def test_queue_position_in_the_summary_and_json(tmp_path: Path) -> None:

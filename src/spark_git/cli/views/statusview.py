@@ -54,7 +54,7 @@ def summary_table(tasks: list[TaskView], width: int | None) -> list[str]:
 
 def summary_row(t: TaskView) -> list[str]:
     if t.state == "ENDED":
-        return [t.task, "ENDED", "-", "-", "-", "-", ""]
+        return [t.task, t.final_state or "ENDED", "-", "-", "-", "-", ""]
     if t.problem and t.state is None:
         return [t.task, "?", "-", "-", "-", "-", t.problem]
     idle = _idle(t.last_active_at)
@@ -119,7 +119,8 @@ def gate_head(t: TaskView) -> str:
 def task_lines(t: TaskView, w: int | None) -> list[str]:
     """The full picture of one task."""
     if t.state == "ENDED":
-        return [f"{t.task}  ended (no lock, no worktree; audit trail kept)"]
+        how = {"CLEANUP": "cleaned up", "ABANDONED": "abandoned"}.get(t.final_state or "", "ended")
+        return [f"{t.task}  {how} (no lock, no worktree; audit trail kept)"]
     if t.problem and t.state is None:
         return fit.wrap(f"{t.task}  {t.problem}", w)
     tree = "dirty" if t.dirty else ("clean" if t.dirty is not None else "missing")

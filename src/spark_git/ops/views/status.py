@@ -92,6 +92,7 @@ class TaskView(_View):
     provisioning: str | None = None
     agents: list[AgentView] = []
     problem: str | None = None  # corrupt or missing lock
+    final_state: str | None = None  # an ENDED task: CLEANUP (landed, cleaned up) or ABANDONED, from its audit snapshot
     risk: str | None = None
     variant: str | None = None
     protocol: str | None = None
@@ -219,6 +220,8 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
             view.problem = "task worktree exists without a lock (task.json): nothing owns it"
         else:
             view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
+            done = store.read_snapshot(name)
+            view.final_state = done.final_state if done is not None else None
         return view, None
     view.__dict__.update(
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
