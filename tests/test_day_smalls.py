@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures.repo import Run, make_repo, spark, spark_argv
+from fixtures.repo import Run, commit, git, make_repo, spark, spark_argv
 
 from spark_git.core.errors import BROKEN_PIPE, USAGE
 from spark_git.core.layout import Layout
@@ -130,3 +131,18 @@ def test_status_all_tells_cleaned_up_from_abandoned(tmp_path: Path) -> None:
     assert "t0  cleaned up" in q.spark("t0", "status", "t0").stdout
     views = json.loads(q.spark("t0", "--json", "status", "--all").stdout)["data"]["tasks"]
     assert {v["task"]: (v["state"], v["final_state"]) for v in views} == {"t0": ("ENDED", "CLEANUP"), "t1": ("ENDED", "ABANDONED")}
+
+
+def test_archive_restore_does_not_suggest_switching_the_main_worktree(tmp_path: Path) -> None:
+    """The hint was `git switch <branch>`, which takes the main worktree off main; now a worktree of its own,
+    and the hint, pasted, works."""
+    repo = make_repo(tmp_path / "r", config='protocol = "light"\n')
+    assert spark(repo, "start", "t1", "--agents", "", env=_session()).returncode == 0
+    commit(repo.parent / "r.tasks" / "t1" / "code", {"f.txt": "work\n"}, "work")
+    assert spark(repo, "abandon", "t1", "--why", "later", env=_session()).returncode == 0
+    ref = json.loads(spark(repo, "--json", "archive", "list", env=_session()).stdout)["data"]["entries"][0]["ref"]
+    env = json.loads(spark(repo, "--json", "archive", "restore", ref, "--branch", "back/t1", env=_session()).stdout)
+    assert env["next"] == [f"git worktree add {tmp_path / 'r-back-t1'} back/t1"], env
+    subprocess.run(shlex.split(env["next"][0]), cwd=repo, check=True, capture_output=True)
+    assert (tmp_path / "r-back-t1" / "f.txt").read_text() == "work\n"
+    assert git(repo, "branch", "--show-current").strip() == "main"
