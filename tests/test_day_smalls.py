@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from fixtures.repo import Run, commit, git, make_repo, spark, spark_argv
 from spark_git.core.errors import BROKEN_PIPE, USAGE
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
+from tests.mergekit import Task, config
 from tests.queuekit import Queue
 
 
@@ -146,3 +148,12 @@ def test_archive_restore_does_not_suggest_switching_the_main_worktree(tmp_path: 
     subprocess.run(shlex.split(env["next"][0]), cwd=repo, check=True, capture_output=True)
     assert (tmp_path / "r-back-t1" / "f.txt").read_text() == "work\n"
     assert git(repo, "branch", "--show-current").strip() == "main"
+
+
+def test_gate_test_counts_are_words_not_a_dict(tmp_path: Path) -> None:
+    """`merge` printed `tests {'passed': 1}` after a pytest gate."""
+    gate = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_ok.py"]
+    t = Task(tmp_path, ["a"], config(build=gate), files={"README.md": "x\n", ".gitignore": "__pycache__/\n"})
+    t.commit("a", {"test_ok.py": "def test_ok():\n    assert True\n"}, "[a] a test")
+    r = t.spark("merge", "t1", "--agent", "a")
+    assert r.returncode == 0 and "tests: 1 passed" in r.stdout and "{" not in r.stdout, r

@@ -359,8 +359,9 @@ def gate_line(out: Out, gate: GateEvidence | None) -> None:
     elif not gate.ran:
         out.print(f"  gate {gate.gate}: none configured (nothing ran)")
     else:
+        from spark_git.gates.evidence import counts
         from spark_git.gates.reports import token  # with the evidence model already loaded: no start-up cost
 
-        tests = f"  tests {gate.tests}" if gate.tests else ""
+        tests = f"  tests: {counts(gate.tests)}" if gate.tests else ""
         parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")
