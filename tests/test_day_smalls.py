@@ -157,3 +157,15 @@ def test_gate_test_counts_are_words_not_a_dict(tmp_path: Path) -> None:
     t.commit("a", {"test_ok.py": "def test_ok():\n    assert True\n"}, "[a] a test")
     r = t.spark("merge", "t1", "--agent", "a")
     assert r.returncode == 0 and "tests: 1 passed" in r.stdout and "{" not in r.stdout, r
+
+
+def test_merge_all_dirty_refusal_lists_the_files_and_no_gate_output(tmp_path: Path) -> None:
+    """`merge --all` refused a dirty agent without the file list, said "the gate printed nothing" though no
+    gate ran, and its next re-ran the same refused merge."""
+    t = Task(tmp_path, ["a", "b"], config(build="true"))
+    (t.wt("a") / "new.txt").write_text("x\n")
+    t.commit("b", {"b.txt": "b\n"}, "[b] b")
+    r = t.spark("merge", "t1", "--all")
+    assert r.returncode == 3 and "?? new.txt" in r.stdout and "printed nothing" not in r.stdout, r
+    env = json.loads(t.spark("--json", "merge", "t1", "--agent", "a").stdout)
+    assert env["next"] == [f"git -C {t.wt('a')} status --short"], env
