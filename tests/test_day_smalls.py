@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.repo import Run, commit, git, make_repo, spark, spark_argv
+from fixtures.servers import bare, machine, seed
 
 from spark_git.core.errors import BROKEN_PIPE, USAGE
 from spark_git.core.layout import Layout
@@ -169,3 +170,21 @@ def test_merge_all_dirty_refusal_lists_the_files_and_no_gate_output(tmp_path: Pa
     assert r.returncode == 3 and "?? new.txt" in r.stdout and "printed nothing" not in r.stdout, r
     env = json.loads(t.spark("--json", "merge", "t1", "--agent", "a").stdout)
     assert env["next"] == [f"git -C {t.wt('a')} status --short"], env
+
+
+def test_remote_start_of_another_machines_task_names_its_owner(tmp_path: Path) -> None:
+    """Machine 2 starting a task machine 1 owns was told the state is corrupt ("the task worktree is
+    recorded as <machine-1 path>"); it is told who owns it, with the takeover as next."""
+    url = f"file://{bare(tmp_path)}"
+    seed(tmp_path, url, {"README.md": "# shared\n"}, config=LIGHT)
+    a, b = (machine(tmp_path, url, f"m{i}") for i in range(2))
+    for m in (a, b):  # no machine name: both clones are this host, as on the day
+        (m / ".git" / "spark" / "remote.toml").write_text('[sync]\nremote = "origin"\n')
+    assert spark(a, "start", "t1", "--agents", "x", env=_session("sa")).returncode == 0
+    r = spark(b, "--json", "start", "t1", "--agents", "x", env=_session("sb"))
+    env = json.loads(r.stdout)
+    assert r.returncode == 3 and "recorded as" not in env["summary"] and "owned by session sa" in env["summary"], r
+    assert env["next"] == ["spark-git lock break t1 --why 'taking over from session sa'"], env
+    r = spark(b, "--json", "merge", "t1", "--agent", "x", env=_session("sb"))
+    assert r.returncode == 3 and "owned by session sa" in json.loads(r.stdout)["summary"], r
+    assert not (tmp_path / "m1.tasks" / "t1").exists()
