@@ -280,11 +280,17 @@ def test_hooks_check_fails_on_any_loaded_settings_file_that_switches_hooks_or_sa
     offs = [c["switched_off"] for c in r.json["data"]["checks"]]
     assert offs == [[f"{repo / LOCAL}: disableAllHooks = true turns Claude Code's hooks off"]] * 2, offs
     assert "SWITCHED OFF" in spark(repo, "hooks", "check", env=env).stdout
+    write(repo / LOCAL, '{"sandbox": {"enabled": false}}\n')  # the main worktree's local file wins over the agent's
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{repo / LOCAL}: sandbox.enabled = false turns Claude Code's sandbox off"]
+                                     for c in r.json["data"]["checks"]), r
     (repo / LOCAL).unlink()
     user = Path(env["HOME"]) / ".claude/settings.json"
-    write(user, '{"sandbox": {"enabled": false}}\n')
+    write(user, '{"sandbox": {"enabled": false}}\n')  # the agent's own local file wins over the user's: harmless
+    assert spark(repo, "hooks", "check", "--json", env=env).returncode == 0
+    write(user, '{"sandbox": {"enabled": false, "filesystem": {"disabled": true}}}\n')  # a key spark-git does not set
     r = spark(repo, "hooks", "check", "--json", env=env)
-    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.enabled = false turns Claude Code's sandbox off"]
+    assert r.returncode == 1 and all(c["switched_off"] == [f"{user}: sandbox.filesystem.disabled = true turns Claude Code's sandbox off"]
                                      for c in r.json["data"]["checks"]), r
     user.unlink()
     a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
@@ -311,3 +317,38 @@ def test_the_sandbox_names_only_paths_that_exist_as_tasks_come_and_go(tmp_path: 
     assert not any("t2" in d for d in deny), deny
     assert all(os.path.lexists(d[1:]) for d in deny), [d for d in deny if not os.path.lexists(d[1:])]
     assert ours(sandbox_of(a1), a1) and not a2.exists()
+
+
+def test_git_grants_follow_a_branch_template_with_directories(tmp_path: Path) -> None:
+    """Agent branches under refs/heads/work/: a's own ref stays writable, b's beside it and every other
+    ref and reflog denied; nothing named there is missing (a missing path would be mounted over)."""
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    repo = make_repo(tmp_path / "repo", config='agent_branch_template = "work/{task}--{agent}"\n' + CONFIG)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a,b", env=env))
+    a = tmp_path / "repo.tasks/t1/agents/a/code"
+    common = os.path.realpath(repo / ".git")
+    fs = sandbox_of(a)["filesystem"]
+    assert f"/{common}/logs/refs/heads/work/t1--a" in fs["allowWrite"] and f"/{common}/refs/heads" in fs["allowWrite"]
+    deny = set(fs["denyWrite"])
+    assert {f"/{common}/refs/heads/work/t1--b", f"/{common}/refs/heads/main", f"/{common}/refs/heads/t1",
+            f"/{common}/logs/refs/heads/work/t1--b", f"/{common}/refs/spark", f"/{common}/packed-refs"} <= deny
+    assert not any(d.endswith(("t1--a", "/refs/heads/work")) for d in deny), deny
+    assert all(os.path.lexists(d[1:]) for d in deny)
+
+
+def test_hooks_check_shows_a_sandbox_gone_stale_and_install_brings_it_up_to_date(tmp_path: Path) -> None:
+    """A branch made by hand is one spark-git did not deny: the sandbox is out of date until rewritten."""
+    repo, env = setup(tmp_path)
+    ok(spark(repo, "hooks", "install", env=env))
+    commit(repo, {}, "spark-git's hooks")
+    ok(spark(repo, "start", "t1", "--agents", "a1", env=env))
+    git(repo, "branch", "side")
+    r = spark(repo, "hooks", "check", "--json", env=env)
+    assert r.returncode == 0 and r.json["data"]["checks"][0]["sandbox"] is False, r  # not a failure: the hook still runs
+    assert "`spark-git hooks install`" in spark(repo, "hooks", "check", env=env).stdout
+    ok(spark(repo, "hooks", "install", env=env))
+    assert spark(repo, "hooks", "check", "--json", env=env).json["data"]["checks"][0]["sandbox"] is True
+    a1 = tmp_path / "repo.tasks/t1/agents/a1/code"
+    assert f"/{os.path.realpath(repo / '.git')}/refs/heads/side" in sandbox_of(a1)["filesystem"]["denyWrite"]

@@ -51,6 +51,9 @@ def write(path: Path | str, content: str) -> Tool:
 def test_normal_work_succeeds(base: Path) -> None:
     t = fresh(base, "normal")
     a = t.worktree("a")
+    (t.task_worktree / "NOTES.md").write_text("t1 moved on\n")  # the task branch moves: a's rebase replays its commit
+    git(t.task_worktree, "add", "-A", env=t.env)
+    git(t.task_worktree, "commit", "-q", "-m", "t1: notes", env=t.env)
     read_only = "python3 -c \"print(open('README.md').read().replace('#', '*'))\""
     out = run_claude(t, "a", [
         write(a / "calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"),
@@ -65,7 +68,7 @@ def test_normal_work_succeeds(base: Path) -> None:
     assert [c.is_error for c in out.calls] == [False] * 6, out.calls
     assert "OK" in out.calls[2].text and "* demo" in out.calls[5].text
     assert git(a, "show", "task-t1-agent-a:calc.py").endswith("return a - b  # difference")
-    assert git(a, "log", "-1", "--format=%s", "task-t1-agent-a") == "a: sub()"
+    assert git(a, "log", "-2", "--format=%s", "task-t1-agent-a").splitlines() == ["a: sub()", "t1: notes"]  # rebased onto t1
     assert git(a, "status", "--porcelain", "--untracked-files=all") == ""  # nothing the sandbox mounts is left to add
     assert git(a, "symbolic-ref", "--short", "HEAD") == "task-t1-agent-a"
     end = out.after[-1]
@@ -117,6 +120,10 @@ def escapes(t: AgentTask) -> dict[str, tuple[Tool, set[str]]]:
         "script: packed-refs": (script(10, f"echo x >> {common}/packed-refs"), {"sandbox"}),
         "script: .git/config": (script(11, f"echo x >> {common}/config"), {"sandbox"}),
         "script: main's HEAD": (script(12, f"echo ref: refs/heads/t1 > {common}/HEAD"), {"sandbox"}),
+        "script: a git hook": (script(15, f"echo 'echo pwned' > {common}/hooks/post-merge && chmod +x {common}/hooks/post-merge"), {"sandbox"}),
+        "script: info/exclude": (script(16, f"echo '*.py' >> {common}/info/exclude"), {"sandbox"}),
+        "script: spark-git's state": (script(17, f"echo x > {common}/spark/x.json"), {"sandbox"}),
+        "script: b's admin dir (its HEAD)": (script(18, f"echo ref: refs/heads/main > $(git -C {b} rev-parse --absolute-git-dir)/HEAD"), {"sandbox"}),
         "script: edit .claude settings": (script(13, "echo {} > .claude/settings.local.json"), {"sandbox"}),
         "script: edit .codex/hooks.json": (script(14, "echo {} > .codex/hooks.json"), {"sandbox"}),
     }
@@ -178,12 +185,17 @@ def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) 
     assert [f for f in out.after[-1]["b"].splitlines() if "settings.local" not in f] == [f for f in out.before["b"].splitlines() if "settings.local" not in f]
 
 
-def test_main_worktree_settings_that_switch_hooks_off_reach_the_agent_and_fail_hooks_check(base: Path) -> None:
+@pytest.mark.parametrize("setting", ['{"disableAllHooks": true}', '{"sandbox": {"enabled": false}}'])
+def test_main_worktree_settings_that_switch_protection_off_reach_the_agent_and_fail_hooks_check(base: Path, setting: str) -> None:
     """Why `hooks check` reads the main worktree's local settings: Claude Code loads them in every
-    worktree, and `disableAllHooks` there lets a Write (not sandboxed) into b's worktree through."""
-    t = fresh(base, "switched-off")
-    (t.repo / ".claude/settings.local.json").write_text('{"disableAllHooks": true}\n')
-    out = run_claude(t, "a", [write(t.worktree("b") / "x.py", "x = 1\n"), Say("done")])
-    assert out.returncode == 0 and (t.worktree("b") / "x.py").exists(), out.calls  # the hook did not run
+    worktree. `disableAllHooks` there lets a Write (never sandboxed) into b's worktree through;
+    `sandbox.enabled: false` there wins over the agent's own file and a script writes the main worktree."""
+    t = fresh(base, f"switched-off-{'hooks' if 'Hooks' in setting else 'sandbox'}")
+    (t.repo / ".claude/settings.local.json").write_text(setting + "\n")
+    hooks_off = "disableAllHooks" in setting
+    target = t.worktree("b") / "x.py" if hooks_off else t.repo / "x.py"
+    call = write(target, "x = 1\n") if hooks_off else script(1, f"echo 'x = 1' > {target}")
+    out = run_claude(t, "a", [call, Say("done")])
+    assert out.returncode == 0 and target.exists(), out.calls  # what the check must catch
     r = spark(t.repo, "hooks", "check", "--json", env=t.env)
     assert r.returncode == 1 and all(c["switched_off"] for c in r.json["data"]["checks"]), r

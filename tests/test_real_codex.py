@@ -43,6 +43,13 @@ def py_write(path: Path) -> Tool:
     return sh(f"python3 -c \"import base64; open(base64.b64decode('{enc}').decode(), 'w').write('x')\"")
 
 
+def py_git(*args: str) -> list[Tool]:
+    """git run by a script file the agent wrote in its own worktree: nothing the hook can read (it
+    refuses a command-line decoded one itself), so only the sandbox stands in the way."""
+    body = f"import subprocess\nsubprocess.run({['git', *args]!r})\n"
+    return [patch("*** Add File: mv.py\n" + "".join(f"+{line}\n" for line in body.splitlines())), sh("python3 mv.py")]
+
+
 def _files(worktree: Path) -> dict[str, bytes | None]:
     """A worktree's files, without the repository's .git (a's commits add objects there)."""
     return {k: v for k, v in tree(worktree).items() if k != ".git" and not k.startswith(".git/")}
@@ -130,7 +137,8 @@ def test_hooks_run_only_while_trusted_and_check_says_so(ct: CodexTask) -> None:
     r = run(ct, [sh(f"echo x > {ct.b}/evil.txt")])
     assert r.layer(0) == "sandbox" and not (ct.b / "evil.txt").exists(), r.outputs  # no hook ran: the kernel still holds
 
-    assert spark(ct.main, "hooks", "install", "--client", "codex", env=ct.env, process=True).returncode == 0
+    coordinator = {k: v for k, v in ct.env.items() if not k.startswith("SPARK_")}  # ct.env is agent a's: it may not install hooks
+    assert spark(ct.main, "hooks", "install", "--client", "codex", env=coordinator, process=True).returncode == 0
     assert {h["trustStatus"] for h in hooks_list(ct, ct.a)} == {"trusted"}
     assert spark(ct.main, "hooks", "check", env=ct.env, process=True).returncode == 0
     assert run(ct, [sh(f"echo x > {ct.b}/evil.txt")]).layer(0) == "hook"
@@ -150,6 +158,17 @@ def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: C
     config = ct.codex_home / "config.toml"
     config.write_text('sandbox_mode = "danger-full-access"\n' + config.read_text())
     main = git(ct.main, "rev-parse", "refs/heads/main")
-    r = run(ct, [sh("echo x > work.txt && git add -A && git commit -qm work"), hidden("git update-ref refs/heads/main HEAD"), py_write(ct.b / "evil.txt")])
-    assert [r.layer(1), r.layer(2)] == ["sandbox", "sandbox"], r.outputs
+    r = run(ct, [sh("echo x > work.txt && git add -A && git commit -qm work"), *py_git("update-ref", "refs/heads/main", "HEAD"), py_write(ct.b / "evil.txt")])
+    assert [r.layer(2), r.layer(3)] == ["sandbox", "sandbox"], r.outputs
     assert git(ct.main, "rev-parse", "refs/heads/main") == main and not (ct.b / "evil.txt").exists()
+
+
+def test_the_agent_is_refused_the_coordinators_commands(ct: CodexTask) -> None:
+    """Issue 22 item 2 with the real client: set up by `spark-git env t1 --agent a`, the agent is agent
+    a, not the owner; its merge and a report for b are refused by the caller guard (exit 3)."""
+    before = _refs(ct.main)
+    sg = f"{sys.executable} -m spark_git"  # Codex's shell has its own PATH
+    r = run(ct, [sh(f"{sg} merge t1 --agent a; echo exit=$?"), sh(f"{sg} report t1 --agent b --status COMPLETE; echo exit=$?")])
+    assert "is the coordinator's, and this is agent a of task t1" in r.outputs[0] and "exit=3" in r.outputs[0], r.outputs
+    assert "runs `spark-git report` only for itself" in r.outputs[1] and "exit=3" in r.outputs[1], r.outputs
+    assert _refs(ct.main) == before

@@ -1,14 +1,19 @@
 """`spark-git hook session-start`: after a restart or a context compaction, tell the session which
-tasks it owns, where each stands, what it waits for and what to run next."""
+tasks it owns, where each stands, what it waits for and what to run next — or, for an agent, which
+agent it is, where it works and how it reports."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
+from spark_git.clients import identity
+from spark_git.core import caller
 from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.core.paths import repo_around
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 
@@ -126,12 +131,6 @@ def for_agent(layout: Layout, sessions: set[str], task: str, agent: str) -> Sess
 def agent_of(layout: Layout, session: object, cwd: Path) -> tuple[str, str] | None:
     """(task, agent) when this session is an agent: launched in (or made for) an agent worktree
     (identity.caller), or marked as one by its environment or a process it runs under (core/caller)."""
-    import os
-
-    from spark_git.clients import identity
-    from spark_git.core import caller
-    from spark_git.core.paths import repo_around
-
     repo = repo_around(cwd)
     place = identity.caller(repo, session if isinstance(session, str) else None, str(cwd)) if repo is not None else None
     if place is not None and place.kind == "agent" and place.task and place.agent:
@@ -147,9 +146,6 @@ def from_event(event_cwd: str | None) -> Path:
 def remember_launch(session: object, cwd: Path) -> None:
     """Records the directory a client session started in (identity.remember), when it starts inside
     a spark-git repo; the hook then judges the session by it wherever it `cd`s."""
-    from spark_git.clients import identity
-    from spark_git.core.paths import repo_around
-
     repo = repo_around(cwd) if isinstance(session, str) and session else None
     if repo is not None and isinstance(session, str):
         try:

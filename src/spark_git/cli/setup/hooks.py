@@ -78,6 +78,9 @@ def hooks_check(ctx: typer.Context) -> None:
                     out.print(f"    {c.problem}")
                 for off in c.switched_off:
                     out.print(f"    SWITCHED OFF: {off} (remove it)")
+                if c.sandbox is False and c.loads:
+                    flag = "" if c.client == registry.DEFAULT else f" --client {c.client}"
+                    out.print(f"    its sandbox is missing or out of date (refs came or went since it was written): `spark-git hooks install{flag}`")
             for n in d.notes:
                 out.print(f"  note: {n}")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
 from spark_git.clients.gemini import GEMINI
+from spark_git.core import gatebox
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -145,7 +146,8 @@ def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Pat
         _exclude(layout, on=True)
         return []
     sandboxes.refresh(layout, new=agents)  # the others' too: their git entries name the new branches
-    return [wt for wt in agents if sandboxes.present(layout, wt)]
+    known = sandboxes.boxes(layout)
+    return [wt for wt in agents if sandboxes.present(layout, wt, known)]
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -220,21 +222,32 @@ def _in_worktree(git: Git, scope: str, rel: Path) -> tuple[bool, str | None, str
 
 def _switched_off(c: Client, wt: Path, main: Path) -> list[str]:
     """Each setting in a file a session of `c` in `wt` loads (the main worktree's and an administrator's
-    included) that turns spark-git's hooks or sandbox off: one such file undoes every other."""
-    files = [p for _, _, p in c.facts.loaded(wt, main)] + [Path(m) for m in c.facts.managed]
+    included) that turns spark-git's hooks or sandbox off. A key the worktree's own local file sets
+    (spark-git's sandbox) is not undone by the user's or the project's file: that one wins (measured
+    with Claude Code 2.1.328; the main worktree's local file does win over it)."""
+    loaded = c.facts.loaded(wt, main) + [("managed", "managed", Path(m)) for m in c.facts.managed]
+    own = _json(wt / c.facts.settings["local"]) if "local" in c.facts.settings else None
     out = []
-    for path in files:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for where, scope, path in loaded:
+        data = _json(path)
+        lower = where == facts.USER or (where == facts.WORKTREE and scope != "local")
         for key, value, what in c.facts.off:
-            got: object = data
-            for part in key.split("."):
-                got = got.get(part) if isinstance(got, dict) else None
-            if got is value:
+            if _at(data, key) is value and not (lower and _at(own, key) not in (None, value)):
                 out.append(f"{path}: {key} = {json.dumps(value)} turns {c.facts.title}'s {what} off")
     return out
+
+
+def _json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _at(data: object, key: str) -> object:
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def _sandbox_notes(clients: list[Client], checks: list[HookCheck]) -> list[str]:
@@ -257,12 +270,13 @@ def check(layout: Layout) -> HooksCheckData:
     exe = shutil.which("spark-git", path=os.environ.get("PATH"))
     store = open_store(layout)
     checks: list[HookCheck] = []
+    known = sandboxes.boxes(layout)
     for t in store.task_names():
         tf = store.read_task(t)
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
-                box = sandboxes.present(layout, layout.agent_worktree(t, a)) if boxed(c) else None
+                box = sandboxes.present(layout, layout.agent_worktree(t, a), known) if boxed(c) else None
                 if c.name == codexsetup.NAME:
                     loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
                 if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
@@ -274,7 +288,7 @@ def check(layout: Layout) -> HooksCheckData:
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
                                         sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
-    notes = _sandbox_notes(clients, checks)
+    notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates)
     if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
         notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)

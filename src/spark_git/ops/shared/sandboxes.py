@@ -50,9 +50,9 @@ def _launch(layout: Layout, task: str, agent: str) -> str | None:
     return os.path.realpath(launch) if isinstance(launch, str) else None
 
 
-def box_of(layout: Layout, worktree: Path) -> Box | None:
+def box_of(layout: Layout, worktree: Path, known: list[Box] | None = None) -> Box | None:
     real = os.path.realpath(worktree)
-    return next((b for b in boxes(layout) if os.path.realpath(b.worktree) == real), None)
+    return next((b for b in (boxes(layout) if known is None else known) if os.path.realpath(b.worktree) == real), None)
 
 
 def refresh(layout: Layout, new: list[Path] | None = None) -> list[Path]:
@@ -70,7 +70,8 @@ def refresh(layout: Layout, new: list[Path] | None = None) -> list[Path]:
     return changed
 
 
-def present(layout: Layout, worktree: Path) -> bool:
-    """The worktree holds spark-git's sandbox for it as things are now (a stale one: `hooks install`)."""
-    b = box_of(layout, worktree)
+def present(layout: Layout, worktree: Path, known: list[Box] | None = None) -> bool:
+    """The worktree holds spark-git's sandbox for it as things are now (a stale one: `hooks install`).
+    `known`: boxes(layout), when the caller asks for many worktrees."""
+    b = box_of(layout, worktree, known)
     return b is not None and sandbox.present(b.worktree, b.branch, b.more)
