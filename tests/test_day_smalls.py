@@ -20,6 +20,7 @@ from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
 from tests.mergekit import Task, config
 from tests.queuekit import Queue
+from tests.test_evidence import REV, at_requirements, output, refused_naming, write
 
 
 @pytest.mark.parametrize("args", [["status", "--all"], ["archive", "list"]])
@@ -188,3 +189,14 @@ def test_remote_start_of_another_machines_task_names_its_owner(tmp_path: Path) -
     r = spark(b, "--json", "merge", "t1", "--agent", "x", env=_session("sb"))
     assert r.returncode == 3 and "owned by session sa" in json.loads(r.stdout)["summary"], r
     assert not (tmp_path / "m1.tasks" / "t1").exists()
+
+
+def test_output_not_meeting_the_definition_of_done_is_not_complete(tmp_path: Path) -> None:
+    """A COMPLETE report whose 004 evidence says `"gates": {"meets_definition_of_done": false}` counted."""
+    p = at_requirements(tmp_path)
+    bad = {**output("OK"), "gates": {"meets_definition_of_done": False}}
+    p.report(REV, "COMPLETE", "--evidence", write(p, "bad.json", bad))
+    refused_naming(p, "gates.meets_definition_of_done is false")
+    p.report(REV, "COMPLETE", "--evidence", write(p, "good.json", output("OK")))
+    p.go("SYNTHESIS")
+    assert p.state() == "SYNTHESIS"
