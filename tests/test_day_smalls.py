@@ -19,8 +19,10 @@ from spark_git.core.errors import BROKEN_PIPE, USAGE
 from spark_git.core.layout import Layout
 from spark_git.state.backends import open_store
 from tests.mergekit import Task, config
+from tests.ptyutil import answer_on_pty
 from tests.queuekit import Queue
 from tests.test_evidence import REV, at_requirements, output, refused_naming, write
+from tests.test_protocol_approve import _in_synthesis
 
 
 @pytest.mark.parametrize("args", [["status", "--all"], ["archive", "list"]])
@@ -200,3 +202,12 @@ def test_output_not_meeting_the_definition_of_done_is_not_complete(tmp_path: Pat
     p.report(REV, "COMPLETE", "--evidence", write(p, "good.json", output("OK")))
     p.go("SYNTHESIS")
     assert p.state() == "SYNTHESIS"
+
+
+def test_plan_approval_screen_shows_the_plan(tmp_path: Path) -> None:
+    """The full protocol's plan approval asked for the task name without showing task.md."""
+    p = _in_synthesis(tmp_path)
+    plan = (p.repo.parent / "repo.tasks" / p.task / "task.md").read_text()
+    line = next(ln for ln in plan.splitlines() if ln.startswith("#"))
+    rc, out = answer_on_pty(p.repo, ["approve", p.task, "--plan"], b"t1\n")
+    assert rc == 0 and line in out and out.index(line) < out.index("Approve the plan"), out

@@ -60,9 +60,10 @@ def approve(
     interactive: bool,
     ask: Callable[[str], str] | None = None,
     show: Callable[[Presented], None] | None = None,
+    show_plan: Callable[[str], None] | None = None,
 ) -> ApproveData:
     """`ask(prompt)` returns what the human typed (only called when `interactive`); `show` draws what
-    is approved (changes) before the question."""
+    is approved (changes), `show_plan` the plan's text (task.md), before the question."""
     task = task_name(task)
     if kind not in ("changes", "plan"):
         raise BadInput(f"approve --{kind} is not supported")
@@ -79,6 +80,8 @@ def approve(
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
+    if kind == "plan" and interactive and show_plan is not None:
+        show_plan(layout.task_md(task).read_text(errors="replace"))
     presented_at = now()
     via = _confirm(layout, task, target, digest, interactive, ask)
     by = who_approves(session)
