@@ -211,3 +211,11 @@ def test_plan_approval_screen_shows_the_plan(tmp_path: Path) -> None:
     line = next(ln for ln in plan.splitlines() if ln.startswith("#"))
     rc, out = answer_on_pty(p.repo, ["approve", p.task, "--plan"], b"t1\n")
     assert rc == 0 and line in out and out.index(line) < out.index("Approve the plan"), out
+
+
+def test_status_row_shows_an_eviction_from_the_queue(tmp_path: Path) -> None:
+    """The one-line-per-task `status` did not show that the queue had given a task back."""
+    q = Queue(tmp_path, 1, culprit=0)
+    assert q.spark("t0", "complete", "t0").returncode != 0
+    row = next(ln for ln in q.spark("t0", "status").stdout.splitlines() if ln.startswith("t0 "))
+    assert "evicted from the queue (failed)" in row, row

@@ -96,6 +96,8 @@ def problems(t: TaskView) -> list[tuple[str, str, int]]:
         out.append(("task worktree dirty", "worktree dirty", 0))
     if t.gate and t.gate.result == "failed":
         out.append((f"gate {t.gate.token}", "gate failed", 0))
+    if t.given_back:
+        out.append((f"evicted from the queue ({t.given_back.result}): {t.given_back.reason}", "evicted from the queue", 0))
     for c in t.radar.conflicts if t.radar else []:
         out.append((f"conflict {c.agent}/{c.other or 'task'}: {', '.join(c.files)}", "conflict", 1))
     for a in t.agents:
@@ -135,7 +137,7 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     if t.given_back:
         g = t.given_back
         way = f" → {g.next[0]}" if g.next else ""
-        lines += fit.wrap(f"the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
+        lines += fit.wrap(f"evicted: the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
     if t.forge:
         f = t.forge
         seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")
