@@ -219,3 +219,18 @@ def test_status_row_shows_an_eviction_from_the_queue(tmp_path: Path) -> None:
     assert q.spark("t0", "complete", "t0").returncode != 0
     row = next(ln for ln in q.spark("t0", "status").stdout.splitlines() if ln.startswith("t0 "))
     assert "evicted from the queue (failed)" in row, row
+
+
+def test_status_names_tasks_that_would_conflict_when_both_land(tmp_path: Path) -> None:
+    """The radar looked only inside one task: two tasks changing the same lines went unflagged."""
+    repo = make_repo(tmp_path / "r", {"f.txt": "base\n", "g.txt": "g\n"}, config='protocol = "light"\n')
+    for t, agents in (("t1", "a"), ("t2", ""), ("t3", "")):
+        assert spark(repo, "start", t, "--agents", agents, env=_session()).returncode == 0
+    root = repo.parent / "r.tasks"
+    commit(root / "t1" / "agents" / "a" / "code", {"f.txt": "one\n"}, "[a] one")  # unmerged agent work counts
+    commit(root / "t2" / "code", {"f.txt": "two\n"}, "two")
+    commit(root / "t3" / "code", {"g.txt": "three\n"}, "three")  # another file: no conflict
+    r = spark(repo, "status", env=_session())
+    assert "tasks t1 and t2 would conflict when both land: f.txt" in r.stdout and "t3 would" not in r.stdout, r
+    d = json.loads(spark(repo, "--json", "status", env=_session()).stdout)["data"]
+    assert d["cross_conflicts"] == [{"task": "t1", "other": "t2", "files": ["f.txt"]}], d

@@ -28,6 +28,9 @@ def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
     elif d.tasks:
         for ln in summary_table(d.tasks, width):
             _line(out, ln)
+    for c in d.cross_conflicts:  # before either lands: the order, or talking, can still avoid it
+        for ln in fit.wrap(f"⚠ tasks {c.task} and {c.other} would conflict when both land: {', '.join(c.files)}", width, hang="  "):
+            _line(out, ln)
     if d.ended_hidden:
         n = len(d.ended_hidden)
         _line(out, f"{n} ended task{'s' if n != 1 else ''} not shown (spark-git status --all lists them)")

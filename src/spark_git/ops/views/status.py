@@ -23,6 +23,8 @@ from spark_git.ops.shared import forge, mainlock, radar, remote
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
+from spark_git.ops.views import crossradar
+from spark_git.ops.views.crossradar import TaskClash
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
@@ -113,6 +115,7 @@ class StatusData(_View):
     warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
     remote: RemoteStatusData | None = None  # remote mode: every machine's locks on the shared remote, leases, stale ones
     ended_hidden: list[str] = []  # ended tasks left out (`status --all` lists them)
+    cross_conflicts: list[TaskClash] = []  # pairs of live tasks whose work would conflict when both land (no task named)
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -165,8 +168,11 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
+    cross: list[TaskClash] = []
     if with_radar:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
+        if only is None:
+            cross = _cross(git, layout.repo.common_dir / "objects", [v for v, _ in live])
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
@@ -175,7 +181,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(store), tasks=views, warnings=warnings,
-                                      remote=_remote(layout, live))
+                                      remote=_remote(layout, live), cross_conflicts=cross)
 
 
 def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
@@ -295,6 +301,18 @@ def _radars(git: Git, objects: Path, views: list[TaskView]) -> None:
         found = [Radar(checked=[], note=f"conflict radar failed: {e.message}") for _ in views]
     for v, r in zip(views, found, strict=True):
         v.radar = r
+
+
+def _cross(git: Git, objects: Path, views: list[TaskView]) -> list[TaskClash]:
+    work = []
+    for v in views:
+        tips = ([v.head] if v.head and v.commits_beyond_base else []) + [a.head for a in v.agents if a.head and a.ahead]
+        if tips:
+            work.append((v.task, tips))
+    try:
+        return crossradar.between(git, objects, work)
+    except SparkError:  # status never fails because of the radar
+        return []
 
 
 def _main_lock(store: Store) -> mainlock.MainLockData:
