@@ -234,3 +234,32 @@ def test_status_names_tasks_that_would_conflict_when_both_land(tmp_path: Path) -
     assert "tasks t1 and t2 would conflict when both land: f.txt" in r.stdout and "t3 would" not in r.stdout, r
     d = json.loads(spark(repo, "--json", "status", env=_session()).stdout)["data"]
     assert d["cross_conflicts"] == [{"task": "t1", "other": "t2", "files": ["f.txt"]}], d
+
+
+@pytest.mark.parametrize(("args", "nxt"), [
+    (["merge", "t1", "--agent", "zz"], ["spark-git status t1"]),  # unknown agent
+    (["report", "t1", "--agent", "zz", "--status", "COMPLETE"], ["spark-git status t1"]),
+    (["status", "Bad_Name"], ["spark-git status"]),  # bad names
+])
+def test_refusals_have_a_pasteable_next(repo: Path, cli: Callable[..., Run], args: list[str], nxt: list[str]) -> None:
+    """These refusals had an empty `next`."""
+    assert cli("start", "t1", "--agents", "a").returncode == 0
+    r = cli("--json", *args)
+    env = json.loads(r.stdout)
+    assert r.returncode in (2, 3) and env["next"] == nxt, r
+
+
+def test_no_terminal_refusal_has_the_humans_command_as_next(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", config='protocol = "light"\n')
+    assert spark(repo, "start", "t1", "--agents", "", env=_session()).returncode == 0
+    r = spark(repo, "--json", "approve", "t1", "--changes", env=_session())
+    env = json.loads(r.stdout)
+    assert r.returncode == 3 and "terminal" in env["summary"] and env["next"] == ["spark-git approve t1 --changes"], r
+
+
+def test_a_config_error_has_a_pasteable_next(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", config='protocol = "lite"\n')
+    r = spark(repo, "--json", "status", env=_session())
+    env = json.loads(r.stdout)
+    assert r.returncode == USAGE and env["next"] == ["spark-git schema config"], r
+    assert spark(repo, "schema", "config").returncode == 0

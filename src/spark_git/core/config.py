@@ -313,7 +313,8 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     try:
         return Config.model_validate(configfiles.merged(data, mine)), where
     except ValidationError as e:
-        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)},
+                       hint="`spark-git schema config` lists every key, its type and default", next=["spark-git schema config"]) from e
 
 
 def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:

@@ -36,7 +36,8 @@ def check_name(kind: str, name: str) -> str:
         problem = "may only use " + NAME_RULE
     else:
         return name
-    raise BadInput(f"bad {kind} name {shown}: it {problem}", hint=f"{kind} names use {NAME_RULE}", details={"name": name, "kind": kind})
+    raise BadInput(f"bad {kind} name {shown}: it {problem}", hint=f"{kind} names use {NAME_RULE}", details={"name": name, "kind": kind},
+                   next=["spark-git status"])
 
 
 def task_name(name: str) -> TaskName:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
 import socket
 from collections.abc import Callable
 from typing import Literal
@@ -83,7 +84,7 @@ def approve(
     if kind == "plan" and interactive and show_plan is not None:
         show_plan(layout.task_md(task).read_text(errors="replace"))
     presented_at = now()
-    via = _confirm(layout, task, target, digest, interactive, ask)
+    via = _confirm(layout, task, target, digest, interactive, ask, again=f"spark-git approve {task} --{kind}")
     by = who_approves(session)
     pid = layout.git().patch_id(tf.base_branch, target) if kind == "changes" else None
     cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest, patch_id=pid)
@@ -122,7 +123,7 @@ def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
 
 
 def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None,
-             verb: str = "Approve") -> str:
+             verb: str = "Approve", again: str | None = None) -> str:
     """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not."""
     if interactive:
         assert ask is not None
@@ -139,6 +140,7 @@ def _confirm(layout: Layout, task: str, target: str, digest: str | None, interac
         raise Blocked(
             "approval needs a human at a terminal: stdin is not a terminal",
             hint="run `spark-git approve` yourself in a terminal, or set approval.allow_non_interactive = true in the repo's config",
+            next=[again] if again else [],  # for the human, at a terminal
             task=task,
         )
     return "non-interactive"
@@ -190,7 +192,8 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
     target = _target(layout, tf, sha)
     if interactive and show is not None:
         show(present(store, tf, target))
-    via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
+    via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to",
+                   again=shlex.join(["spark-git", "approve", task, "--request-changes", "--why", why]))
     by = who_approves(session)
     with updating(store, task, session, owner=False) as cur:
         if sha is None and layout.git().branch_head(cur.task_branch) != target:
@@ -253,7 +256,8 @@ def reject_plan(layout: Layout, task: str, *, why: str, session: str | None, int
     if unmet:
         raise protocol.refuse(f"cannot reject the plan of {task}", unmet, task)
     digest = protocol.task_md_digest(layout, task)
-    via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject")
+    via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject",
+                   again=shlex.join(["spark-git", "approve", task, "--plan", "--request-changes", "--why", why]))
     by, at = who_approves(session), now()
     with updating(store, task, session, owner=False) as cur:
         if protocol.task_md_digest(layout, task) != digest or protocol.approve_conditions(layout, cur, "plan"):
