@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -263,3 +264,18 @@ def test_a_config_error_has_a_pasteable_next(tmp_path: Path) -> None:
     env = json.loads(r.stdout)
     assert r.returncode == USAGE and env["next"] == ["spark-git schema config"], r
     assert spark(repo, "schema", "config").returncode == 0
+
+
+def test_a_read_only_repository_is_a_clear_error(tmp_path: Path) -> None:
+    """`start` in a read-only repository exited 70 with a traceback; now exit 2, the path named, nothing created.
+    The read-only mount is bubblewrap's (the suite may run as root, whom file modes do not stop)."""
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bwrap is required in CI")
+        pytest.skip("bwrap (bubblewrap) is not installed: no read-only mount without it")
+    repo = make_repo(tmp_path / "r", config='protocol = "light"\n')
+    before = git(repo, "for-each-ref")
+    argv = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(tmp_path), str(tmp_path), "--chdir", str(repo), *spark_argv("start", "t1", "--agents", "a")]
+    p = subprocess.run(argv, capture_output=True, text=True, env=_session(), timeout=120)
+    assert p.returncode == USAGE and "Read-only file system" in p.stderr and "Traceback" not in p.stderr, p
+    assert git(repo, "for-each-ref") == before and not (tmp_path / "r.tasks").exists()

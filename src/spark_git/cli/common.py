@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 from pydantic import BaseModel
 
-from spark_git.core.errors import BROKEN_PIPE, INTERNAL, INTERRUPTED, INTERRUPTED_MESSAGE, SparkError
+from spark_git.core.errors import BROKEN_PIPE, INTERNAL, INTERRUPTED, INTERRUPTED_MESSAGE, SparkError, from_os_error
 from spark_git.core.layout import Layout
 
 if TYPE_CHECKING:
@@ -162,8 +162,12 @@ def _execute(ctx: typer.Context, st: AppState, action: Callable[[Layout], Result
         _stop_progress(st)
         emit(st, lambda: envelope("FAIL", INTERRUPTED_MESSAGE, None, {"error": INTERRUPTED_MESSAGE}, ["spark-git doctor"], "error"))
         return INTERRUPTED
-    except Exception as e:  # a bug: say so, keep the traceback, exit 70
+    except Exception as e:  # a bug: say so, keep the traceback, exit 70 (a file system refusal: say that)
         _stop_progress(st)
+        known = from_os_error(e) if isinstance(e, OSError) else None
+        if known is not None:
+            _render_error(st, known)
+            return known.exit_code
         tb = traceback.format_exc()
         data = {"error": f"internal error: {e!r}", "hint": "please report this with the traceback", "traceback": tb}
         emit(st, lambda: envelope("FAIL", data["error"], None, data, [], "error"))
