@@ -191,6 +191,11 @@ class ArchiveConfig(_Strict):
         10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
 
 
+class CleanupConfig(_Strict):
+    caches: list[str] = Field(default_factory=list, description="Build caches (file or directory names, glob patterns) cleanup/abandon remove without archiving, "
+                              "besides .pytest_cache, __pycache__, .mypy_cache and .ruff_cache.")
+
+
 class SyncConfig(_Strict):
     remote: str | None = Field(None, description="Remote mode: the git remote holding task locks, state, queue and notes (off when unset).")
     machine: str | None = Field(None, description="This machine's name in remote leases; default: the host name.")
@@ -218,6 +223,7 @@ class Config(_Strict):
     rules: RulesConfig = Field(default_factory=RulesConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    cleanup: CleanupConfig = Field(default_factory=CleanupConfig)
     sync: SyncConfig = Field(default_factory=SyncConfig)
 
     @field_validator("task_branch_template")
@@ -319,7 +325,8 @@ def load_config(main_worktree: Path, common_dir: Path | None = None) -> tuple[Co
     try:
         return Config.model_validate(configfiles.merged(data, mine)), where
     except ValidationError as e:
-        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)},
+                       hint="`spark-git schema config` lists every key, its type and default", next=["spark-git schema config"]) from e
 
 
 def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:

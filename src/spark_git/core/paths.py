@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 TASKS_SUFFIX = ".tasks"  # default tasks root: "<main worktree>.tasks" beside it
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-RESERVED_TASK_NAMES = {"main"}  # `<tasks_root>/main/` holds the main-worktree lock
 MAIN_LOCK_DIR = "main"
+PORTS_FILE = "ports.json"
+# names of the tasks root's own entries, never a task's: what each holds
+RESERVED_TASK_NAMES = {MAIN_LOCK_DIR: "the main-worktree lock", PORTS_FILE: "the worktrees' ports"}
 TASK_JSON = "task.json"
 CODE = "code"  # the worktree inside a task or agent directory
 AGENTS = "agents"

@@ -110,6 +110,8 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
     problem = None
     if ev.output is not None and ev.output.status != "OK":
         problem = f"status is {ev.output.status}, not OK (004 output JSON): {ev.output.summary or '(no summary)'}"
+    elif ev.output is not None and ev.output.gates.meets_definition_of_done is False:
+        problem = "gates.meets_definition_of_done is false (004 output JSON)"
     elif ev.spark is not None:
         q = ev.spark.quality
         cov = q.step_6_testing.coverage if q.step_6_testing else None
