@@ -19,7 +19,7 @@ from pydantic import Field
 from spark_git.clients import registry
 from spark_git.core import proc
 from spark_git.core.layout import Layout
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared import envs
 from spark_git.state.backends import open_store
 
@@ -36,9 +36,9 @@ class SetupRun(Model):
 class ProvisionReport(Model):
     agent: str | None
     worktree: str
-    copied: list[str] = Field(default_factory=list)
-    skipped_symlinks: list[str] = Field(default_factory=list, description="Symlinks not copied: they point outside the repository.")
-    setup: list[SetupRun] = Field(default_factory=list)
+    copied: list[str] = Field(default_factory=empty_list)
+    skipped_symlinks: list[str] = Field(default_factory=empty_list, description="Symlinks not copied: they point outside the repository.")
+    setup: list[SetupRun] = Field(default_factory=empty_list)
     setup_skipped: bool = False
     failed: SetupRun | None = None
     sandbox: bool = Field(default=False, description="Claude Code's sandbox written into the agent worktree's .claude/settings.local.json (spark-git's Claude hooks are installed).")
