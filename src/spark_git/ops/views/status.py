@@ -12,20 +12,21 @@ from pydantic import BaseModel
 
 from spark_git import protocol
 from spark_git.clients.loading import hook_warnings
+from spark_git.core import gatebox
 from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
-from spark_git.ops.shared import forge, mainlock, radar, remote
+from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
-from spark_git.state.queuelog import QUEUE_PREFIX
+from spark_git.state.queuelog import QUEUE_PREFIX, FlakyGate
 from spark_git.state.store import Store
 
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
@@ -100,6 +101,7 @@ class TaskView(_View):
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
     queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
     given_back: GivenBack | None = None  # the queue's last word on this very head, when it did not land it
+    flaky_gates: list[FlakyGate] = []  # the queue's final gate failed, then passed on a retry, on a candidate holding this task
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
 
@@ -150,10 +152,12 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
                 jobs.append((view, "gate", pool.submit(last_gate, store, name)))
         heads = heads_job.result() if heads_job else {}
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
-        outcomes = {o.task: o for o in open_store(layout).read_queue_log().outcomes} if live else {}
+        qlog = open_store(layout).read_queue_log() if live else None
+        outcomes = {o.task: o for o in qlog.outcomes} if qlog else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
             view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
+            view.flaky_gates = [f for f in qlog.flaky if view.task in f.tasks] if qlog else []
             o = outcomes.get(view.task)
             if o is not None and o.result != "landed" and view.queue_position is None and o.head == heads.get(branch_ref(tf.task_branch)):
                 view.given_back = GivenBack(result=o.result, reason=o.reason, at=o.at, next=o.next)
@@ -167,7 +171,8 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
-    warnings = hook_warnings(layout.main_worktree, agent_wts)
+    warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
+    warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
@@ -324,7 +329,7 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
             if age > limit:
                 av.flags.append(f"WORKING without an update for {human_duration(age)}")
         if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head and not \
-                protocol.approval_holds(layout.git(), tf.base_branch, r.last_review_sha, r.last_review_patch_id, view.head):
+                protocol.approval_holds(layout.git(), branch_ref(tf.base_branch), r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
         for state, unmet in protocol.blockers(store, tf, None).items():
