@@ -88,7 +88,7 @@ class FlakyGate(Model):
     tasks: list[str]  # the candidate's tasks
     tip: str  # the candidate commit gated
     failures: int  # failing runs before the pass
-    failed_tests: list[str] = Field(default_factory=list)  # of the first failing run (JUnit report, or pytest's output)
+    failed_tests: list[str] = Field(default_factory=empty_list)  # of the first failing run (JUnit report, or pytest's output)
     log_path: str | None = None  # the first failing run's log
     at: str = Field(default_factory=now)
 
@@ -106,7 +106,7 @@ class QueueLog(Model):
     candidate: QueueCandidate | None = None
     outcomes: list[QueueOutcome] = Field(default_factory=empty_list)
     gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
-    flaky: list[FlakyGate] = Field(default_factory=list)  # the last FLAKY_KEPT
+    flaky: list[FlakyGate] = Field(default_factory=empty_list)  # the last FLAKY_KEPT
     counts: QueueCounts = Field(default_factory=QueueCounts)
 
     def outcome_for(self, ref: str) -> QueueOutcome | None:
