@@ -70,6 +70,15 @@ def test_git_processes_per_command_over_a_task_life(tmp_path: Path) -> None:
     _within("cleanup", c.count("cleanup", "t1"))
 
 
+def test_start_lists_the_include_files_once(tmp_path: Path) -> None:
+    """The main worktree's include files are the same for every new worktree: one `ls-files` scan for
+    the task's and three agents' worktrees, not one each (a scan walks the whole main worktree)."""
+    c = Counted(tmp_path)
+    calls = c.count("start", "t1", "--agents", "a1,a2,a3")
+    assert calls.count("ls-files") == 1, calls
+    assert all((c.tasks / "t1/agents" / a / "code/README.md").is_file() for a in ("a1", "a2", "a3"))
+
+
 def test_update_git_processes(tmp_path: Path) -> None:
     """update of a task with two agents (one at the task head, one behind it) after main moved: the rebase,
     and per agent the check for files git does not hold that bringing it along would overwrite."""
