@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from spark_git.core import configfiles
+from spark_git.core import committed, configfiles
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 from spark_git.core.model import Model, empty_list
@@ -74,6 +74,14 @@ class GatesConfig(_Strict):
     @classmethod
     def _paths(cls, v: str | None) -> str | None:
         return _relative(v)
+
+    @field_validator("build", "final")
+    @classmethod
+    def _command(cls, v: Command) -> Command:
+        # An empty command would read as "no gate": leaving the key out says that, a "" is a mistake.
+        if v is not None and (not v or (isinstance(v, str) and not v.strip()) or (isinstance(v, list) and not str(v[0]).strip())):
+            raise ValueError("is an empty command; give the command to run, or leave the key out for no gate")
+        return v
 
     def reports_for(self, gate: str) -> ReportSpec | None:
         """The resolved reports of gate `gate` ("build" / "final"); None when it reads none and requires nothing."""
@@ -299,10 +307,11 @@ def with_local_sync(config: Config, path: Path) -> Config:
     return config.model_copy(update={"sync": merged})
 
 
-def load_config(main_worktree: Path) -> tuple[Config, str | None]:
-    """The config and where it came from (None: defaults). `.spark-git.toml` wins over pyproject; the
-    person's config file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
-    data, source, prefix = configfiles.repo_section(main_worktree)
+def load_config(main_worktree: Path, common_dir: Path | None = None) -> tuple[Config, str | None]:
+    """The config and where it came from (None: defaults). The repository's part is the one committed
+    on the base branch (core/committed.py); `.spark-git.toml` wins over pyproject; the person's config
+    file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
+    data, source, prefix = committed.section(main_worktree, common_dir or main_worktree / ".git")
     mine, mine_sources = configfiles.personal(configfiles.environ())
     if data is None and not mine:
         return defaults(), None

@@ -64,7 +64,7 @@ class Layout:
     @classmethod
     def discover(cls, start: Path) -> Layout:
         info = Git(start).discover()
-        config, source = load_config(info.main_worktree)
+        config, source = load_config(info.main_worktree, info.common_dir)
         config = with_local_sync(config, info.common_dir / "spark" / LOCAL_SYNC)
         root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)
         check_tasks_root(root, info.main_worktree, info.common_dir, configured=bool(config.tasks_root))

@@ -110,7 +110,7 @@ def _towards_landing(store: Store, tf: TaskFile) -> str:
     """The next command on the way to `complete`: a step of the protocol (full) before the state that
     lands, the human's approval before `complete` (issue 14: `complete` was suggested before `approve`)."""
     task, layout = tf.task_name, store.layout
-    if layout.config.protocol == "full" and tf.state != protocol.State.AWAITING_USER_APPROVAL:
+    if protocol.is_full(layout, tf) and tf.state != protocol.State.AWAITING_USER_APPROVAL:
         return protocol.path_to(tf, protocol.State.AWAITING_USER_APPROVAL)
     head = layout.git().branch_head(tf.task_branch)
     unmet = approval_unmet(layout, tf, head) if head is not None else []

@@ -224,7 +224,7 @@ def _back_rule(layout: Layout, tf: TaskFile) -> protocol.Rule | None:
             rule = protocol.rule_for(tf, to)
             if rule is not None:
                 return rule
-    if not protocol.is_full(layout):
+    if not protocol.is_full(layout, tf):
         return None
     need = protocol.State.AWAITING_USER_APPROVAL
     raise protocol.refuse(f"cannot request changes to {tf.task_name}", [protocol.Unmet(

@@ -172,6 +172,8 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
+    warnings += [f"task {tf.task_name} runs under protocol {tf.protocol} (fixed when it started); the config now says {layout.config.protocol}"
+                 for _, tf in live if tf.protocol and tf.protocol != layout.config.protocol]
     warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
@@ -229,7 +231,7 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
         last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
-        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol, decisions=tf.checkpoint_history,
+        risk=tf.risk, variant=tf.variant, protocol=protocol.protocol_of(layout, tf), decisions=tf.checkpoint_history,
     )
     for a, entry in tf.agents.items():
         av = AgentView.model_construct(
