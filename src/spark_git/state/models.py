@@ -70,8 +70,8 @@ class WalkRules(_File):
 
     requirements_min_bytes: int
     coverage_min: float | None = None
-    veto: list[str] = Field(default_factory=list)
-    final_say: list[str] = Field(default_factory=list)
+    veto: list[str] = Field(default_factory=empty_list)
+    final_say: list[str] = Field(default_factory=empty_list)
 
 
 class AgentEntry(_File):
