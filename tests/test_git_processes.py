@@ -20,7 +20,7 @@ CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n[risk]\n
 
 # Upper bounds: what each command ran when these were set (scripts/bench_startup prints the same table).
 BOUNDS = {
-    "start": 20,
+    "start": 19,  # the include files listed once for all new worktrees (was 20)
     "classify": 7,
     "merge": 26,  # +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13); +2 `diff A...B`: files git does not hold that the rebase or the landing would overwrite (issue 12)
     "merge (nothing to do)": 6,
@@ -68,6 +68,15 @@ def test_git_processes_per_command_over_a_task_life(tmp_path: Path) -> None:
     assert spark(c.repo, "approve", "t1", "--changes", env=c.env).returncode == 0
     _within("complete", c.count("complete", "t1"))
     _within("cleanup", c.count("cleanup", "t1"))
+
+
+def test_start_lists_the_include_files_once(tmp_path: Path) -> None:
+    """The main worktree's include files are the same for every new worktree: one `ls-files` scan for
+    the task's and three agents' worktrees, not one each (a scan walks the whole main worktree)."""
+    c = Counted(tmp_path)
+    calls = c.count("start", "t1", "--agents", "a1,a2,a3")
+    assert calls.count("ls-files") == 1, calls
+    assert all((c.tasks / "t1/agents" / a / "code/README.md").is_file() for a in ("a1", "a2", "a3"))
 
 
 def test_update_git_processes(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@ and the CLI path's stand-in for pydantic's plugin loader."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 from spark_git.core.config import Config, defaults
 
@@ -36,3 +38,26 @@ def test_no_config_section_is_validated_for_the_defaults() -> None:
         value = getattr(built, name)
         assert value == getattr(Config(), name)
         assert type(value) is type(getattr(Config(), name)), name  # sections are models, not dicts
+
+
+def test_no_model_field_uses_the_builtin_list_as_default_factory() -> None:
+    """pydantic inspects a default factory's signature when it builds a schema; for the builtin `list`
+    that parses its text signature with `ast` on every command's start-up: core.model.empty_list instead."""
+    import inspect
+
+    import spark_git
+    from spark_git.core.model import Model, empty_list
+
+    for path in sorted(Path(spark_git.__file__).parent.rglob("*.py")):
+        importlib.import_module("spark_git." + ".".join(path.relative_to(Path(spark_git.__file__).parent).with_suffix("").parts).removesuffix(".__init__"))
+    seen, found = 0, []
+    stack: list[type[Model]] = [Model]
+    while stack:
+        cls = stack.pop()
+        stack += cls.__subclasses__()
+        for name, f in cls.model_fields.items():
+            if f.default_factory is list:
+                found.append(f"{cls.__module__}.{cls.__qualname__}.{name}")
+            seen += f.default_factory is empty_list
+    assert seen and not found, f"use core.model.empty_list: {found}"
+    assert inspect.isfunction(empty_list)

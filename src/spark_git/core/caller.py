@@ -106,21 +106,35 @@ def _ancestors(limit: int = 64) -> Iterable[tuple[int, str]]:
     for _ in range(limit):
         if pid <= 1:
             return
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        stat = _read(f"/proc/{pid}/stat").decode(errors="replace")
+        if not stat:
             return
         name = stat[stat.find("(") + 1: stat.rfind(")")]
         yield pid, name
         pid = int(stat[stat.rfind(")") + 2:].split()[1])
 
 
-def _environ(pid: int) -> dict[str, str]:
+def _read(path: str) -> bytes:
+    """The bytes of a /proc file; b"" when it cannot be read (raw os calls: this runs for every
+    ancestor of every guarded command)."""
     try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return {}
-    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+        return b""
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _environ(pid: int) -> dict[str, str]:
+    # only SPARK_* entries are decoded: a client's environment holds hundreds of others
+    pairs = (item.decode(errors="replace").partition("=") for item in _read(f"/proc/{pid}/environ").split(b"\0") if item.startswith(b"SPARK_"))
     return {k: v for k, _, v in pairs if k in (AGENT_ENV, TASK_ENV, SESSION_ENV, WORKTREE_ENV)}
 
 
@@ -133,10 +147,13 @@ def signs(tasks_root: Path, env: Mapping[str, str], dirs: Iterable[Path], ancest
         where = f"process {pid} ({name}), which this command runs under,"
         out += _env_signs(_environ(pid), f"{where} was started with", root)
         try:
-            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        s = _dir_sign(root, cwd, f"{where} runs")
+        # the kernel's link is already resolved: a directory outside the tasks root needs no Path work
+        if not cwd.startswith(str(root) + os.sep):
+            continue
+        s = _dir_sign(root, Path(cwd), f"{where} runs")
         if s is not None:
             out.append(s)
     return _first_of_each(out)

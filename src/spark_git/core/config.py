@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from spark_git.core import committed, configfiles
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 
 Command = list[str] | str | None  # argv list, or a shell string
 
@@ -155,8 +155,8 @@ class ScopeConfig(_Strict):
 
 
 class WorktreeConfig(_Strict):
-    include: list[str] = Field(default_factory=list, description="Ignored files (gitignore patterns) copied into new worktrees.")
-    setup: list[Command] = Field(default_factory=list, description="Commands run in each new worktree after creation.")
+    include: list[str] = Field(default_factory=empty_list, description="Ignored files (gitignore patterns) copied into new worktrees.")
+    setup: list[Command] = Field(default_factory=empty_list, description="Commands run in each new worktree after creation.")
 
 
 class PortsConfig(_Strict):
@@ -208,7 +208,7 @@ class Config(_Strict):
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
     task_branch_template: str = "{task}"
     agent_branch_template: str = "task-{task}-agent-{agent}"
-    default_agents: list[str] = Field(default_factory=list)
+    default_agents: list[str] = Field(default_factory=empty_list)
     agent_roles: dict[str, Literal["reviewer", "updater", "other"]] = Field(default_factory=dict)
     protocol: Literal["full", "light"] = "full"
     stale_minutes: float = Field(30.0, gt=0, description="WORKING without an update for longer than this is flagged.")

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 from spark_git.state.report_evidence import Evidence
 
 SCHEMA_VERSION = 1
@@ -70,8 +70,8 @@ class WalkRules(_File):
 
     requirements_min_bytes: int
     coverage_min: float | None = None
-    veto: list[str] = Field(default_factory=list)
-    final_say: list[str] = Field(default_factory=list)
+    veto: list[str] = Field(default_factory=empty_list)
+    final_say: list[str] = Field(default_factory=empty_list)
 
 
 class AgentEntry(_File):
@@ -109,7 +109,7 @@ class Complexity(_File):
     score: int
     max_score: int = 10
     recommendation: Literal["LITE", "ASK", "FULL"]
-    signals: list[str] = Field(default_factory=list)
+    signals: list[str] = Field(default_factory=empty_list)
     suggested_protocol: Literal["light", "full"]  # ASK suggests light (002: default lite)
     protocol_in_effect: Literal["light", "full"] | None = None  # what the config says: the human's decision
 
@@ -156,10 +156,10 @@ class TaskFile(_File):
     task_branch: str
     worktree: str
     provisioning: Literal["in_progress", "done"] = "in_progress"
-    required_agents: list[str] = Field(default_factory=list)
+    required_agents: list[str] = Field(default_factory=empty_list)
     agents: dict[str, AgentEntry] = Field(default_factory=dict)
-    agent_additions: list[AgentAddition] = Field(default_factory=list)
-    transition_log: list[Transition] = Field(default_factory=list)
+    agent_additions: list[AgentAddition] = Field(default_factory=empty_list)
+    transition_log: list[Transition] = Field(default_factory=empty_list)
     risk: str | None = None
     variant: str | None = None
     # The protocol fixed when the task started: a config change affects new tasks only. None (a
@@ -170,13 +170,13 @@ class TaskFile(_File):
     plan_approval: Checkpoint | None = None
     # The human's decisions on the changes and what became of them: approved, changes requested,
     # carried over an `update` (old head → new head, same patch id), voided by a changed patch.
-    checkpoint_history: list[dict[str, Any]] = Field(default_factory=list)
+    checkpoint_history: list[dict[str, Any]] = Field(default_factory=empty_list)
     reviews_since: str | None = None  # a reviewer's decision counts only if reported after this (a new round)
     complexity: Complexity | None = None  # set by classify (seed 002 assessment)
     queued: QueueMark | None = None
     forge: ForgeMark | None = None  # landing through the forge (`complete --via`)
     # Branches spark-git created for this task (none existed before): the only ones it may delete.
-    created_branches: list[str] = Field(default_factory=list)
+    created_branches: list[str] = Field(default_factory=empty_list)
 
 
 class MainLock(_File):
@@ -208,8 +208,8 @@ class AgentStatus(_File):
     updated_at: str = Field(default_factory=now)
     task_state: str | None = None  # the task's state when the agent reported
     task_head: str | None = None  # the task head when the agent reported
-    blocking: list[str] = Field(default_factory=list)  # SCOPE_NEGOTIATION: items that must be fixed now
-    deferrable: list[str] = Field(default_factory=list)  # items that may become follow-ups
+    blocking: list[str] = Field(default_factory=empty_list)  # SCOPE_NEGOTIATION: items that must be fixed now
+    deferrable: list[str] = Field(default_factory=empty_list)  # items that may become follow-ups
     scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
     evidence: Evidence | None = None  # `report --evidence`: the agent's 004 output / 000 state JSON
 
@@ -221,11 +221,11 @@ class AuditTrail(_File):
     task_name: str
     session_id: str | None = None
     started_at: str = Field(default_factory=now)
-    state_transitions: list[dict[str, Any]] = Field(default_factory=list)
-    agent_invocations: list[dict[str, Any]] = Field(default_factory=list)
-    commits: list[dict[str, Any]] = Field(default_factory=list)
-    build_verifications: list[dict[str, Any]] = Field(default_factory=list)
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    state_transitions: list[dict[str, Any]] = Field(default_factory=empty_list)
+    agent_invocations: list[dict[str, Any]] = Field(default_factory=empty_list)
+    commits: list[dict[str, Any]] = Field(default_factory=empty_list)
+    build_verifications: list[dict[str, Any]] = Field(default_factory=empty_list)
+    events: list[dict[str, Any]] = Field(default_factory=empty_list)
 
 
 class AuditSnapshot(_File):
@@ -247,14 +247,14 @@ class AuditSnapshot(_File):
     landed: bool = False  # the task head is contained in the base branch
     transitions: int = 0
     transitions_by_state: dict[str, int] = Field(default_factory=dict)
-    agents: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=empty_list)
     commits_total: int = 0
     commits_by_agent: dict[str, int] = Field(default_factory=dict)
     coordination_commits: int = 0
     gate_runs: int = 0
     gate_runs_passed: int = 0
     gates_all_passed: bool | None = None  # None: no gate ran
-    archive_refs: list[dict[str, Any]] = Field(default_factory=list)
+    archive_refs: list[dict[str, Any]] = Field(default_factory=empty_list)
     task_json: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -271,4 +271,4 @@ class PortsFile(Model):
     """`<tasks_root>/ports.json`: SPARK_PORT of each worktree."""
 
     schema_version: int = 1
-    ports: list[PortEntry] = Field(default_factory=list)
+    ports: list[PortEntry] = Field(default_factory=empty_list)

@@ -8,7 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 from spark_git.state.models import now
 
 QUEUE_PREFIX = "refs/spark/queue/"
@@ -69,14 +69,14 @@ class QueueOutcome(Model):
     landed_commit: str | None = None  # the merge commit the task landed as (its second parent is head)
     old_base: str | None = None
     new_base: str | None = None
-    batch: list[str] = Field(default_factory=list)
+    batch: list[str] = Field(default_factory=empty_list)
     gate_log: str | None = None
     gate: dict[str, Any] | None = None  # the final gate's evidence of the landed candidate
     main_worktree_updated: bool = False
-    files: list[str] = Field(default_factory=list)  # conflicting files
-    failed_tests: list[str] = Field(default_factory=list)  # the failing gate's test names (pytest), for the culprit
+    files: list[str] = Field(default_factory=empty_list)  # conflicting files
+    failed_tests: list[str] = Field(default_factory=empty_list)  # the failing gate's test names (pytest), for the culprit
     sent_back: bool = False  # the culprit of a bisection, moved back to IMPLEMENTATION
-    next: list[str] = Field(default_factory=list)  # the command that takes a task the queue gave back further
+    next: list[str] = Field(default_factory=empty_list)  # the command that takes a task the queue gave back further
     drained_by: int | None = None  # pid of the draining process
     at: str = Field(default_factory=now)
 
@@ -88,7 +88,7 @@ class FlakyGate(Model):
     tasks: list[str]  # the candidate's tasks
     tip: str  # the candidate commit gated
     failures: int  # failing runs before the pass
-    failed_tests: list[str] = Field(default_factory=list)  # of the first failing run (JUnit report, or pytest's output)
+    failed_tests: list[str] = Field(default_factory=empty_list)  # of the first failing run (JUnit report, or pytest's output)
     log_path: str | None = None  # the first failing run's log
     at: str = Field(default_factory=now)
 
@@ -104,9 +104,9 @@ class QueueCounts(Model):
 
 class QueueLog(Model):
     candidate: QueueCandidate | None = None
-    outcomes: list[QueueOutcome] = Field(default_factory=list)
+    outcomes: list[QueueOutcome] = Field(default_factory=empty_list)
     gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
-    flaky: list[FlakyGate] = Field(default_factory=list)  # the last FLAKY_KEPT
+    flaky: list[FlakyGate] = Field(default_factory=empty_list)  # the last FLAKY_KEPT
     counts: QueueCounts = Field(default_factory=QueueCounts)
 
     def outcome_for(self, ref: str) -> QueueOutcome | None:

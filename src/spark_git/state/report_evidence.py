@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 
 
 class _Open(Model):
@@ -16,21 +16,21 @@ class _Open(Model):
 
 
 class OutputArtifacts(_Open):
-    files_to_create_or_update: list[str] = Field(default_factory=list)
-    files_changed: list[str] = Field(default_factory=list)
-    tests_added_or_updated: list[str] = Field(default_factory=list)
-    commands_to_run: list[str] = Field(default_factory=list)
-    manual_steps: list[str] = Field(default_factory=list)
-    review_comments: list[str] = Field(default_factory=list)
-    findings: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    files_to_create_or_update: list[str] = Field(default_factory=empty_list)
+    files_changed: list[str] = Field(default_factory=empty_list)
+    tests_added_or_updated: list[str] = Field(default_factory=empty_list)
+    commands_to_run: list[str] = Field(default_factory=empty_list)
+    manual_steps: list[str] = Field(default_factory=empty_list)
+    review_comments: list[str] = Field(default_factory=empty_list)
+    findings: list[str] = Field(default_factory=empty_list)
+    notes: list[str] = Field(default_factory=empty_list)
 
 
 class OutputGates(_Open):
     meets_definition_of_done: bool | None = None
     needs_review: bool | None = None
     needs_tests: bool | None = None
-    security_concerns: list[str] = Field(default_factory=list)
+    security_concerns: list[str] = Field(default_factory=empty_list)
 
 
 class OutputNext(_Open):
@@ -73,7 +73,7 @@ class SparkRun(_Open):
 
 
 class SparkFiles(_Open):
-    files_created: list[str] = Field(default_factory=list)
+    files_created: list[str] = Field(default_factory=empty_list)
     tests_executed: bool | None = None
     coverage_report: str | None = None
 
@@ -101,5 +101,5 @@ class Evidence(_Open):
 
     output: AgentOutput | None = None
     spark: SparkState | None = None
-    files: list[EvidenceFile] = Field(default_factory=list)
+    files: list[EvidenceFile] = Field(default_factory=empty_list)
     task_head: str | None = None

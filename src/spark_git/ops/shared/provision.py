@@ -19,7 +19,7 @@ from pydantic import Field
 from spark_git.clients import registry
 from spark_git.core import proc
 from spark_git.core.layout import Layout
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared import envs
 from spark_git.state.backends import open_store
 
@@ -36,9 +36,9 @@ class SetupRun(Model):
 class ProvisionReport(Model):
     agent: str | None
     worktree: str
-    copied: list[str] = Field(default_factory=list)
-    skipped_symlinks: list[str] = Field(default_factory=list, description="Symlinks not copied: they point outside the repository.")
-    setup: list[SetupRun] = Field(default_factory=list)
+    copied: list[str] = Field(default_factory=empty_list)
+    skipped_symlinks: list[str] = Field(default_factory=empty_list, description="Symlinks not copied: they point outside the repository.")
+    setup: list[SetupRun] = Field(default_factory=empty_list)
     setup_skipped: bool = False
     failed: SetupRun | None = None
     sandbox: bool = Field(default=False, description="Claude Code's sandbox written into the agent worktree's .claude/settings.local.json (spark-git's Claude hooks are installed).")
@@ -52,9 +52,12 @@ def provision(
     *,
     no_setup: bool = False,
     progress: Callable[[str], None] = lambda _m: None,
+    included: list[str] | None = None,
 ) -> ProvisionReport:
+    """`included`: `included_files(layout)` when the caller provisions several worktrees (one scan of
+    the main worktree for all of them); None: scanned here."""
     rep = ProvisionReport(agent=agent, worktree=str(worktree))
-    copy_included(layout, worktree, rep)
+    copy_included(layout, worktree, rep, included_files(layout) if included is None else included)
     if layout.config.worktree.setup and no_setup:
         rep.setup_skipped = True
     elif layout.config.worktree.setup:
@@ -65,7 +68,9 @@ def provision(
 # -- copying ------------------------------------------------------------------------------------
 
 
-def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
+def included_files(layout: Layout) -> list[str]:
+    """The main worktree's ignored files and directories (relative, sorted) that match the include
+    patterns: what every new worktree gets a copy of."""
     src_root = layout.main_worktree
     inc = src_root / INCLUDE_FILE
     pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
@@ -75,18 +80,18 @@ def copy_included(layout: Layout, dest: Path, rep: ProvisionReport) -> None:
     patterns = [*layout.config.worktree.include, *registry.repo_settings()]  # a middle slash anchors it at the root
     candidates = git.untracked_matching(patterns, pattern_file)
     if not candidates:
-        return
+        return []
     ignored = git.ignored([c.rstrip("/") for c in candidates])
-    repo_real = Path(os.path.realpath(src_root))
     skip = Path(os.path.realpath(layout.tasks_root))
-    for rel in sorted(candidates):
-        rel = rel.rstrip("/")
-        if rel not in ignored:
-            continue  # untracked but not ignored: someone's work in progress, not local config
-        src = src_root / rel
-        if Path(os.path.realpath(src)).is_relative_to(skip):
-            continue
-        _copy_tree(src, dest / rel, rel, repo_real, rep)
+    # untracked but not ignored: someone's work in progress, not local config
+    found = [rel for rel in (c.rstrip("/") for c in sorted(candidates)) if rel in ignored]
+    return [rel for rel in found if not Path(os.path.realpath(src_root / rel)).is_relative_to(skip)]
+
+
+def copy_included(layout: Layout, dest: Path, rep: ProvisionReport, included: list[str]) -> None:
+    repo_real = Path(os.path.realpath(layout.main_worktree))
+    for rel in included:
+        _copy_tree(layout.main_worktree / rel, dest / rel, rel, repo_real, rep)
 
 
 def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionReport) -> None:

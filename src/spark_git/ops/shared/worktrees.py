@@ -13,7 +13,7 @@ from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import codexsetup, hooksetup
-from spark_git.ops.shared.provision import ProvisionReport, failure_summary, provision
+from spark_git.ops.shared.provision import ProvisionReport, failure_summary, included_files, provision
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES
 from spark_git.state.store import Store
@@ -184,7 +184,8 @@ def setup_new(store: Store, task: str, new: list[tuple[str | None, Path]], no_se
     worktrees get Claude Code's (Codex's) sandbox when spark-git's Claude (Codex) hooks are installed (ops/shared/hooksetup, ops/shared/codexsetup)."""
     agents = [path for agent, path in new if agent is not None]
     hooksetup.sandbox_new(store.layout, agents, before=True)  # the settings file ignored before anything is copied
-    reports = [provision(store.layout, task, agent, path, no_setup=no_setup, progress=progress) for agent, path in new]
+    included = included_files(store.layout) if new else []  # one scan of the main worktree for all of them
+    reports = [provision(store.layout, task, agent, path, no_setup=no_setup, progress=progress, included=included) for agent, path in new]
     boxed = hooksetup.sandbox_new(store.layout, agents, before=False)  # over the copied settings, never under them
     boxed += codexsetup.sandbox_new(store.layout, agents, hooksetup.agent_worktrees(store.layout))  # Codex's, when its hooks are installed
     for r in reports:
