@@ -192,7 +192,7 @@ class ArchiveConfig(_Strict):
 
 
 class CleanupConfig(_Strict):
-    caches: list[str] = Field(default_factory=list, description="Build caches (file or directory names, glob patterns) cleanup/abandon remove without archiving, "
+    caches: list[str] = Field(default_factory=empty_list, description="Build caches (file or directory names, glob patterns) cleanup/abandon remove without archiving, "
                               "besides .pytest_cache, __pycache__, .mypy_cache and .ruff_cache.")
 
 
