@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
-from spark_git.clients.facts import Facts, Sandbox
+from spark_git.clients.facts import Facts, Run, Sandbox
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -39,6 +39,7 @@ FACTS = Facts(
     off=(("disableAllHooks", True, "hooks"), ("allowManagedHooksOnly", True, "hooks"), ("sandbox.enabled", False, "sandbox"),
          ("sandbox.allowUnsandboxedCommands", True, "sandbox"), ("sandbox.filesystem.disabled", True, "sandbox")),
     managed=("/etc/claude-code/managed-settings.json",),
+    run=Run(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"), ("claude", "{prompt}")),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}

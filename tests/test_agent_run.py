@@ -1,0 +1,94 @@
+"""`spark-git agent run`: the real Claude Code started by spark-git as agent a of task t1 (its model
+played by the scripted server), briefed, and heard: its final Universal Output JSON becomes a's
+report with that evidence. Bad input is refused before anything starts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.claude_agent import AgentTask, agent_task, client_env
+from fixtures.modelserver.anthropic import Anthropic
+from fixtures.modelserver.core import ModelServer, Say, Script, Tool, Turn, require_binary
+from fixtures.repo import git, spark
+
+SKIP = "--dangerously-skip-permissions"  # headless: no one to approve a tool call; the hook and the sandbox stand
+OUTPUT = {"status": "OK", "summary": "sub() added", "artifacts": {"files_changed": ["calc.py"]}}
+
+
+@pytest.fixture
+def task() -> Iterator[AgentTask]:
+    """Outside /dev: Claude Code's sandbox mounts its own /dev (see fixtures/claude_agent.py)."""
+    for tool in ("claude", "bwrap", "socat"):
+        require_binary(tool)
+    d = Path(tempfile.mkdtemp(prefix="spark-agent-run-", dir="/tmp"))
+    yield agent_task(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def bash(command: str) -> Tool:
+    return Tool("Bash", {"command": command, "description": "scripted"})
+
+
+def agent_run(t: AgentTask, turns: list[Turn], *args: str) -> tuple[dict[str, object], Script]:
+    script = Script(list(turns))
+    with ModelServer(Anthropic(), script) as srv:
+        env = {**client_env(t, srv.url), "SPARK_SESSION_ID": "owner", "SSH_AUTH_SOCK": str(t.base / "ssh-agent.sock")}
+        r = spark(t.repo, "agent", "run", "t1", "a", "--client", "claude", "--json", *args, "--", SKIP, env=env, process=True)
+    return json.loads(r.stdout), script
+
+
+def test_a_headless_run_that_commits_and_answers_becomes_a_complete_report(task: AgentTask) -> None:
+    a = task.worktree("a")
+    env, script = agent_run(task, [
+        Tool("Write", {"file_path": str(a / "calc.py"), "content": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"}),
+        bash("git add -A && git commit -q -m '[a] sub()' && env | grep -E '^(SPARK_AGENT|SPARK_SESSION_ID|SSH_AUTH_SOCK)='"),
+        Say(json.dumps(OUTPUT)),
+    ])
+    assert env["status"] == "OK", env
+    d = env["data"]
+    assert isinstance(d, dict) and d["outcome"] == "reported" and d["report_status"] == "COMPLETE" and d["exit_code"] == 0, d
+    assert git(a, "log", "-1", "--format=%s", "task-t1-agent-a") == "[a] sub()"
+    # the agent ran as itself: its own session, never the owner's; SSH_AUTH_SOCK kept from it
+    said = json.dumps(script.requests)
+    assert "SPARK_AGENT=a" in said and "SPARK_SESSION_ID=agent:t1:a" in said and "SSH_AUTH_SOCK=" not in said
+    # the brief went in as the prompt
+    assert "task_state" in said and "Universal Output JSON" in said
+    st = json.loads((task.base / "repo.tasks/t1/agents/a/status.json").read_text())
+    assert st["status"] == "COMPLETE" and st["evidence"]["output"]["summary"] == "sub() added", st
+    assert st["evidence"]["files"][0]["path"] == d["evidence"]
+    trail = json.loads((task.base / "repo.tasks/t1/audit-trail.json").read_text())
+    runs = [e for e in trail["events"] if e.get("kind") == "agent_run"]
+    assert runs and runs[-1]["client"] == "claude" and runs[-1]["exit_code"] == 0 and runs[-1]["tokens"], runs
+    assert not (task.base / "repo.tasks/t1/agents/a/run.json").exists()  # the run is over
+
+
+def test_an_answer_that_is_not_output_json_is_a_failed_run_with_the_last_words(task: AgentTask) -> None:
+    env, _ = agent_run(task, [Say("I could not finish")])
+    assert env["status"] == "FAIL", env
+    d = env["data"]
+    assert isinstance(d, dict) and d["outcome"] == "failed" and "I could not finish" in str(d["last_words"]), d
+    assert not (task.base / "repo.tasks/t1/agents/a/status.json").exists() or \
+        json.loads((task.base / "repo.tasks/t1/agents/a/status.json").read_text())["status"] != "COMPLETE"
+
+
+@pytest.mark.parametrize(("args", "code", "word"), [
+    (("t1", "zz", "--client", "claude"), 2, "no agent"),
+    (("t9", "a", "--client", "claude"), 2, "t9"),
+    (("t1", "a", "--client", "vim"), 2, "unknown client"),
+    (("t1", "a", "--client", "gemini"), 3, "hooks"),  # installed, but its hooks are not: refused with the fix
+])
+def test_bad_input_is_refused_and_nothing_starts(task: AgentTask, args: tuple[str, ...], code: int, word: str) -> None:
+    r = spark(task.repo, "agent", "run", *args, "--json", env={**task.env, "SPARK_SESSION_ID": "owner"})
+    env = json.loads(r.stdout)
+    assert r.returncode == code and word in env["summary"], (r.returncode, env)
+    assert not list((task.base / "repo.tasks/t1/agents/a").glob("runs/*"))
+
+
+def test_an_agent_may_not_run_agents(task: AgentTask) -> None:
+    r = spark(task.worktree("a"), "agent", "run", "t1", "b", "--json", env={**task.env, "SPARK_SESSION_ID": "agent:t1:a"})
+    assert r.returncode == 3 and "coordinator" in json.loads(r.stdout)["summary"], r
