@@ -5,7 +5,9 @@ report with that evidence. Bad input is refused before anything starts."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +94,33 @@ def test_bad_input_is_refused_and_nothing_starts(task: AgentTask, args: tuple[st
 def test_an_agent_may_not_run_agents(task: AgentTask) -> None:
     r = spark(task.worktree("a"), "agent", "run", "t1", "b", "--json", env={**task.env, "SPARK_SESSION_ID": "agent:t1:a"})
     assert r.returncode == 3 and "coordinator" in json.loads(r.stdout)["summary"], r
+
+
+def test_status_shows_the_last_run_and_a_second_run_of_a_running_agent_is_refused(task: AgentTask) -> None:
+    agent_run(task, [Say(json.dumps(OUTPUT))])
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    a = json.loads(spark(task.repo, "status", "t1", "--json", env=owner).stdout)["data"]["tasks"][0]["agents"][0]
+    assert a["run"]["state"] == "done" and a["run"]["client"] == "claude" and a["run"]["outcome"] == "reported", a
+    assert "claude reported (exit 0)" in spark(task.repo, "status", "t1", env=owner).stdout
+    # a live run: its record names a process that is there (this one)
+    rec = task.base / "repo.tasks/t1/agents/a/run.json"
+    rec.write_text(json.dumps({"task": "t1", "agent": "a", "client": "claude", "mode": "headless", "pid": os.getpid(), "started_at": "x"}))
+    a = json.loads(spark(task.repo, "status", "t1", "--json", env=owner).stdout)["data"]["tasks"][0]["agents"][0]
+    assert a["run"]["state"] == "running", a
+    before = sorted((task.base / "repo.tasks/t1/agents/a/runs").iterdir())
+    r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--json", env=owner)
+    assert r.returncode == 3 and "already running" in json.loads(r.stdout)["summary"], r
+    assert sorted((task.base / "repo.tasks/t1/agents/a/runs").iterdir()) == before  # nothing started
+
+
+def test_doctor_finds_a_run_a_crash_left_behind(task: AgentTask) -> None:
+    p = subprocess.Popen(["true"])  # a pid that is gone
+    p.wait()
+    rec = task.base / "repo.tasks/t1/agents/a/run.json"
+    rec.write_text(json.dumps({"task": "t1", "agent": "a", "client": "claude", "mode": "headless", "pid": p.pid, "started_at": "x"}))
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    r = spark(task.repo, "doctor", "--json", env=owner)
+    kinds = [f["kind"] for f in json.loads(r.stdout)["data"]["findings"]]
+    assert "agent-run-left-behind" in kinds, r
+    spark(task.repo, "doctor", "--fix", "--json", env=owner)
+    assert not rec.exists()

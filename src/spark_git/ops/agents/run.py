@@ -12,7 +12,6 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from spark_git.clients import registry, runout
 from spark_git.clients.base import Client
@@ -21,15 +20,15 @@ from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
+from spark_git.ops.agents.record import RUN_FILE, RunRecord, running
 from spark_git.ops.life import brief as ops_brief
 from spark_git.ops.life import reports
 from spark_git.ops.shared import envs, hooksetup
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
-from spark_git.state.files import create_exclusive, read_optional, write_atomic
+from spark_git.state.files import create_exclusive, write_atomic
 from spark_git.state.models import now
 
-RUN_FILE = "run.json"
 # What the boundary keeps from agents: the user's SSH agent (push anywhere as them) and the
 # approval signing key's location (an agent must not approve its own work).
 WITHHELD = ("SSH_AUTH_SOCK", "SPARK_APPROVAL_KEY", "SPARK_GIT_APPROVAL_KEY")
@@ -39,16 +38,6 @@ FINISH = ("When you are done, commit your work in your worktree, then answer wit
           "(seed 004): {\"status\": \"OK|BLOCKED|NEEDS_INFO|NEEDS_DECISION|FAIL\", \"summary\": \"...\", "
           "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text.")
 TIMEOUT_S = 3600.0
-
-
-class RunRecord(Model):
-    task: str
-    agent: str
-    client: str
-    mode: str  # headless | tmux
-    pid: int
-    started_at: str
-    window: str | None = None  # tmux: TASK/AGENT
 
 
 class AgentRunData(Model):
@@ -93,7 +82,11 @@ def prepared(layout: Layout, task: str, agent: str, client: str) -> tuple[str, s
 
 
 def _boundary(layout: Layout, task: str, agent: str, c: Client) -> None:
-    """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load."""
+    """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load.
+    The sandboxes are brought up to date with the common dir first (a client's earlier run leaves
+    mount points there, which makes every sandbox look stale), as `hooks install` would."""
+    if hooksetup.boxed(c):
+        hooksetup.sandbox_refresh(layout)
     rows = [k for k in hooksetup.check(layout).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
     if not rows:
@@ -105,24 +98,7 @@ def _boundary(layout: Layout, task: str, agent: str, c: Client) -> None:
         problems.append(f"{c.facts.title}'s sandbox is missing in {k.worktree}")
     if problems:
         raise Blocked(f"{c.facts.title} in agent {agent}'s worktree would run outside spark-git's boundary: " + "; ".join(problems),
-                      hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task,
-                      details={"problems": problems})
-
-
-def running(layout: Layout, task: str, agent: str) -> RunRecord | None:
-    """The agent's live run: its record, when the process it names is still there."""
-    rec = read_optional(layout.agent_dir(task, agent) / RUN_FILE, RunRecord)
-    return rec if rec is not None and alive(rec.pid) else None
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+                      hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task)
 
 
 def agent_env(layout: Layout, task: str, agent: str) -> dict[str, str]:
@@ -190,15 +166,3 @@ def _tail(path: Path, n: int = 2000) -> str:
         return path.read_text(errors="replace").strip()[-n:]
     except OSError:
         return ""
-
-
-def left_behind(layout: Layout) -> list[dict[str, Any]]:
-    """Run records whose process is gone (`doctor`): a run a crash or a kill -9 left behind."""
-    out = []
-    for rec_path in sorted(layout.tasks_root.glob(f"*/agents/*/{RUN_FILE}")):
-        rec = read_optional(rec_path, RunRecord)
-        if rec is not None and not alive(rec.pid):
-            out.append({"task": rec.task, "agent": rec.agent, "client": rec.client, "pid": rec.pid, "file": str(rec_path)})
-    return out
-
-
