@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from fixtures import dayproject
 from fixtures.repo import Run, commit, git, make_repo, spark
 
@@ -43,6 +44,7 @@ def _green(repo: Path, sha: str, scratch: Path) -> bool:
         git(repo, "worktree", "remove", "--force", str(scratch))
 
 
+@pytest.mark.slow
 def test_a_day_three_tasks_a_crash_a_batch_a_conflict_cleanup_and_doctor_silent(tmp_path: Path) -> None:
     d = Day(tmp_path)
     base = git(d.repo, "rev-parse", "main")

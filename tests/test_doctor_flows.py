@@ -95,3 +95,31 @@ def test_doctor_is_silent_after_each_everyday_flow(tmp_path: Path) -> None:
     for x in (t, t2):
         assert x.spark("cleanup", x.task).returncode == 0
     assert _doctor(t) == (0, [])
+
+
+def test_doctor_is_silent_after_each_documented_crash_recovery(tmp_path: Path) -> None:
+    """docs/recovery.md and merging.md's *Crash safety*: a merge, a landing and an update killed at
+    their fault points, then the same command run again: doctor finds nothing to report."""
+    t1, t2 = _two_tasks(tmp_path)
+    t3 = Task.__new__(Task)
+    t3.repo, t3.task, t3.root = t1.repo, "t3", t1.root.parent / "t3"
+    assert t3.spark("start", "t3", "--agents", "c1").returncode == 0
+    t3.commit("c1", {"c.txt": "c\n"}, "c")
+    assert t3.merge("c1").returncode == 0
+    t1.commit("a1", {"more.txt": "m\n"}, "more")
+    assert t1.spark("merge", "t1", "--agent", "a1", env={"SPARK_FAULT_KILL_AT": "merge-after-stamp"}).returncode == -9
+    assert t1.merge("a1").returncode == 0
+    assert _doctor(t1) == (0, [])
+    assert t1.spark("approve", "t1", "--changes").returncode == 0
+    assert t1.spark("complete", "t1", env={"SPARK_FAULT_KILL_AT": "complete-after-ff"}).returncode == -9
+    assert t1.spark("complete", "t1").returncode == 0
+    assert _doctor(t1) == (0, [])
+    assert t3.spark("update", "t3", env={"SPARK_FAULT_KILL_AT": "update-after-rebase"}).returncode == -9
+    assert t3.spark("update", "t3").returncode == 0
+    assert _doctor(t1) == (0, [])
+    assert t3.spark("approve", "t3", "--changes").returncode == 0
+    assert t3.spark("complete", "t3").returncode == 0
+    assert t2.spark("abandon", "t2", "--why", "superseded").returncode == 0
+    for t in (t1, t3):
+        assert t.spark("cleanup", t.task).returncode == 0
+    assert _doctor(t1) == (0, [])

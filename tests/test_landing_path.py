@@ -103,3 +103,21 @@ def test_status_shows_that_the_queue_gave_the_head_back_and_the_way_on(tmp_path:
     assert d["given_back"]["next"] == ["spark-git update t1"]
     out = q.spark("t1", "status", "t1").stdout
     assert "the merge queue gave this head back" in out and "→ spark-git update t1" in out, out
+
+
+def test_a_task_whose_head_is_in_main_already_lands_no_empty_merge(tmp_path: Path) -> None:
+    q = Queue(tmp_path, 1)
+    git(q.repo, "merge", "-q", "--ff-only", "t0")  # landed by hand, outside spark-git
+    before = git(q.repo, "rev-parse", "main")
+    r = q.spark("t0", "--json", "complete", "t0")
+    assert r.returncode == 3 and "nothing to land" in r.json["summary"], r
+    assert git(q.repo, "rev-parse", "main") == before and q.task_json("t0")["state"] != "COMPLETE"
+
+
+def test_a_task_changed_after_it_was_queued_is_given_back_with_the_approval_as_next(tmp_path: Path) -> None:
+    q = Queue(tmp_path, 1)
+    assert q.spark("t0", "complete", "t0", "--no-wait").returncode == 0
+    commit(q.root / "t0" / "code", {"late.txt": "late\n"}, "t0: after the approval")
+    r = q.spark("t0", "--json", "queue", "run")
+    (o,) = r.json["data"]["outcomes"]
+    assert o["result"] == "blocked" and o["next"] == ["spark-git approve t0 --changes"], o

@@ -1,7 +1,8 @@
 """The real Gemini CLI (0.61) as agent a of task t1, driven by the scripted model server (issue 22):
 what really happened on disk and in git, and which layer stopped each escape — spark-git's hook
-(`spark-git: blocked`) or Gemini's own workspace check (`Path not in workspace`, its file tools only).
-Gemini on Linux has no OS boundary spark-git can rely on (docs/hooks.md, Gemini CLI)."""
+(`spark-git: blocked`), Gemini's own workspace check (`Path not in workspace`: file tools' paths and a
+shell's `dir_path`) or its shell tool's refusal of command substitution. Gemini on Linux has no OS
+boundary spark-git turns on (docs/hooks.md, Gemini CLI)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fixtures.repo import commit, git, spark
 
 HOOK = "spark-git: blocked"
 WORKSPACE = "Path not in workspace"  # Gemini's own check on its file tools' paths
+SUBSTITUTION = "Command injection detected"  # Gemini's shell tool refuses any $(…), backticks, <(…)
 
 
 def sh(command: str) -> Tool:
@@ -70,7 +72,7 @@ def test_normal_work_succeeds(t: GeminiTask) -> None:
     assert git(t.a, "branch", "--show-current") == "task-t1-agent-a"
     assert git(t.a, "show", "HEAD:README.md") == "# demo app"
     assert git(t.a, "show", "HEAD:app.py").startswith("def f():")
-    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD", check=False) == ""  # rebased onto the task
+    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD") == ""  # rebased onto the task
     assert git(t.a, "log", "-1", "--format=%s") == "agent a: app"
     assert git(t.a, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).pytest_cache", ":(exclude)__pycache__") == ""
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b")) == (main, b)
@@ -83,12 +85,25 @@ def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
     commit(t.a, {"a.txt": "a\n"}, "[a] work")
     run = play(t, sh("spark-git merge t1 --agent a; echo exit=$?"), sh("spark-git report t1 --agent a --status COMPLETE; echo exit=$?"))
     text = run.first_prompt()
-    assert "you are agent a" in text and str(t.a) in text and "spark-git report t1 --agent a" in text, text
+    assert "you are agent a" in text and f"{t.a} (branch task-t1-agent-a)" in text and "spark-git report t1 --agent a" in text, text
     assert str(t.b) not in text and "owns" not in text and str(t.task) not in text, text
     merged, reported = run.results()
     assert "is the coordinator's, and this is agent a of task t1" in merged and "exit=3" in merged, merged
     assert "exit=0" in reported, reported
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "t1")) == (main, t1)
+
+
+def test_more_normal_work_succeeds(t: GeminiTask) -> None:
+    """Rebases of a's own branch with strategy options, a temporary index: what the hook used to refuse.
+    (`$(mktemp)` would not do: Gemini's shell tool refuses any command substitution itself.)"""
+    task_tip = commit(t.task, {"task.txt": "from the task\n"}, "the task moves on")
+    commit(t.a, {"a.txt": "a\n"}, "a's work")
+    run = play(t, sh("git rebase -X theirs t1"), sh("git rebase -s ort t1"), sh("git rebase --onto t1 t1"),
+               sh("GIT_INDEX_FILE=/tmp/index-$$ git read-tree HEAD && echo read && rm /tmp/index-$$"))
+    assert not [r for r in run.results() if HOOK in r], run.results()
+    assert "read" in run.results()[3]
+    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD") == ""
+    assert git(t.a, "branch", "--show-current") == "task-t1-agent-a"
 
 
 def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
@@ -108,6 +123,8 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
         (sh(f"echo x > {t.task}/evil.txt"), HOOK, t.task / "evil.txt"),
         (sh(f"echo x > {t.main}/evil.txt"), HOOK, t.main / "evil.txt"),
         (sh("git update-ref refs/heads/main HEAD"), HOOK, None),
+        (sh(f'sh -c "$(echo {HIDDEN} | base64 -d)"'), HOOK, None),  # first; Gemini's own refusal comes after
+        (sh("cat $(echo README.md)"), SUBSTITUTION, None),  # a read the hook allows: Gemini refuses any $(…)
         (sh("git push . HEAD:main"), HOOK, None),
         (sh("git branch -m t1 t1-old"), HOOK, None),
         (write(settings, "{}\n"), HOOK, None),
@@ -150,14 +167,14 @@ def test_subagent_works_its_parents_worktree_under_the_same_hook(t: GeminiTask) 
 HIDDEN = base64.b64encode(b"git update-ref refs/heads/main HEAD").decode()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 5: the hook lets these through (a command word produced at run "
-                   "time; update-ref of the main worktree's HEAD), and Gemini has no OS boundary here to stop them")
 @pytest.mark.parametrize("command", [f"echo {HIDDEN} | base64 -d | sh", "git -C {main} update-ref HEAD {a}",
                                      "git update-ref main-worktree/HEAD {a}"], ids=["base64-sh", "C-main-HEAD", "main-worktree-HEAD"])
-def test_hook_gaps_do_not_move_main(t: GeminiTask, command: str) -> None:
+def test_hidden_and_indirect_ref_moves_are_refused(t: GeminiTask, command: str) -> None:
+    """Gemini has no OS boundary here (docs/hooks.md): the hook is what stops these."""
     a = commit(t.a, {"a.txt": "a\n"}, "a's work")
     main = git(t.main, "rev-parse", "main")
-    play(t, sh(command.format(main=t.main, a=a)))
+    (result,) = play(t, sh(command.format(main=t.main, a=a))).results()
+    assert HOOK in result, result
     assert git(t.main, "rev-parse", "main") == main
 
 

@@ -37,3 +37,15 @@ def test_update_after_a_resolved_conflict_says_the_approval_is_void_and_what_to_
     assert not line or all(f"not the head {new[:12]}" in ln or "not this head" in ln for ln in line), st.stdout
     d = p2.ok("status", p2.task)["data"]["tasks"][0]["gate"]
     assert d is None or d["commit"] != new or d["result"] != "passed", d
+
+
+def test_protocol_full_tasks_completed_one_after_another_land_without_update(tmp_path: Path) -> None:
+    # Issue 24, defect 2 under protocol full: the presented head and the approval still hold on a moved main.
+    p1, p2 = two_tasks(tmp_path, {"src/one.py": "one = 1\n"}, {"src/two.py": "two = 2\n"})
+    p1.ok("complete", p1.task)
+    head2 = p2.head()
+    d = p2.ok("complete", p2.task)["data"]
+    assert d["approved_sha"] == head2 and git(p2.repo, "rev-parse", "main^2") == head2
+    assert p2.task_json()["state"] == "COMPLETE"
+    p1.ok("cleanup", p1.task)
+    p2.ok("cleanup", p2.task)

@@ -21,6 +21,7 @@ class Built:
     parts: list[CandidatePart] = field(default_factory=list)
     conflicts: list[tuple[QueueEntry, list[str]]] = field(default_factory=list)
     changed: list[QueueEntry] = field(default_factory=list)  # the merge applies, but not as the approved patch
+    inside: list[QueueEntry] = field(default_factory=list)  # the head is in the base already: nothing to land
 
     @property
     def tip(self) -> str:
@@ -30,12 +31,16 @@ class Built:
 def build(git: Git, base: str, entries: list[QueueEntry]) -> Built:
     out = Built(base)
     for e in entries:
+        forked = e.sha != out.tip and not git.is_ancestor(out.tip, e.sha)  # the base moved since the task branched
+        if e.sha == out.tip or (forked and git.is_ancestor(e.sha, out.tip)):
+            out.inside.append(e)  # an empty merge commit would land and be called the task's landing
+            continue
         tree, files = merge_tree(git, out.tip, e.sha)
         if tree is None:
             out.conflicts.append((e, files))
             continue
         merge = git.commit_tree(tree, [out.tip, e.sha], message(e.task, e.sha), {})
-        if not git.is_ancestor(out.tip, e.sha) and not patch_unchanged(git, out.tip, e.sha, merge):
+        if forked and not patch_unchanged(git, out.tip, e.sha, merge):
             out.changed.append(e)
             continue
         out.parts.append(CandidatePart(task=e.task, ref=e.ref, head=e.sha, tip=merge))

@@ -17,7 +17,7 @@ from spark_git.gates import command as gates
 from spark_git.gates import evidence
 from spark_git.ops.shared.queue import candidate, gate
 from spark_git.ops.shared.queue.bisect import bisect
-from spark_git.ops.shared.queue.checks import base_worktree, in_the_way
+from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
@@ -67,6 +67,17 @@ def drain_locked(layout: Layout, store: Store, session: str | None, opts: gate.G
                 return repaired
 
 
+def way_on(layout: Layout, store: Store, task: str) -> list[str]:
+    """The command for a task the queue gave back before gating it: the approval again when it no
+    longer holds for the head (the branch moved), else `complete` once what blocked it is fixed."""
+    tf = store.read_task(task)
+    head = layout.git().branch_head(tf.task_branch) if tf is not None else None
+    if tf is None or head is None:
+        return [f"spark-git status {task}"]
+    fixes = [u.fix for u in approval_unmet(layout, tf, head) if u.fix]
+    return fixes[:1] or [f"spark-git complete {task}"]
+
+
 def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
     """Entries that may land, in queue order; the others leave the queue with a blocked outcome."""
     ready = []
@@ -75,7 +86,7 @@ def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
         if why is None:
             ready.append(e)
         else:
-            evict(layout, store, e, "blocked", why)
+            evict(layout, store, e, "blocked", why, next=way_on(layout, store, e.task))
     return ready
 
 
@@ -107,6 +118,8 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
     for e, files in built.conflicts:
         evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files,
               next=[f"spark-git update {e.task}"])
+    for e in built.inside:
+        evict(layout, store, e, "blocked", f"its head {e.sha[:12]} is in {base} already: there is nothing to land", next=[f"spark-git status {e.task}"])
     for e in built.changed:
         evict(layout, store, e, "blocked", f"{base} moved and the approved patch would change on it (the diff's context differs): "
               "the human sees the task again after an update", next=[f"spark-git update {e.task}"])
@@ -148,7 +161,7 @@ def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvid
         why = problem(layout, store, QueueEntry(p.ref, "", p.task, p.head)) or _ignored_in_the_way(main_wt, below, p.tip)
         below = p.tip
         if why is not None:
-            evict(layout, store, QueueEntry(p.ref, "", p.task, p.head), "blocked", why)
+            evict(layout, store, QueueEntry(p.ref, "", p.task, p.head), "blocked", why, next=way_on(layout, store, p.task))
             raise BaseMoved(f"{p.task} may no longer land: rebuild without it")
     try:
         land(layout, store, cand, ev, session)
