@@ -124,3 +124,25 @@ def test_doctor_finds_a_run_a_crash_left_behind(task: AgentTask) -> None:
     assert "agent-run-left-behind" in kinds, r
     spark(task.repo, "doctor", "--fix", "--json", env=owner)
     assert not rec.exists()
+
+
+def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> None:
+    require_binary("tmux")
+    sock = task.base / "repo.tasks" / "tmux"  # a private tmux server (TMUX_TMPDIR), never the user's
+    sock.mkdir()
+    env = {**task.env, "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock), "SSH_AUTH_SOCK": str(task.base / "ssh.sock")}
+    try:
+        r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)
+        assert r.returncode == 0, r
+        assert json.loads(r.stdout)["data"]["window"] == "t1/a"
+        wins = subprocess.run(["tmux", "list-windows", "-a", "-F", "#{session_name} #{window_name} #{pane_current_path}"], env=env,
+                              capture_output=True, text=True, check=True).stdout
+        assert f"spark-git t1/a {task.worktree('a')}" in wins, wins
+        a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
+        assert a["run"]["state"] == "running" and a["run"]["window"] == "t1/a", a
+        environ = Path(f"/proc/{a['run']['pid']}/environ").read_bytes().split(b"\0")  # the client's own (env -i exec'd it)
+        assert b"SPARK_SESSION_ID=agent:t1:a" in environ and not any(v.startswith(b"SSH_AUTH_SOCK=") for v in environ), environ
+        r2 = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env)
+        assert r2.returncode == 3 and "already running" in json.loads(r2.stdout)["summary"], r2
+    finally:
+        subprocess.run(["tmux", "kill-server"], env=env, capture_output=True, check=False)

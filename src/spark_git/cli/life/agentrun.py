@@ -20,7 +20,8 @@ def agent_run(
     agent: Annotated[str, typer.Argument(help="Agent name.")],
     client_args: Annotated[list[str] | None, typer.Argument(help="After `--`: more arguments for the client.", show_default=False)] = None,
     client: Annotated[str | None, typer.Option("--client", help=f"The client to start: {', '.join(registry.CLIENTS)} (default: the one whose hooks are installed).")] = None,
-    headless: Annotated[bool, typer.Option("--headless", help="Non-interactive, machine-readable output; the final Output JSON becomes the agent's report (the default).")] = True,
+    headless: Annotated[bool, typer.Option("--headless", help="Non-interactive, machine-readable output; the final Output JSON becomes the agent's report (the default).")] = False,
+    tmux: Annotated[bool, typer.Option("--tmux", help="The interactive client in a tmux window named TASK/AGENT (session `spark-git`, created when none is running).")] = False,
     prompt: Annotated[str | None, typer.Option("--prompt", help="What to tell the agent (default: its brief and the instruction to answer with the Output JSON).")] = None,
 ) -> None:
     """Start the agent's client in its worktree as that agent (its hooks and sandbox checked first); headless, its answer becomes its report."""
@@ -28,9 +29,13 @@ def agent_run(
         from spark_git.ops.agents import run as ops_run
         from spark_git.ops.shared import hooksetup
 
-        if not headless:
-            raise BadInput("only --headless runs are supported so far", next=[f"spark-git agent run {task} {agent} --headless"])
+        if headless and tmux:
+            raise BadInput("--headless and --tmux exclude each other", next=[f"spark-git agent run {task} {agent} --headless"])
         name = client or next((c.name for c in hooksetup.configured(hooksetup.root_of(layout))), registry.DEFAULT)
+        if tmux:
+            d = ops_run.in_tmux(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
+            return Result(f"agent {d.agent} of {d.task}: {d.client} in tmux window {d.window}", d, task=d.task,
+                          human=lambda out: out.print(f"  watch it: tmux attach -t {ops_run.TMUX_SESSION}"), next=[f"spark-git status {d.task}"])
         d = ops_run.headless(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
 
         def human(out: Out) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -166,3 +167,35 @@ def _tail(path: Path, n: int = 2000) -> str:
         return path.read_text(errors="replace").strip()[-n:]
     except OSError:
         return ""
+
+
+TMUX_SESSION = "spark-git"  # the tmux session agent windows open in (created when none is running)
+
+
+def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = ()) -> AgentRunData:
+    """The interactive client in a tmux window named TASK/AGENT, its environment exactly the agent's
+    (`env -i`: the tmux server's own environment may be the user's and hold what agents must not)."""
+    task, agent, c, wt = prepared(layout, task, agent, client)
+    assert c.facts.run is not None
+    if shutil.which("tmux") is None:
+        raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    env = agent_env(layout, task, agent)
+    cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, task, agent), headless=False, extra=extra)]
+    window = f"{task}/{agent}"
+    has = _tmux("has-session", "-t", TMUX_SESSION)
+    verb = ["new-window", "-t", f"{TMUX_SESSION}:"] if has.returncode == 0 else ["new-session", "-d", "-s", TMUX_SESSION]
+    r = _tmux(*verb, "-P", "-F", "#{pane_pid}", "-n", window, "-c", str(wt), *cmd)
+    if r.returncode != 0 or not r.stdout.strip().isdigit():
+        raise Blocked(f"tmux could not open window {window}: {r.stderr.strip() or r.stdout.strip()}", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    rec = RunRecord(task=task, agent=agent, client=c.name, mode="tmux", pid=int(r.stdout.strip()), started_at=now(), window=window)
+    write_atomic(layout.agent_dir(task, agent) / RUN_FILE, rec)
+    d = AgentRunData(task=task, agent=agent, client=c.name, mode="tmux", outcome="started", window=window)
+    open_store(layout).event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+    return d
+
+
+def _tmux(*args: str) -> subprocess.CompletedProcess[str]:
+    """A tmux client command (it returns at once; the window's process belongs to the tmux server).
+    $TMUX unset: not nested in the caller's own tmux client; TMUX_TMPDIR picks the server."""
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    return subprocess.run(["tmux", *args], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
