@@ -146,3 +146,26 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
         assert r2.returncode == 3 and "already running" in json.loads(r2.stdout)["summary"], r2
     finally:
         subprocess.run(["tmux", "kill-server"], env=env, capture_output=True, check=False)
+
+
+def test_all_runs_three_agents_in_parallel_and_shows_each_outcome(task: AgentTask) -> None:
+    cfg = task.repo / ".spark-git.toml"
+    cfg.write_text(cfg.read_text() + "[agents]\nparallel = 3\n")
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    assert spark(task.repo, "agent", "add", "t1", "c", "--why", "a third hand", "--json", env=owner).returncode == 0
+    script = Script([Say(json.dumps(OUTPUT))] * 3)  # one answer per agent, whoever asks first
+    with ModelServer(Anthropic(), script) as srv:
+        env = {**client_env(task, srv.url), "SPARK_SESSION_ID": "owner"}
+        r = spark(task.repo, "agent", "run", "t1", "--all", "--client", "claude", "--json", "--", SKIP, env=env, process=True)
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["data_schema"] == "agent run --all", r
+    d = out["data"]
+    assert d["parallel"] == 3 and [(x["agent"], x["state"], x["report_status"]) for x in d["runs"]] == [
+        ("a", "reported", "COMPLETE"), ("b", "reported", "COMPLETE"), ("c", "reported", "COMPLETE")], d
+    assert out["next"][0] == "spark-git merge t1 --all"
+    # in parallel: every run started before any ended (the audit trail's end times and durations)
+    from datetime import datetime
+    trail = json.loads((task.base / "repo.tasks/t1/audit-trail.json").read_text())
+    spans = [(datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp() - e["duration_s"],
+              datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()) for e in trail["events"] if e.get("kind") == "agent_run"]
+    assert len(spans) == 3 and max(s for s, _ in spans) < min(e for _, e in spans), spans
