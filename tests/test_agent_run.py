@@ -169,3 +169,36 @@ def test_all_runs_three_agents_in_parallel_and_shows_each_outcome(task: AgentTas
     spans = [(datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp() - e["duration_s"],
               datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()) for e in trail["events"] if e.get("kind") == "agent_run"]
     assert len(spans) == 3 and max(s for s, _ in spans) < min(e for _, e in spans), spans
+
+
+def test_a_run_whose_model_tries_to_leave_its_worktree_is_blocked(task: AgentTask) -> None:
+    b = task.worktree("b")
+    env, script = agent_run(task, [
+        Tool("Write", {"file_path": str(b / "x.py"), "content": "x = 1\n"}),
+        bash(f"printf 'echo x > {b}/y.py' > s.sh && sh s.sh"),  # a script: the hook does not read it, the sandbox stands
+        Say(json.dumps(OUTPUT)),
+    ])
+    assert not (b / "x.py").exists() and not (b / "y.py").exists()
+    results = [c for req in script.requests for m in req["body"].get("messages", []) if isinstance(m.get("content"), list)
+               for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+    texts = json.dumps(results)
+    assert "spark-git: blocked" in texts and "Read-only file system" in texts, texts[-2000:]
+    assert env["data"]["outcome"] == "reported"  # the agent's answer still counts: it did not get out
+
+
+def test_the_light_protocol_end_to_end_driven_by_agent_run_all(task: AgentTask) -> None:
+    cfg = task.repo / ".spark-git.toml"
+    cfg.write_text(cfg.read_text() + "[agents]\nparallel = 1\n")  # one script, turns in order: one agent at a time
+    git(task.repo, "commit", "-q", "-am", "one agent at a time", env=task.env)  # complete lands on a clean main
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    work = bash('echo "$SPARK_AGENT" > "$SPARK_AGENT.txt" && git add -A && git commit -q -m "[$SPARK_AGENT] its part"')
+    script = Script([work, Say(json.dumps(OUTPUT)), work, Say(json.dumps(OUTPUT))])
+    with ModelServer(Anthropic(), script) as srv:
+        env = {**client_env(task, srv.url), "SPARK_SESSION_ID": "owner"}
+        r = spark(task.repo, "agent", "run", "t1", "--all", "--client", "claude", "--json", "--", SKIP, env=env, process=True)
+    assert r.returncode == 0, r
+    for args in (("merge", "t1", "--all"), ("approve", "t1", "--changes"), ("complete", "t1"), ("cleanup", "t1")):
+        step = spark(task.repo, *args, "--json", env=owner, input="t1\n")
+        assert step.returncode == 0, (args, step.stdout)
+    assert {"a.txt", "b.txt"} <= set(git(task.repo, "ls-tree", "--name-only", "main").split())
+    assert not (task.base / "repo.tasks/t1/code").exists()
