@@ -246,9 +246,11 @@ def test_complete_refuses_to_replace_an_ignored_file_by_a_directory_the_task_add
     assert after == before
 
 
-def test_an_ignored_file_made_in_the_main_worktree_while_the_task_is_gated_is_kept(tmp_path: Path) -> None:
+def test_an_ignored_file_made_in_the_main_worktree_while_the_task_is_gated_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The final gate (or anything while the task waits in the queue) writes the ignored file after
-    `complete` checked: the check is made again just before the base moves."""
+    `complete` checked: the check is made again just before the base moves. The gate stands in for
+    that anything: it runs unsandboxed (a sandboxed gate cannot write in the main worktree)."""
+    monkeypatch.setenv("SPARK_BWRAP", "")
     secret = tmp_path / "repo" / "local.env"
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n", ".gitignore": "*.env\n"},
                      config=CONFIG + f'[gates]\nfinal = "echo SECRET=hunter2 > {secret}"\n')

@@ -209,10 +209,11 @@ def test_validation_to_review_is_refused_by_a_threshold_then_accepted(tmp_path: 
     assert p.go()["to"] == "VALIDATION"
     (p.wt() / "fail.flag").write_text("")
     before = p.snapshot()
-    r = p.advance("REVIEW")
+    # the tree passed at the merge: --rerun, since only the ignored flag file makes this run fail
+    r = p.spark("--json", "advance", p.task, "--to", "REVIEW", "--rerun")
     assert r.returncode == 3 and "gates.require.tests_failed = 0: 1 failed and 0 errors" in r.stdout, r
     assert p.snapshot() == before and p.state() == "VALIDATION"  # the refusal changed neither task.json nor the audit trail
     (p.wt() / "fail.flag").unlink()
-    assert p.go("REVIEW")["to"] == "REVIEW"
+    assert p.ok("advance", p.task, "--to", "REVIEW", "--rerun")["data"]["to"] == "REVIEW"
     gate = json.loads(p.spark("--json", "status", p.task).stdout)["data"]["tasks"][0]["gate"]
     assert gate["result"] == "passed" and gate["reports"]["tests"]["total"] == 1

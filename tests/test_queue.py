@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fixtures.repo import commit, git
 
 from spark_git.core.layout import Layout
@@ -65,8 +66,10 @@ def test_a_culprit_among_eight_is_bisected_out_seven_land(tmp_path: Path) -> Non
     assert any(o["task"] == "t5" and o["result"] == "failed" and o["gate_log"] for o in r.json["data"]["recent"])
 
 
-def test_base_moved_during_the_gate_nothing_lands_on_the_stale_base(tmp_path: Path) -> None:
+def test_base_moved_during_the_gate_nothing_lands_on_the_stale_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The first gate run commits on main in the main worktree (someone landed by hand meanwhile).
+    # The gate stands in for that someone: it runs unsandboxed (a sandboxed gate cannot touch main).
+    monkeypatch.setenv("SPARK_BWRAP", "")
     marker = tmp_path / "moved"
     script = (f"import os, subprocess, sys; m = {str(marker)!r}\n"
               "if not os.path.exists(m):\n"

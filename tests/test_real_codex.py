@@ -43,6 +43,13 @@ def py_write(path: Path) -> Tool:
     return sh(f"python3 -c \"import base64; open(base64.b64decode('{enc}').decode(), 'w').write('x')\"")
 
 
+def py_git(*args: str) -> list[Tool]:
+    """git run by a script file the agent wrote in its own worktree: nothing the hook can read (it
+    refuses a command-line decoded one itself), so only the sandbox stands in the way."""
+    body = f"import subprocess\nsubprocess.run({['git', *args]!r})\n"
+    return [patch("*** Add File: mv.py\n" + "".join(f"+{line}\n" for line in body.splitlines())), sh("python3 mv.py")]
+
+
 def _files(worktree: Path) -> dict[str, bytes | None]:
     """A worktree's files, without the repository's .git (a's commits add objects there)."""
     return {k: v for k, v in tree(worktree).items() if k != ".git" and not k.startswith(".git/")}
@@ -151,8 +158,8 @@ def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: C
     config = ct.codex_home / "config.toml"
     config.write_text('sandbox_mode = "danger-full-access"\n' + config.read_text())
     main = git(ct.main, "rev-parse", "refs/heads/main")
-    r = run(ct, [sh("echo x > work.txt && git add -A && git commit -qm work"), hidden("git update-ref refs/heads/main HEAD"), py_write(ct.b / "evil.txt")])
-    assert [r.layer(1), r.layer(2)] == ["sandbox", "sandbox"], r.outputs
+    r = run(ct, [sh("echo x > work.txt && git add -A && git commit -qm work"), *py_git("update-ref", "refs/heads/main", "HEAD"), py_write(ct.b / "evil.txt")])
+    assert [r.layer(2), r.layer(3)] == ["sandbox", "sandbox"], r.outputs
     assert git(ct.main, "rev-parse", "refs/heads/main") == main and not (ct.b / "evil.txt").exists()
 
 

@@ -189,7 +189,7 @@ def judge(target: str, own: Owners, agent: bool, via: str) -> str | None:
         return f"another worktree's ref ({target[13:]})"
     if target.startswith("root "):
         name = target[5:]
-        return None if name.isupper() and agent else f"a ref named {name} at the top of .git (it shadows branches)"
+        return None if name.isupper() else f"a ref named {name} at the top of .git (it shadows branches)"  # ORIG_HEAD: per worktree
     if target.startswith("refs/heads/"):
         name = target[len("refs/heads/"):]
         if "*" in name:

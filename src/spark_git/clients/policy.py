@@ -34,7 +34,7 @@ def decide(call: ToolCall) -> Decision:
         if call.command is None:
             return Decision(True, "spark-git: allowed: no command")
         start = Path(call.cwd) / os.path.expanduser(call.workdir) if call.workdir else Path(call.cwd)
-        return shell.decide_shell(who(repo, call), start, call.command)
+        return shell.decide_shell(who(repo, call), start, call.command, powershell=call.tool == "PowerShell")
     return Decision(True, f"spark-git: allowed: {call.tool} is not checked")
 
 

@@ -19,7 +19,8 @@ ENV_EMITTERS = (
     ("conda", "shell.bash", "hook"), ("mise", "activate"), ("zoxide", "init"),
 )
 _SAFE = re.compile(r"^[\w./@+,:=~-]+$")
-_SPAWN = re.compile(
+# Compiled where used (re caches it): a hook process that judges no script code never pays for it.
+_SPAWN = (
     r"(?:\bos\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|\bsubprocess\.\w+|\bpty\.spawn|\bchild_process\.\w+|\bIO\.popen"
     r"|\bOpen3\.\w+|(?<!\w)(?:execSync|execFileSync|spawnSync|spawn|execFile)|(?<![.\w])(?:Popen|check_output|check_call|exec|system))\s*\("
 )
@@ -89,7 +90,7 @@ def spawned(code: str) -> list[str] | None:
     `execSync('…')`), each as one shell line; None when it starts none. A start whose command is not
     written literally gives "__spark_subst__" (unknown)."""
     out: list[str] = []
-    for m in _SPAWN.finditer(code):
+    for m in re.finditer(_SPAWN, code):
         args = _call_args(code, m.end()).strip()
         if args.startswith("["):  # an argv list: every element a literal, or unknown
             body = args[1 : args.find("]")] if "]" in args else args[1:]

@@ -63,12 +63,15 @@ class Cwd:
         self.values = values  # the text of each $(...) of this line (for `eval "$(spark-git env …)"`)
 
 
+# Set among a command line's variables while it is PowerShell (a bare `$x` is a value there, not a
+# command); carried into nested scripts with the other variables.
+POWERSHELL = "__spark_powershell__"
 MAX_DEPTH = 8  # nested `bash -c` / `eval` levels judged; deeper is refused
 _SUBST = re.compile(r"__spark_subst__(\d+)_")
 
 
-def decide_shell(who: Who, cwd: Path, cmd: str) -> Decision:
-    for seg in segments(cmd, cwd, who.env):
+def decide_shell(who: Who, cwd: Path, cmd: str, powershell: bool = False) -> Decision:
+    for seg in segments(cmd, cwd, {**who.env, POWERSHELL: "1"} if powershell else who.env):
         d = judge(who, seg)
         if d is not None:
             return d
@@ -250,7 +253,7 @@ def _unwrap(words: list[str], redirects: list[str], state: Cwd, scope: tuple[dic
         return [Seg([], state.here, redirects, local)] if redirects else []
     local = {**exported, **local}
     prog = os.path.basename(words[0])
-    unknown = _computed_word(words, prog, state)
+    unknown = _computed_word(words, prog, state, POWERSHELL in variables)
     if unknown:
         return [Seg(words, state.here, redirects, local, unknown)]
     if prog in ("export", "declare", "typeset", "readonly"):  # `export GIT_DIR=...` reaches every later command
@@ -262,26 +265,38 @@ def _unwrap(words: list[str], redirects: list[str], state: Cwd, scope: tuple[dic
         return []
     flag = _script_flag(words) if prog in _SHELLS else None
     if flag is not None:  # `bash -c '...'`, `sh -lc '...'`, `pwsh -Command ...`: the script is judged too
-        script = words[flag + 1] if prog not in ("pwsh", "powershell") else " ".join(words[flag + 1 :])
-        return segments(script if flag + 1 < len(words) else "", state.here, {**variables, **local}, depth + 1, dict(local))
-    if prog == "eval":
+        return _script(prog, words[flag + 1 :], state.here, {**variables, **local}, (depth, local))
+    if prog.lower() in ("eval", "iex", "invoke-expression"):
         if _SUBST.sub("", " ".join(words[1:])).strip() == "":
             return []  # `eval "$(spark-git env …)"`: settings only (_computed_word let only those through)
         return segments(" ".join(words[1:]), state.here, {**variables, **local}, depth + 1, dict(local))
     return [Seg(words, state.here, redirects, local)]
 
 
+def _script(prog: str, after: list[str], here: Path, variables: dict[str, str], nest: tuple[int, dict[str, str]]) -> list[Seg]:
+    """The script of `bash -c SCRIPT` / `pwsh -Command WORDS…`, in its own dialect."""
+    ps = prog in ("pwsh", "powershell")
+    script = (" ".join(after) if ps else after[0]) if after else ""
+    inherit = {k: v for k, v in variables.items() if k != POWERSHELL}
+    return segments(script, here, {**inherit, POWERSHELL: "1"} if ps else inherit, nest[0] + 1, dict(nest[1]))
+
+
 _CD = ("cd", "pushd", "popd", "set-location", "push-location", "pop-location", "sl")
 _STDIN_SHELLS = ("bash", "sh", "zsh", "dash", "ksh", "fish", "source", ".")
 
 
-def _computed_word(words: list[str], prog: str, state: Cwd) -> str:
+def _computed_word(words: list[str], prog: str, state: Cwd, powershell: bool) -> str:
     """Why the command this runs is not known before it runs ("" when it is): a command word from
     `$(...)` or an unknown variable, `eval` of a computed string (but `eval "$(spark-git env …)"`),
     a shell reading its commands from stdin (`… | base64 -d | sh`), `source <(...)`."""
+    if powershell and words[0].startswith("$") and (len(words) == 1 or words[1] == "="):
+        return ""  # PowerShell: `$x = …` assigns, a bare `$x` is its value
     if "__spark_subst__" in words[0] or "$" in words[0] or "`" in words[0]:
         return f"the command word `{words[0]}` is computed at run time"
-    if prog == "eval":
+    prog = prog.lower() if powershell else prog
+    if prog in ("iex", "invoke-expression") and len(words) == 1:
+        return f"`{words[0]}` of a string computed at run time"
+    if prog in ("eval", "iex", "invoke-expression"):
         rest = " ".join(words[1:])
         subs = [int(m.group(1)) for m in _SUBST.finditer(rest)]
         emitters = bool(subs) and _SUBST.sub("", rest).strip() == "" and all(

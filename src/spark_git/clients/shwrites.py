@@ -17,7 +17,7 @@ from spark_git.core import paths
 
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
-_TO_LAST = {"cp", "ln", "install", "rsync", "scp"}
+_TO_LAST = {"cp", "install", "rsync", "scp"}
 _VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix", "--reference"}
 # Options that take the next word, for the commands where they do (`rm -f x`, `cp -r d`: flags).
 _VALUED_BY_PROG = {"touch": ("-r", "-d", "-t"), "truncate": ("-s", "-r"), "sed": ("-e", "-f"), "perl": ("-e",),
@@ -31,7 +31,7 @@ _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inp
 _LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
 # Code that writes files: an open() mode that writes, and the calls that write, move or delete (a
 # one-argument `.replace(x)` is Path.replace; str.replace takes two).
-_WRITES_IN_CODE = re.compile(
+_WRITES_IN_CODE = (  # compiled where used (re caches it): only script code needs it
     r"""open(?:Sync)?\([^,)]*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]|\.open\(\s*['"][^'"]*[wax+]|mode\s*=\s*['"][^'"]*[wax+]"""
     r"""|\.write_(?:text|bytes)\(|\.replace\(\s*[^,()]*\)|\bshutil\.(?!which|disk_usage|get_terminal_size)|\bos\.(?:remove|replace)\b"""
     r"""|\b(?:unlink|rename|renames|rmtree|rmdir|removedirs|makedirs|mkdir|mkdirSync|symlink|symlink_to|hardlink_to|chmod|chown|truncate|"""
@@ -77,9 +77,12 @@ def targets(prog: str, args: list[str]) -> list[str]:
         return pos[1:]
     if prog == "mv":
         return pos  # the sources go away too
+    if prog == "ln":  # a write through the link lands on what it points to: both ends are judged
+        tdir = _option_value(args, ("-t", "--target-directory"))
+        return [*pos, tdir] if tdir else pos if len(pos) >= 2 else [*pos, "."]
     if prog in _TO_LAST:
         tdir = _option_value(args, ("-t", "--target-directory"))
-        return [tdir] if tdir else pos[-1:] if len(pos) >= 2 else ["."] if prog == "ln" and pos else []
+        return [tdir] if tdir else pos[-1:] if len(pos) >= 2 else []
     if prog in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
         scripted = any(a in ("-e", "-f", "--expression", "--file") or (a.startswith("-") and a.endswith("e") and not a.startswith("--")) for a in args)
         return pos if scripted else pos[1:]
@@ -137,7 +140,7 @@ def code_of(args: list[str]) -> str | None:
 def _code_paths(args: list[str]) -> list[str]:
     """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
     code = code_of(args)
-    if code is None or not _WRITES_IN_CODE.search(code):
+    if code is None or not re.search(_WRITES_IN_CODE, code):
         return []
     return [m.group(2) for m in _LITERAL.finditer(code)]
 

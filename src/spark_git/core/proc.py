@@ -10,6 +10,7 @@ degrades to the group kill."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -23,6 +24,7 @@ from typing import Any, BinaryIO, Protocol
 
 from spark_git.core.config import Command
 from spark_git.core.errors import raise_if_dropped
+from spark_git.core.gatebox import Sandbox
 from spark_git.core.git import clean_env
 
 RUN_TOKEN = "SPARK_RUN_TOKEN"  # in the child's environment, a token of this run (see WATCHDOG)
@@ -91,13 +93,19 @@ def argv_of(command: Command) -> list[str]:
 
 
 def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[str, str] | None = None,
-        started: Callable[[], None] = lambda: None, err: BinaryIO | None = None) -> Result:
+        started: Callable[[], None] = lambda: None, err: BinaryIO | None = None, sandbox: Sandbox | None = None) -> Result:
     """Runs `argv` in `cwd` with stdout and stderr to `log` (stderr to `err` if given: a CLI whose
     stdout is parsed); returns when it and everything it started are gone. `started` runs once the
-    child is up, before the timeout starts counting."""
+    child is up, before the timeout starts counting. `sandbox`: run it inside bwrap (core/gatebox.py);
+    bwrap is the child, in the same process group as the command, so every kill below reaches both."""
     t0 = time.monotonic()
     mark = uuid.uuid4().hex  # every descendant inherits it (unless it clears its environment): the watchdog's mark
     child_env = {**(env if env is not None else clean_env()), RUN_TOKEN: mark}
+    if sandbox is not None:
+        missing = _not_found(argv[0], cwd, child_env)
+        if missing:  # as Popen says it: bwrap's own message (exit 1) would not read as "not found"
+            return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {missing}", missing)
+        argv = sandbox.wrap(argv)
     with _subreaper():
         keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
         watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
@@ -120,6 +128,14 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
             _kill_strays(keep)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
+
+
+def _not_found(program: str, cwd: Path, env: dict[str, str]) -> str | None:
+    """Why exec would fail to find `program`, or None: the check Popen makes, made before bwrap runs it."""
+    if "/" in program:
+        path = program if os.path.isabs(program) else str(cwd / program)
+        return None if os.access(path, os.X_OK) and os.path.isfile(path) else "No such file or directory"
+    return None if shutil.which(program, path=env.get("PATH", os.defpath)) else "No such file or directory"
 
 
 def _die_with_parent() -> None:

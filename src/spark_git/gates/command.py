@@ -12,6 +12,7 @@ from pathlib import Path
 
 from spark_git.core import faults, proc
 from spark_git.core.config import Command, ReportSpec
+from spark_git.core.gatebox import Sandbox
 from spark_git.core.git import Git
 from spark_git.core.proc import argv_of
 from spark_git.gates import reports as gate_reports
@@ -81,12 +82,12 @@ def log_path(logs_dir: Path, gate: str) -> Path:
 
 
 def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None,
-        ticker: proc.Ticker | None = None, reports: ReportSpec | None = None) -> GateEvidence:
+        ticker: proc.Ticker | None = None, reports: ReportSpec | None = None, sandbox: Sandbox | None = None) -> GateEvidence:
     """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
     `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...).
     `ticker`: shows elapsed time and the log's last line while it runs (a terminal only).
     `reports`: the JUnit/coverage files it writes and the thresholds on them (gates/reports.py): a
-    command that exits 0 but misses one fails.
+    command that exits 0 but misses one fails. `sandbox`: run inside bwrap (core/gatebox.py).
     Callers go through gates.verdicts (run_configured), which records the verdict of the tree."""
     commit, tree = Git(worktree).head_and_tree() or ("", "")
     started = now()
@@ -98,7 +99,8 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
         log.write(f"$ {command if isinstance(command, str) else shlex.join(command)}\n# in {worktree} at {started}, commit {commit}, tree {tree}\n".encode())
         log.flush()
         with proc.ticking(path, ticker):
-            res = proc.run(argv_of(command), worktree, log, timeout_s, env=env, started=lambda: faults.point(f"gate-{gate}-running"))
+            res = proc.run(argv_of(command), worktree, log, timeout_s, env=env, started=lambda: faults.point(f"gate-{gate}-running"),
+                           sandbox=sandbox)
         error = res.error
         if error:
             log.write(f"spark-git: {error}\n".encode())

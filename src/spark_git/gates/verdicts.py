@@ -7,7 +7,12 @@ The fingerprint is sha256 of the command, the timeout and the environment the ga
 the variables that name *where* it runs (`VOLATILE_ENV`): the same tree gated in an agent worktree
 and then in the task worktree (merge, then complete) or in a queue's scratch worktree is one verdict.
 A gate whose result depends on those variables (SPARK_PORT, SPARK_WORKTREE, ...) must not rely on
-reuse: `--rerun` forces a fresh run."""
+reuse: `--rerun` forces a fresh run. The fingerprint also holds the toolchain (gates/toolchain.py:
+the executable, its venv's libraries), so a library changed outside the tree runs the gate again.
+
+Every verdict carries an HMAC (gates/verdictkey.py: a per-repository key in the user's state
+directory) over the tree and all its fields; one that does not verify (copied from another tree,
+edited, written by hand or by an older spark-git) is ignored and the gate runs."""
 
 from __future__ import annotations
 
@@ -20,12 +25,13 @@ from spark_git.core.config import Command, GatesConfig, ReportSpec
 from spark_git.core.git import Git, clean_env
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gate_command
+from spark_git.gates import confine, toolchain, verdictkey
 from spark_git.gates.evidence import GateEvidence
 from spark_git.gates.reports import GateReports
 from spark_git.state.models import now
 from spark_git.state.store import Store
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: the toolchain is part of it
 # Per-worktree identity (spark-git's own SPARK_* of the worktree) and per-shell noise: they differ
 # between the places one tree is gated, and would defeat reuse if hashed.
 VOLATILE_ENV = frozenset({
@@ -37,10 +43,12 @@ VOLATILE_ENV = frozenset({
 VOLATILE_PREFIXES = ("SPARK_FAULT_", "VSCODE_", "TERM_PROGRAM")
 
 
-def fingerprint(command: Command, timeout_s: float, env: dict[str, str] | None, reports: ReportSpec | None = None) -> str:
+def fingerprint(command: Command, timeout_s: float, env: dict[str, str] | None, reports: ReportSpec | None = None,
+                cwd: Path | None = None) -> str:
     given = clean_env() if env is None else env  # what core.proc gives the gate when env is None
     kept = {k: v for k, v in given.items() if k not in VOLATILE_ENV and not k.startswith(VOLATILE_PREFIXES)}
-    payload: dict[str, Any] = {"v": FINGERPRINT_VERSION, "command": command, "timeout_s": float(timeout_s), "env": kept}
+    payload: dict[str, Any] = {"v": FINGERPRINT_VERSION, "command": command, "timeout_s": float(timeout_s), "env": kept,
+                               "toolchain": toolchain.fingerprint(command, given, cwd)}
     if reports is not None:  # a verdict that passed without a threshold says nothing about one; gates without reports keep their fingerprints
         payload["reports"] = reports.fingerprint()
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -52,12 +60,17 @@ def _where(env: dict[str, str] | None, worktree: Path) -> str:
     return f"{task}/{agent}" if task and agent else task or str(worktree)
 
 
-def passing(verdicts: list[dict[str, Any]], fp: str) -> dict[str, Any] | None:
-    """The newest passing verdict with fingerprint `fp`."""
+def passing(verdicts: list[dict[str, Any]], fp: str, key: bytes | None, tree: str) -> dict[str, Any] | None:
+    """The newest passing verdict of `tree` with fingerprint `fp` whose MAC verifies (usually one HMAC:
+    an unauthenticated line is skipped, not trusted)."""
     for v in reversed(verdicts):
-        if v.get("fingerprint") == fp and v.get("result") == "passed":
+        if v.get("fingerprint") == fp and v.get("result") == "passed" and verdictkey.verifies(key, tree, v):
             return dict(v)
     return None
+
+
+def _failed_before(verdicts: list[dict[str, Any]], fp: str, key: bytes | None, tree: str) -> bool:
+    return any(v.get("fingerprint") == fp and v.get("result") == "failed" and verdictkey.verifies(key, tree, v) for v in verdicts)
 
 
 def run_configured(store: Store, gate: str, cfg: GatesConfig, worktree: Path, logs_dir: Path, env: dict[str, str] | None = None,
@@ -77,9 +90,11 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
     if not command:  # no gate configured: nothing ran, nothing to record on a tree
         return gate_command.run(gate, command, worktree, logs_dir, timeout_s, env)
     commit, tree = Git(worktree).head_and_tree() or ("", "")
-    fp = fingerprint(command, timeout_s, env, reports)
+    fp = fingerprint(command, timeout_s, env, reports, worktree)
+    layout = store.layout
+    key = verdictkey.load_key(layout.repo.common_dir, [layout.main_worktree, layout.repo.common_dir, layout.tasks_root, worktree])
     earlier = store.verdicts(tree) if tree else []
-    prior = None if rerun else passing(earlier, fp)
+    prior = None if rerun else passing(earlier, fp, key, tree)
     if prior is not None:
         return GateEvidence(
             gate=gate, command=command, ran=False, passed=True, exit_code=prior.get("exit_code", 0), tree=tree, commit=commit,
@@ -87,11 +102,12 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
             reused_from=str(prior.get("run") or prior.get("log_path")),
             reports=GateReports.model_validate(prior["reports"]) if prior.get("reports") else None,
         )
-    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports)
+    box = confine.for_worktree(store.layout, worktree)
+    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports, sandbox=box)
     ev.fingerprint = fp
-    ev.flaky = ev.passed and any(v.get("fingerprint") == fp and v.get("result") == "failed" for v in earlier)
+    ev.flaky = ev.passed and _failed_before(earlier, fp, key, tree)
     if ev.tree:
-        store.add_verdict(ev.tree, _verdict(ev, _where(env, worktree)))
+        store.add_verdict(ev.tree, verdictkey.sign(key, ev.tree, {**_verdict(ev, _where(env, worktree)), "sandboxed": box is not None}))
     return ev
 
 

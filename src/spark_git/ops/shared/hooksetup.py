@@ -13,6 +13,7 @@ from pathlib import Path
 from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
 from spark_git.clients.gemini import GEMINI
+from spark_git.core import gatebox
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -287,7 +288,7 @@ def check(layout: Layout) -> HooksCheckData:
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
                                         sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
-    notes = _sandbox_notes(clients, checks)
+    notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates)
     if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
         notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)

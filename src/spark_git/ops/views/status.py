@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from spark_git import protocol
 from spark_git.clients.loading import hook_warnings
+from spark_git.core import gatebox
 from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
@@ -169,7 +170,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
-    warnings = hook_warnings(layout.main_worktree, agent_wts)
+    warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
