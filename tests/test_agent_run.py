@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from fixtures.claude_agent import AgentTask, agent_task, client_env
 from fixtures.modelserver.anthropic import Anthropic
 from fixtures.modelserver.core import ModelServer, Say, Script, Tool, Turn, require_binary
-from fixtures.repo import git, spark
+from fixtures.repo import git, spark, spark_argv
 
 SKIP = "--dangerously-skip-permissions"  # headless: no one to approve a tool call; the hook and the sandbox stand
 OUTPUT = {"status": "OK", "summary": "sub() added", "artifacts": {"files_changed": ["calc.py"]}}
@@ -202,3 +203,38 @@ def test_the_light_protocol_end_to_end_driven_by_agent_run_all(task: AgentTask) 
         assert step.returncode == 0, (args, step.stdout)
     assert {"a.txt", "b.txt"} <= set(git(task.repo, "ls-tree", "--name-only", "main").split())
     assert not (task.base / "repo.tasks/t1/code").exists()
+
+
+def _agent_processes(worktree: Path) -> list[int]:
+    """Processes whose environment names the agent's worktree (SPARK_WORKTREE): its client and what
+    the client started (this test's only: other tests' agents have other worktrees)."""
+    out = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"SPARK_WORKTREE={worktree}".encode() in env.read_bytes().split(b"\0"):
+                out.append(int(env.parent.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_ctrl_c_stops_the_client_it_started(task: AgentTask) -> None:
+    import signal
+
+    marker = task.worktree("a") / "started"
+    script = Script([bash(f"touch {marker} && sleep 300"), Say(json.dumps(OUTPUT))])
+    with ModelServer(Anthropic(), script) as srv:
+        env = {**client_env(task, srv.url), "SPARK_SESSION_ID": "owner"}
+
+        p = subprocess.Popen(spark_argv("agent", "run", "t1", "a", "--client", "claude", "--json", "--", SKIP), cwd=task.repo, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not marker.exists():  # the client is in its tool call: the sleep
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        assert _agent_processes(task.worktree("a"))
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    assert p.returncode == 130, p.returncode
+    assert _agent_processes(task.worktree("a")) == []  # the client, its shell and the sleep: all gone
+    assert not (task.base / "repo.tasks/t1/agents/a/run.json").exists()
