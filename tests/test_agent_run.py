@@ -238,3 +238,17 @@ def test_ctrl_c_stops_the_client_it_started(task: AgentTask) -> None:
     assert p.returncode == 130, p.returncode
     assert _agent_processes(task.worktree("a")) == []  # the client, its shell and the sleep: all gone
     assert not (task.base / "repo.tasks/t1/agents/a/run.json").exists()
+
+
+def test_the_brief_and_the_session_start_carry_the_same_facts(task: AgentTask) -> None:
+    """One function builds both (clients/claude.py agent_lines): who the agent is, its worktree and
+    branch, its goal from task.md, how it commits and reports."""
+    md = task.base / "repo.tasks/t1/task.md"
+    md.write_text("# t1\n\n## Objective\n\n> add sub() to calc\n")
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    brief = json.loads(spark(task.repo, "brief", "t1", "--agent", "a", "--json", env=owner).stdout)["data"]
+    ev = {"session_id": "c-1", "cwd": str(task.worktree("a")), "hook_event_name": "SessionStart", "source": "startup"}
+    r = spark(task.worktree("a"), "hook", "session-start", input=json.dumps(ev), env={**task.env, "SPARK_SESSION_ID": "agent:t1:a"}, process=True)
+    assert r.stdout.strip().splitlines() == brief["instructions"], (r.stdout, brief["instructions"])
+    assert "- your goal (task.md): add sub() to calc" in brief["instructions"]
+    assert brief["task"]["goal"] == "add sub() to calc"

@@ -137,18 +137,24 @@ _ATTRIBUTION = {
 
 
 def _agent_text(me: AgentCheckpoint, problems: list[str]) -> str:
-    """An agent's session start: which agent it is, its worktree and branch, how it commits and reports."""
+    return "\n".join([*agent_lines(me), *(f"- problem: {p}" for p in problems)])
+
+
+def agent_lines(me: AgentCheckpoint) -> list[str]:
+    """What an agent is told of itself: which agent it is, its worktree and branch, its goal, how it
+    commits and reports. Its session start (every client) and its brief (`spark-git brief`) both carry them."""
     a, t = me.agent, me.task
-    lines = [
+    goal = " ".join(me.goal.split())
+    return [
         f"spark-git: you are agent {a} (role {me.role}) of task {t}" + (f" ({me.title})" if me.title else "") + ", not the coordinator.",
         f"- your worktree: {me.worktree} (branch {me.branch}); work and commit only there",
+        *([f"- your goal (task.md): {goal[:600]}"] if goal else []),
         f"- commits: commit on your branch with subjects like \"[{a}] what changed\"; " + _ATTRIBUTION[me.attribution].format(a=a),
         f"- report: spark-git report {t} --agent {a} --status COMPLETE (reviewers add --decision APPROVED|REJECTED --feedback \"…\")",
         f"- behind the task branch: spark-git sync {t} --agent {a}",
         f"- task {t}: state {me.task_state}, branch {me.task_branch} at {(me.task_head or '?')[:12]}; the coordinator merges, "
         "approves and completes it (those commands refuse an agent)",
     ]
-    return "\n".join([*lines, *(f"- problem: {p}" for p in problems)])
 
 
 CLAUDE = ClaudeCode()
