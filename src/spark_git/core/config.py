@@ -173,6 +173,8 @@ class QueueConfig(_Strict):
     batch_max: int = Field(8, ge=1, le=64, description="Most tasks gated together by the merge queue; 1 gates every task alone.")
     wait_s: float = Field(7200.0, gt=0, description="How long a `complete` waits for its outcome while another process drains the queue.")
     poll_s: float = Field(0.1, gt=0, description="How often a waiting `complete` looks for its outcome.")
+    retries: int = Field(0, ge=0, le=5, description="Re-run a candidate's failing final gate up to this many times before blaming it; "
+                         "a pass on a retry is recorded as flaky (0: the first failure counts).")
 
 
 class ArchiveConfig(_Strict):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +26,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry, QueueLog
+from spark_git.state.queuelog import QUEUE_PREFIX, Priority, QueueEntry, QueueLog, new_seq
 from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, Shared, archive_ref_for
 
 HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
@@ -211,11 +210,11 @@ class LocalStore:
 
     # -- merge queue -------------------------------------------------------------------------
 
-    def enqueue(self, task: str, sha: str) -> QueueEntry:
+    def enqueue(self, task: str, sha: str, priority: Priority = "normal") -> QueueEntry:
         for e in self.queue_entries():
             if e.task == task:
                 return e
-        seq = f"{time.time_ns():020d}"
+        seq = new_seq(priority)
         ref = f"{QUEUE_PREFIX}{seq}-{task}"
         self.layout.git().update_ref(ref, sha, ZERO_SHA, message=f"spark-git complete {task}: enqueue")
         return QueueEntry(ref, seq, task, sha)

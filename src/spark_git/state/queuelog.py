@@ -3,6 +3,7 @@ after its landing can be finished) and the recent outcomes (what a waiting `comp
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
@@ -12,6 +13,24 @@ from spark_git.state.models import now
 
 QUEUE_PREFIX = "refs/spark/queue/"
 OUTCOMES_KEPT = 50  # recent outcomes shown by `spark-git queue`; older ones are in each task's audit trail
+FLAKY_KEPT = 20  # recent flaky gate runs kept in the log
+SEQ_DIGITS = 20  # a normal entry's seq: its enqueue time in ns, zero-padded; a high-priority one has one more leading 0
+Priority = Literal["normal", "high"]
+
+
+def new_seq(priority: Priority = "normal") -> str:
+    """Refs sort by name: a high-priority seq ("00…", 21 digits) sorts before every normal one ("01…"
+    until 2286), and int(seq) is the enqueue time in both (one fact, no second field)."""
+    seq = f"{time.time_ns():0{SEQ_DIGITS}d}"
+    return "0" + seq if priority == "high" else seq
+
+
+def seq_priority(seq: str) -> Priority:
+    return "high" if len(seq) > SEQ_DIGITS else "normal"
+
+
+def ref_seq(ref: str) -> str:
+    return ref[len(QUEUE_PREFIX):].partition("-")[0] if ref.startswith(QUEUE_PREFIX) else ""
 
 
 class QueueEntry(NamedTuple):
@@ -62,10 +81,33 @@ class QueueOutcome(Model):
     at: str = Field(default_factory=now)
 
 
+class FlakyGate(Model):
+    """A candidate's final gate that failed and then passed on a retry (`[queue] retries`): recorded, nobody blamed."""
+
+    command: list[str] | str | None
+    tasks: list[str]  # the candidate's tasks
+    tip: str  # the candidate commit gated
+    failures: int  # failing runs before the pass
+    failed_tests: list[str] = Field(default_factory=list)  # of the first failing run (JUnit report, or pytest's output)
+    log_path: str | None = None  # the first failing run's log
+    at: str = Field(default_factory=now)
+
+
+class QueueCounts(Model):
+    """Counters for `queue --stats`, all kept from `since` (so their ratios compare like with like)."""
+
+    since: str = Field(default_factory=now)
+    gate_runs: int = 0
+    landed: int = 0
+    flaky: int = 0
+
+
 class QueueLog(Model):
     candidate: QueueCandidate | None = None
     outcomes: list[QueueOutcome] = Field(default_factory=list)
     gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
+    flaky: list[FlakyGate] = Field(default_factory=list)  # the last FLAKY_KEPT
+    counts: QueueCounts = Field(default_factory=QueueCounts)
 
     def outcome_for(self, ref: str) -> QueueOutcome | None:
         for o in reversed(self.outcomes):

@@ -18,7 +18,7 @@ from spark_git.state.local import LocalStore
 from spark_git.state.locks import NOTES, mutex
 from spark_git.state.models import MainLock, TaskFile, now
 from spark_git.state.notes import NOTES_REF
-from spark_git.state.queuelog import QUEUE_PREFIX, QueueEntry
+from spark_git.state.queuelog import QUEUE_PREFIX, Priority, QueueEntry, new_seq
 from spark_git.state.remote_branch import FETCH_MUTEX
 from spark_git.state.remote_refs import Lease, RemoteRefs, canonical
 from spark_git.state.store import VERDICTS_REF, NoteEntry, Shared
@@ -309,11 +309,11 @@ class RemoteStore(LocalStore):
 
     # -- the merge queue: entries are remote refs, created and deleted with a lease ----------
 
-    def enqueue(self, task: str, sha: str) -> QueueEntry:
+    def enqueue(self, task: str, sha: str, priority: Priority = "normal") -> QueueEntry:
         for e in self.queue_entries():
             if e.task == task:
                 return e
-        seq = f"{time.time_ns():020d}"
+        seq = new_seq(priority)
         ref = f"{QUEUE_PREFIX}{seq}-{task}"
         if not self.refs.push_new(ref, sha):
             raise Blocked(f"cannot enqueue {task!r}: {ref} exists on the remote at another commit", task=task)

@@ -25,7 +25,7 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.queuelog import QueueEntry, QueueLog
+from spark_git.state.queuelog import Priority, QueueEntry, QueueLog
 
 if TYPE_CHECKING:
     from spark_git.state.remote_refs import Lease
@@ -137,8 +137,9 @@ class Queue(Protocol):
     """The merge queue: its entries, the base it lands on, its log."""
 
     # -- the merge queue: entries are refs created and deleted by compare-and-swap -----------
-    def enqueue(self, task: str, sha: str) -> QueueEntry:
-        """Appends `task` at `sha` to the queue (its existing entry if it is queued already)."""
+    def enqueue(self, task: str, sha: str, priority: Priority = "normal") -> QueueEntry:
+        """Appends `task` at `sha` to the queue, or puts it ahead of every normal entry (`high`); its
+        existing entry if it is queued already."""
     def queue_entries(self) -> list[QueueEntry]:
         """Every entry, in queue order."""
     def dequeue(self, entry: QueueEntry) -> bool:

@@ -35,13 +35,19 @@ def complete(
     via: Annotated[str | None, typer.Option("--via", help="Land through the forge instead (gh or glab): push the task branch, open the PR/MR with "
                                             "the evidence, enable auto-merge. `queue`/`status` record the outcome.")] = None,
     merge_method: Annotated[str | None, typer.Option("--merge-method", help="With --via: merge (default), squash or rebase.")] = None,
+    priority: Annotated[str, typer.Option("--priority", help="normal, or high: ahead of every normal entry of the merge queue (a hotfix).")] = "normal",
 ) -> None:
     """Land the approved task on the base branch through the merge queue: checks, one final gate per batch, compare-and-swap."""
     def action(layout: Layout) -> Result:
+        if priority not in ("normal", "high"):
+            raise BadInput(f"--priority {priority!r}: normal or high", next=[f"spark-git complete {task} --priority high"])
         if via is not None or merge_method is not None:
+            if priority != "normal":
+                raise BadInput("--priority orders the merge queue, not the forge's (--via)", next=[f"spark-git complete {task} --priority high"])
             return _complete_via(ctx, layout, task, via, merge_method, no_wait, rerun, session)
         notify = None if state(ctx).json else _to_stderr
-        d = m.complete(layout, task, session=session_from(session), wait=not no_wait, notify=notify, rerun=rerun, ticker=ticker(ctx))
+        d = m.complete(layout, task, session=session_from(session), wait=not no_wait, notify=notify, rerun=rerun, ticker=ticker(ctx),
+                       priority="high" if priority == "high" else "normal")
         if d.result == "queued":
             return Result(f"task {d.task} is in the merge queue ({d.queue_ref})", d, task=d.task, next=["spark-git queue"])
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,6 +10,7 @@ from spark_git.cli.common import Result, SessionOpt, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.landing import queue as show
+from spark_git.ops.landing import queuestats
 from spark_git.state.locks import session_from
 
 if TYPE_CHECKING:
@@ -26,16 +27,21 @@ def _outcome_line(out: Any, o: QueueOutcome) -> None:
 
 
 @queue_app.callback()
-def queue(ctx: typer.Context) -> None:
+def queue(ctx: typer.Context,
+          stats: Annotated[bool, typer.Option("--stats", help="The queue's figures from its log: landed per hour, wait p50/p95, "
+                                              "gate runs per landed task, flaky rate.")] = False) -> None:
     """Show the merge queue: entries in order, the candidate being gated, recent outcomes."""
     if ctx.invoked_subcommand is not None:
+        return
+    if stats:
+        execute(ctx, _stats_result)
         return
     def action(layout: Layout) -> Result:
         d = show.show(layout)
 
         def human(out: Any) -> None:
             for i, e in enumerate(d.entries, 1):
-                out.print(f"  {i:>2}. {e.task:<20} {e.head[:12]}  ({e.state})")
+                out.print(f"  {i:>2}. {e.task:<20} {e.head[:12]}  ({e.state})" + ("  [high priority]" if e.priority == "high" else ""))
             if d.candidate is not None:
                 tasks = ", ".join(p.task for p in d.candidate.parts)
                 out.print(f"  candidate on {d.candidate.base_branch} {d.candidate.old_base[:12]}: {tasks} (pid {d.candidate.pid})")
@@ -46,6 +52,9 @@ def queue(ctx: typer.Context) -> None:
             for f in d.forge:
                 seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")
                 out.print(f"  forge: {f.task:<20} {f.url}  {_esc(seen)}")
+            for fl in d.flaky:
+                tests = f" ({', '.join(fl.failed_tests[:5])})" if fl.failed_tests else ""
+                out.print(f"  flaky: {fl.at[:19]}  {', '.join(fl.tasks)}: failed {fl.failures}x, passed on a retry{_esc(tests)}  log {fl.log_path}")
             out.print(f"  final-gate runs by the queue so far: {d.gate_runs}; batch_max {d.batch_max}")
 
         state = "being drained" if d.draining else "idle"
@@ -53,6 +62,22 @@ def queue(ctx: typer.Context) -> None:
                       next=["spark-git queue run"] if d.entries and not d.draining else [])
 
     execute(ctx, action)
+
+
+def _stats_result(layout: Layout) -> Result:
+    d = queuestats.stats(layout)
+
+    def num(v: float | None, unit: str = "") -> str:
+        return "-" if v is None else f"{v:g}{unit}"
+
+    def human(out: Any) -> None:
+        out.print(f"  over the last {d.outcomes} outcome(s), {d.landed} landed: {num(d.landed_per_hour)} landed/hour, "
+                  f"wait p50 {num(d.wait_p50_s, ' s')}, p95 {num(d.wait_p95_s, ' s')}")
+        out.print(f"  since {d.counted_since[:19]}: {d.gate_runs} gate run(s), {d.landed_total} landed, "
+                  f"{num(d.gate_runs_per_landed)} gate runs per landed task, {d.flaky} flaky ({num(d.flaky_rate)} per gate run)")
+
+    return Result(f"merge queue: {num(d.landed_per_hour)} landed/hour, wait p50 {num(d.wait_p50_s, ' s')}", d, human=human,
+                  next=["spark-git queue"])
 
 
 @queue_app.command("run")

@@ -137,6 +137,9 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
         g = t.given_back
         way = f" → {g.next[0]}" if g.next else ""
         lines += fit.wrap(f"the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
+    for fl in t.flaky_gates:
+        tests = f": {', '.join(fl.failed_tests[:5])}" if fl.failed_tests else ""
+        lines += fit.wrap(f"flaky final gate ({fl.at}): failed {fl.failures}x, then passed on a retry{tests}", w, "  ")
     if t.forge:
         f = t.forge
         seen = f"not answered: {f.error}" if f.error else f.state + (f" as {f.merge_commit[:12]}" if f.merge_commit else "")

@@ -16,7 +16,7 @@ from spark_git.gates import command as gates
 from spark_git.ops.shared.queue import drain, enqueue, gate
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
-from spark_git.state.queuelog import QueueOutcome
+from spark_git.state.queuelog import Priority, QueueOutcome
 
 
 class CompleteData(Model):
@@ -35,13 +35,13 @@ class CompleteData(Model):
 
 
 def complete(layout: Layout, task: str, *, session: str | None, wait: bool = True, notify: Callable[[str], None] | None = None,
-             rerun: bool = False, ticker: Ticker | None = None) -> CompleteData:
+             rerun: bool = False, ticker: Ticker | None = None, priority: Priority = "normal") -> CompleteData:
     task = task_name(task)
     if session is None:
         raise Blocked("no session given: complete is run by the task's owner", hint="pass --session or export SPARK_SESSION_ID", task=task)
     store = open_store(layout)
     try:
-        entry, tf = enqueue.enqueue(layout, store, task, session)
+        entry, tf = enqueue.enqueue(layout, store, task, session, priority)
     except enqueue.Landed as done:
         return landed_before(done.tf)
     if not wait:

@@ -9,7 +9,7 @@ from spark_git.ops.shared.forge import ForgeView, refresh_all
 from spark_git.ops.shared.queue.drain import DRAIN, drain_locked
 from spark_git.ops.shared.queue.gate import GateOpts
 from spark_git.state.backends import open_store
-from spark_git.state.queuelog import QueueCandidate, QueueOutcome
+from spark_git.state.queuelog import FlakyGate, Priority, QueueCandidate, QueueOutcome, seq_priority
 
 RECENT = 10
 
@@ -19,6 +19,7 @@ class QueueItem(Model):
     task: str
     head: str
     state: str | None = None  # the task's protocol state (it keeps it while queued)
+    priority: Priority = "normal"  # high: `complete --priority high`, ahead of every normal entry
 
 
 class QueueData(Model):
@@ -29,6 +30,8 @@ class QueueData(Model):
     gate_runs: int
     batch_max: int
     forge: list[ForgeView] = []  # tasks landing through the forge (`complete --via`): as the forge answered just now
+    flaky: list[FlakyGate] = []  # recent final gates that failed, then passed on a retry (`[queue] retries`)
+    retries: int = 0
 
 
 class QueueRunData(Model):
@@ -44,7 +47,8 @@ def show(layout: Layout) -> QueueData:
     with store.try_mutex(DRAIN) as free:
         log = store.read_queue_log()
     return QueueData(entries=_items(layout), candidate=log.candidate, draining=not free, recent=log.outcomes[-RECENT:],
-                     gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max, forge=forge)
+                     gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max, forge=forge, flaky=log.flaky[-RECENT:],
+                     retries=layout.config.queue.retries)
 
 
 def run(layout: Layout, session: str | None, rerun: bool = False) -> QueueRunData:
@@ -62,5 +66,5 @@ def _items(layout: Layout) -> list[QueueItem]:
     res = []
     for e in store.queue_entries():
         tf = store.read_task(e.task)
-        res.append(QueueItem(ref=e.ref, task=e.task, head=e.sha, state=tf.state if tf else None))
+        res.append(QueueItem(ref=e.ref, task=e.task, head=e.sha, state=tf.state if tf else None, priority=seq_priority(e.seq)))
     return res

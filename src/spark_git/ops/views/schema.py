@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "complete --via": "spark_git.ops.landing.complete_via:ForgeCompleteData",
     "queue": "spark_git.ops.landing.queue:QueueData",
     "queue run": "spark_git.ops.landing.queue:QueueRunData",
+    "queue --stats": "spark_git.ops.landing.queuestats:QueueStats",
     "who": "spark_git.ops.shared.history:WhoData",
     "log": "spark_git.ops.shared.history:LogData",
     "archive list": "spark_git.ops.ending.archive:ArchiveListData",

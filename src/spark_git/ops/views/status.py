@@ -27,7 +27,7 @@ from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
-from spark_git.state.queuelog import QUEUE_PREFIX
+from spark_git.state.queuelog import QUEUE_PREFIX, FlakyGate
 from spark_git.state.store import Store
 
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
@@ -103,6 +103,7 @@ class TaskView(_View):
     decisions: list[dict[str, Any]] = []  # the human's checkpoint decisions, oldest first (task.json checkpoint_history)
     queue_position: int | None = None  # 1 = next to land (`spark-git queue`)
     given_back: GivenBack | None = None  # the queue's last word on this very head, when it did not land it
+    flaky_gates: list[FlakyGate] = []  # the queue's final gate failed, then passed on a retry, on a candidate holding this task
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
 
@@ -153,10 +154,12 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
                 jobs.append((view, "gate", pool.submit(last_gate, store, name)))
         heads = heads_job.result() if heads_job else {}
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
-        outcomes = {o.task: o for o in open_store(layout).read_queue_log().outcomes} if live else {}
+        qlog = open_store(layout).read_queue_log() if live else None
+        outcomes = {o.task: o for o in qlog.outcomes} if qlog else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
             view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
+            view.flaky_gates = [f for f in qlog.flaky if view.task in f.tasks] if qlog else []
             o = outcomes.get(view.task)
             if o is not None and o.result != "landed" and view.queue_position is None and o.head == heads.get(branch_ref(tf.task_branch)):
                 view.given_back = GivenBack(result=o.result, reason=o.reason, at=o.at, next=o.next)

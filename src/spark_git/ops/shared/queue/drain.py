@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from spark_git.core import faults
@@ -20,6 +21,7 @@ from spark_git.ops.shared.queue.bisect import bisect
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, problem
 from spark_git.ops.shared.queue.recover import recover
+from spark_git.ops.shared.queue.retry import gate_with_retries
 from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
 from spark_git.state.store import Store
 
@@ -138,14 +140,25 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
         _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
         _save_candidate(store, None)
         return
-    split = bisect(len(cand.parts), ev, lambda k: gate.run(layout, store, cand.parts[k - 1].tip, tasks[:k], opts))
+    split = bisect(len(cand.parts), ev, lambda k: _gate_prefix(layout, store, cand, k, opts))
     _fail(layout, store, entries[tasks[split.culprit]], split.culprit_ev, tasks, back=True)
     if split.passing and split.passing_ev is not None:
         _land(layout, store, cand.model_copy(update={"parts": cand.parts[: split.passing]}), split.passing_ev, session)
     _save_candidate(store, None)  # the rest stay queued for the next batch
 
 
+def _gate_prefix(layout: Layout, store: Store, cand: QueueCandidate, k: int, opts: gate.GateOpts) -> gates.GateEvidence:
+    tip, tasks = cand.parts[k - 1].tip, [p.task for p in cand.parts[:k]]
+    return gate_with_retries(store, layout.config.queue.retries, tasks, tip,
+                             lambda rerun: gate.run(layout, store, tip, tasks, replace(opts, rerun=rerun)), opts.rerun)
+
+
 def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:
+    return gate_with_retries(store, layout.config.queue.retries, [p.task for p in cand.parts], cand.parts[-1].tip,
+                             lambda rerun: _gate_once(layout, store, cand, replace(opts, rerun=rerun)), opts.rerun)
+
+
+def _gate_once(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:
     one, git = cand.parts[0], layout.git()
     # A batch of one on the base it forked from: its merge commit has the task head's tree, so the gate
     # runs in the task worktree (a verdict is a tree's: reused for the commit that lands).

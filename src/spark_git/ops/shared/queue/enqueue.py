@@ -10,7 +10,7 @@ from spark_git.ops.shared.queue.checks import base_worktree, enqueue_unmet
 from spark_git.ops.shared.taskfile import updating
 from spark_git.state.locks import MAIN, require_owner
 from spark_git.state.models import QueueMark, TaskFile
-from spark_git.state.queuelog import QueueEntry
+from spark_git.state.queuelog import Priority, QueueEntry
 from spark_git.state.store import Store
 
 
@@ -22,9 +22,10 @@ class Landed(Exception):
         self.tf = tf
 
 
-def enqueue(layout: Layout, store: Store, task: str, session: str) -> tuple[QueueEntry, TaskFile]:
+def enqueue(layout: Layout, store: Store, task: str, session: str, priority: Priority = "normal") -> tuple[QueueEntry, TaskFile]:
     """The task's queue entry (its existing one when it is queued already: a re-run after a crash waits
-    for the outcome instead of queueing twice). Raises Landed for a task that has landed."""
+    for the outcome instead of queueing twice). `high`: ahead of every normal entry (a hotfix).
+    Raises Landed for a task that has landed."""
     _main_lock_free(store, session, task)  # before the task mutex: the lock order is main → task
     with updating(store, task, session) as tf:
         queued = _queued_entry(store, tf)
@@ -39,9 +40,9 @@ def enqueue(layout: Layout, store: Store, task: str, session: str) -> tuple[Queu
         unmet = enqueue_unmet(layout, tf, head, base_head, base_worktree(git, tf.base_branch))
         if unmet:
             raise unmet_blocked(f"cannot complete {task}", unmet, task)
-        entry = store.enqueue(task, head)
+        entry = store.enqueue(task, head, priority)
         tf.queued = QueueMark(ref=entry.ref, head=head, session_id=session)
-        store.event(task, "queued", session, ref=entry.ref, head=head, base=tf.base_branch)
+        store.event(task, "queued", session, ref=entry.ref, head=head, base=tf.base_branch, priority=priority)
         return entry, tf
 
 

@@ -53,6 +53,7 @@ def _count(store: Store, ev: gates.GateEvidence) -> None:
         return  # a verdict reused for this tree, or no gate configured: nothing ran
     log = store.read_queue_log()
     log.gate_runs += 1
+    log.counts.gate_runs += 1
     store.write_queue_log(log)
 
 

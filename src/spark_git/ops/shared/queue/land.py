@@ -136,4 +136,5 @@ def record_outcome(store: Store, o: QueueOutcome) -> None:
     log = store.read_queue_log()
     if log.outcome_for(o.ref) is None:
         log.outcomes = [*log.outcomes, o][-OUTCOMES_KEPT:]
+        log.counts.landed += o.result == "landed"
         store.write_queue_log(log)

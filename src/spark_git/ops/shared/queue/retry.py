@@ -1,0 +1,32 @@
+"""Flaky gates (`[queue] retries`): a candidate's failing final gate is run again, up to N times,
+before anyone is blamed; a pass on a retry lands and is recorded as flaky in the queue's log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spark_git.gates import command as gates
+from spark_git.state.queuelog import FLAKY_KEPT, FlakyGate
+from spark_git.state.store import Store
+
+
+def gate_with_retries(store: Store, retries: int, tasks: list[str], tip: str, attempt: Callable[[bool], gates.GateEvidence],
+                      rerun: bool) -> gates.GateEvidence:
+    """`attempt(rerun)` gates the candidate once. A failure that ran is retried (always re-run: the
+    failing verdict is no answer); only the last failure is returned, i.e. a reproducible one."""
+    ev = first = attempt(rerun)
+    failures = 0
+    while not ev.passed and ev.ran and failures < retries:
+        failures += 1
+        ev = attempt(True)
+    if ev.passed and failures:
+        record_flaky(store, FlakyGate(command=first.command, tasks=tasks, tip=tip, failures=failures,
+                                      failed_tests=first.failed_tests, log_path=first.log_path))
+    return ev
+
+
+def record_flaky(store: Store, f: FlakyGate) -> None:
+    log = store.read_queue_log()
+    log.flaky = [*log.flaky, f][-FLAKY_KEPT:]
+    log.counts.flaky += 1
+    store.write_queue_log(log)
