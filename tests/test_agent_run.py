@@ -252,3 +252,12 @@ def test_the_brief_and_the_session_start_carry_the_same_facts(task: AgentTask) -
     assert r.stdout.strip().splitlines() == brief["instructions"], (r.stdout, brief["instructions"])
     assert "- your goal (task.md): add sub() to calc" in brief["instructions"]
     assert brief["task"]["goal"] == "add sub() to calc"
+
+
+def test_all_in_a_state_that_asks_for_no_agent_is_refused_and_nothing_starts(task: AgentTask) -> None:
+    cfg = task.repo / ".spark-git.toml"
+    cfg.write_text(cfg.read_text().replace('protocol = "light"', 'protocol = "full"'))  # t1 is in INIT: no agent's turn
+    r = spark(task.repo, "agent", "run", "t1", "--all", "--client", "claude", "--json", env={**task.env, "SPARK_SESSION_ID": "owner"})
+    out = json.loads(r.stdout)
+    assert r.returncode == 3 and "asks no agent" in out["summary"] and out["next"] == ["spark-git status t1"], out
+    assert not list((task.base / "repo.tasks/t1/agents").glob("*/runs"))
