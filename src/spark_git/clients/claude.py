@@ -40,6 +40,7 @@ FACTS = Facts(
          ("sandbox.allowUnsandboxedCommands", True, "sandbox"), ("sandbox.filesystem.disabled", True, "sandbox")),
     managed=("/etc/claude-code/managed-settings.json",),
     run=Run(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"), ("claude", "{prompt}")),
+    instructions=(".claude/skills/spark-git/SKILL.md", True),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}

@@ -29,7 +29,8 @@ CONFIG_DIR = ".codex"
 # worktree's own copy (and only when the worktree has a .codex directory: hooks_from_main below).
 # The user's file is in $CODEX_HOME (settings_files), ~/.codex by default.
 FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
-              main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")))
+              main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")),
+              instructions=("AGENTS.md", False))
 # Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
 PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
 SESSION_START = guarded("spark-git hook session-start --client codex")

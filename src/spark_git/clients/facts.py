@@ -46,12 +46,13 @@ class Facts:
     loads; `managed`: absolute files an administrator's settings live in (read too); `run`: how
     `agent run` starts it (None: it cannot)."""
 
-    __slots__ = ("config_dir", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title")
+    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
         sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (), run: Run | None = None,
+        instructions: tuple[str, bool] | None = None,
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -64,6 +65,9 @@ class Facts:
         self.off = off
         self.managed = managed
         self.run = run
+        # the coordinator's instructions `hooks install` writes: (file in the main worktree, the whole
+        # file is spark-git's) — a Claude Code skill; else a marked section of the client's own file
+        self.instructions = instructions
 
     def settings_files(self) -> dict[str, Path]:
         """scope -> file: relative to the repo root, or absolute (the user's, read at call time)."""

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 CONFIG_DIR = ".gemini"
 FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
-              run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")))
+              run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")),
+              instructions=("GEMINI.md", False))
 PRE_TOOL_USE = "spark-git hook pre-tool-use --client gemini"
 SESSION_START = "spark-git hook session-start --client gemini"
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}
