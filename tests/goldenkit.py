@@ -36,12 +36,15 @@ _VOLATILE = [
 
 
 def normalize(text: str, tmp: Path) -> str:
-    """What changes between runs becomes a placeholder: the test's tmp dir (<tmp>), the machine's
+    """What changes between runs becomes a placeholder: the test's tmp dir (<tmp>), the state dir (<state>), the machine's
     user@host (approvals), times (also in file names), durations, idle times; runs of 2+ spaces
     between words become two (table widths follow the tmp path's length), trailing spaces go. Commit ids stay:
     the sealed env fixes identities and dates, so they are the same on every machine."""
     for path in {str(tmp.resolve()), str(tmp)}:
         text = text.replace(path, "<tmp>")
+    state = os.environ.get("XDG_STATE_HOME")  # the sealed HOME's state dir (approve says where its key is)
+    if state:
+        text = text.replace(state, "<state>")
     text = text.replace(f"{getpass.getuser()}@{socket.gethostname()}", "<user>@<host>")
     for pattern, placeholder in _VOLATILE:
         text = pattern.sub(placeholder, text)

@@ -25,8 +25,10 @@ DENIED = (".claude", ".codex", ".gemini", ".git", ".spark-git.toml")
 def expected(wt: Path) -> dict:
     """spark-git's sandbox for an agent worktree, minus the entries that follow the git common dir (ours())."""
     real = os.path.realpath(wt)
+    home = next(p / "home" for p in wt.parents if (p / "home").is_dir())  # setup()'s sealed HOME
+    state = os.path.realpath(home / ".local" / "state" / "spark-git")  # the approval key's directory: unreadable
     return {"enabled": True, "allowUnsandboxedCommands": False, "excludedCommands": ["git"],
-            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED if os.path.lexists(wt / d)]}}  # `//` + an absolute path
+            "filesystem": {"denyWrite": [f"/{real}/{d}" for d in DENIED if os.path.lexists(wt / d)], "denyRead": [f"/{state}"]}}  # `//` + an absolute path
 
 
 def ours(sb: dict | None, wt: Path) -> bool:
@@ -39,7 +41,7 @@ def ours(sb: dict | None, wt: Path) -> bool:
     admin, branch = os.path.realpath(git(wt, "rev-parse", "--absolute-git-dir")), git(wt, "symbolic-ref", "--short", "HEAD")
     fs = sb["filesystem"]
     inside = [x for x in fs["denyWrite"] if x.startswith(f"/{common}/")]
-    fixed = {**sb, "filesystem": {"denyWrite": [x for x in fs["denyWrite"] if x not in inside]}}
+    fixed = {**sb, "filesystem": {**{k: v for k, v in fs.items() if k != "allowWrite"}, "denyWrite": [x for x in fs["denyWrite"] if x not in inside]}}
     allow = {f"/{common}/objects", f"/{admin}", f"/{common}/refs/heads", f"/{common}/logs/refs/heads/{branch}"}
     denied = {f"/{common}/{p}" for p in ("HEAD", "config", "hooks", "info", "refs/heads/main", "logs/HEAD")}
     return (fixed == expected(wt) and set(fs["allowWrite"]) == allow and denied <= set(inside)

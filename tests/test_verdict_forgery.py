@@ -136,7 +136,7 @@ def test_an_edited_or_unauthenticated_verdict_is_ignored(tmp_path: Path, edit: s
     assert r.returncode == 1 and _runs(counter) == 3, r
 
 
-def test_the_key_lives_in_the_users_state_dir_0600_and_verdicts_carry_a_mac(tmp_path: Path) -> None:
+def test_the_key_lives_in_the_users_state_dir_0600_and_verdicts_carry_a_mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t, counter, _, line = _passed_task(tmp_path)
     common = Path(git(t.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
     key = key_path(common)
@@ -144,8 +144,9 @@ def test_the_key_lives_in_the_users_state_dir_0600_and_verdicts_carry_a_mac(tmp_
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_text().strip()) == 64
     assert len(json.loads(line)["mac"]) == 64
     state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # another user state: the human's approval is signed and verified there
     assert t.spark("approve", "t1", "--changes").returncode == 0
-    c = t.spark("--json", "complete", "t1", env={"XDG_STATE_HOME": str(state)})  # another key: the build's verdict does not verify
+    c = t.spark("--json", "complete", "t1")  # another key: the build's verdict does not verify
     assert c.returncode == 0 and c.json["data"]["gate"]["ran"] and _runs(counter) == 2, c
     assert stat.S_IMODE((state / "spark-git" / key.parent.name / "verdict.key").stat().st_mode) == 0o600
 
@@ -154,6 +155,15 @@ def test_no_key_inside_the_repository_and_then_no_reuse(tmp_path: Path) -> None:
     t, counter, _, _ = _passed_task(tmp_path)
     inside = t.repo / ".git" / "state"  # an XDG_STATE_HOME inside the repository: an agent could read a key there
     assert t.spark("approve", "t1", "--changes").returncode == 0
+    # the human's approval verifies without a state dir: the team's approvers file committed on main names their key
+    pub = (Path(os.environ["XDG_STATE_HOME"]) / "spark-git" / "approval_ed25519.pub").read_text().split()[:2]
+    signer = json.loads(json.loads((t.root / "task.json").read_text())["checkpoint"]["signed"])["signer"]
+    cfg = (t.repo / ".spark-git.toml").read_text().replace("[approval]", '[approval]\nallowed_signers = ".approvers"')
+    (t.repo / ".approvers").write_text(f'{signer} namespaces="spark-git-approval" {" ".join(pub)}\n')
+    (t.repo / ".spark-git.toml").write_text(cfg)
+    git(t.repo, "add", "-A")
+    git(t.repo, "commit", "-qm", "team approvers")
+    assert t.spark("update", "t1").returncode == 0  # the same patch on the new main: the approval is kept
     c = t.spark("--json", "complete", "t1", env={"XDG_STATE_HOME": str(inside)})
     assert c.returncode == 0 and c.json["data"]["gate"]["ran"] and _runs(counter) == 2, c
     assert not inside.exists()

@@ -19,6 +19,7 @@ from typing import Any
 
 from spark_git.clients import gitgrants, originals, registry, settings, writes
 from spark_git.clients.claude import SANDBOX
+from spark_git.core.sshsig import state_dir
 from spark_git.state.files import write_text_atomic
 
 FILE = Path(SANDBOX.file)
@@ -50,7 +51,8 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | N
     `more` (its subagents' worktrees and branches) writable too, over the one the file already had
     (its other keys kept, lists joined; spark-git's git entries replaced, they follow the common
     dir): on, no way out for a command, spark-git's files read-only, git's writes limited to the
-    session's own worktrees and branches (clients/gitgrants.py)."""
+    session's own worktrees and branches (clients/gitgrants.py), the user's spark-git state directory
+    (the approval key, the approvers) unreadable."""
     sb: dict[str, Any] = json.loads(json.dumps(before)) if isinstance(before, dict) else {}
     real = os.path.realpath(worktree)
     sb.update(enabled=True, allowUnsandboxedCommands=False)
@@ -64,6 +66,7 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | N
     fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in denied() if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
     if not fs["allowWrite"]:
         del fs["allowWrite"]
+    fs["denyRead"] = _joined(fs.get("denyRead"), [f"/{os.path.realpath(state_dir())}"])  # the human's approval key (issue 23)
     sb["filesystem"] = fs
     return sb
 

@@ -93,6 +93,7 @@ class AttributionConfig(_Strict):
 
 class ApprovalConfig(_Strict):
     allow_non_interactive: bool = False
+    allowed_signers: str | None = Field(None, description="A committed allowed-signers file (git's format) of the team's approvers, read from the base branch.")
 
 
 class RiskConfig(_Strict):

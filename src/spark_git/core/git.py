@@ -197,6 +197,15 @@ class Git:
     def config_set(self, key: str, value: str) -> None:
         self.run("config", key, value)
 
+    def config_get(self, key: str) -> str | None:
+        r = self.run("config", "--get", key, check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def blob_at(self, ref: str, path: str) -> str | None:
+        """The committed content of `path` at `ref` (None: no such file there); never a worktree's copy."""
+        r = self.run("cat-file", "blob", f"{ref}:{path}", check=False)
+        return r.stdout if r.returncode == 0 else None
+
     # -- merging (gated-merge issue) -----------------------------------------------------------
 
     def git_path(self, name: str) -> Path:
@@ -250,9 +259,10 @@ class Git:
         self.run("rebase", "--quit" if keep_head else "--abort")
 
     def patch_id(self, base: str, head: str) -> str | None:
-        """`git diff base...head | git patch-id --stable` (None: no change); equal ids ⇔ the same patch."""
+        """`git diff base...head | git patch-id --verbatim` (None: no change); equal ids ⇔ the same patch,
+        byte for byte but for line numbers (`--stable` ignores whitespace: `rm -rf ./b` = `rm -rf . /b`)."""
         diff = self.run("diff", "--no-color", "--no-ext-diff", "--full-index", "--binary", f"{base}...{head}").stdout
-        words = self.run("patch-id", "--stable", input=diff).stdout.split() if diff else []
+        words = self.run("patch-id", "--verbatim", input=diff).stdout.split() if diff else []
         return words[0] if words else None
 
     def move_checked_out_branch(self, branch: str, new: str, old: str, message: str = "spark-git") -> None:

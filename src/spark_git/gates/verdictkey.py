@@ -14,13 +14,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from spark_git.core.sshsig import state_dir as state_dir  # the user's state directory, spelled once (the approval key lives there too)
+
 KEY_NAME = "verdict.key"
 MAC_FIELD = "mac"  # the verdict's own field holding its HMAC (hex)
-
-
-def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "spark-git"
 
 
 def repo_id(common_dir: Path) -> str:

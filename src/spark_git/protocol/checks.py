@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from spark_git.core.git import branch_ref
 from spark_git.protocol.context import Ctx, entered_at, requirements_path, task_head
 from spark_git.protocol.unmet import Unmet
 from spark_git.state.models import AgentStatus
@@ -78,7 +79,7 @@ def unattributed_commits(ctx: Ctx) -> list[Unmet]:
         return []
     trail = ctx.store.read_audit(ctx.task)
     recorded = {str(c.get("sha")) for c in (trail.commits if trail else [])}
-    rows = ctx.git().log_fields(f"{ctx.tf.base_branch}..{head}", ["%H", "%B"])
+    rows = ctx.git().log_fields(f"{branch_ref(ctx.tf.base_branch)}..{head}", ["%H", "%B"])
     bad = [sha for sha, body in rows if sha not in recorded and _commit_agent(body) not in ctx.tf.agents]
     if not bad:
         return []

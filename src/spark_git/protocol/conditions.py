@@ -8,6 +8,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from spark_git.core.errors import Blocked, CorruptState
+from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout
 from spark_git.protocol.checks import every_agent_complete, rejected_since_presented
 from spark_git.protocol.context import approval_holds, make_ctx, task_md_digest
@@ -109,7 +110,7 @@ def complete_conditions(store: Store, tf: TaskFile, head: str) -> list[Unmet]:
         if t.to == S.AWAITING_USER_APPROVAL:
             presented, patch = t.evidence.get("task_head"), t.evidence.get("task_patch_id")
             break
-    if not approval_holds(layout.git(), tf.base_branch, presented, patch, head):
+    if not approval_holds(layout.git(), branch_ref(tf.base_branch), presented, patch, head):
         return [Unmet(f"the task head {head[:12]} is not the commit presented for approval ({(presented or '?')[:12]}) and its patch differs",
                       f"spark-git approve {tf.task_name} --request-changes --why 'changed after review'")]
     ctx = make_ctx(store, tf, tf.session_id, dry=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from spark_git.core.errors import Blocked
-from spark_git.core.git import Git
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.state.models import AgentStatus, TaskFile
 from spark_git.state.store import Store
@@ -69,7 +69,7 @@ class Ctx:
     def head_patch_id(self) -> str | None:
         if not self._head_patch:
             head = task_head(self)
-            self._head_patch.append(self.git().patch_id(self.tf.base_branch, head) if head else None)
+            self._head_patch.append(self.git().patch_id(branch_ref(self.tf.base_branch), head) if head else None)
         return self._head_patch[0]
 
     def holds(self, approved_sha: str | None, approved_patch_id: str | None) -> bool:
@@ -77,14 +77,14 @@ class Ctx:
         head = task_head(self)
         if approved_sha and approved_sha == head:
             return True
-        return approval_holds(self.git(), self.tf.base_branch, approved_sha, approved_patch_id, head, self.head_patch_id)
+        return approval_holds(self.git(), branch_ref(self.tf.base_branch), approved_sha, approved_patch_id, head, self.head_patch_id)
 
 
 def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch_id: str | None, head: str | None,
                    head_patch_id: Callable[[], str | None] | None = None) -> bool:
     """THE rule for every approval (the human's change approval, a reviewer's APPROVED, the commit
     presented for approval): it holds for `head` if it approved that very commit, or a commit with
-    the same patch (`git patch-id --stable` of `base`...commit), e.g. the one an `update` rebased.
+    the same patch (`git patch-id --verbatim` of `base`...commit), e.g. the one an `update` rebased.
     An approval recorded without a patch id gets it computed from its commit (still reachable:
     `update` archives old heads). No change at all (no patch) never matches by patch."""
     if not approved_sha or not head:

@@ -89,7 +89,9 @@ class Checkpoint(_File):
     approved_at: str | None = None
     approved_by: str | None = None
     task_md_sha256: str | None = None  # plan approval: the task.md it approved
-    patch_id: str | None = None  # changes: `git patch-id --stable` of base...commit_sha (kept by an update that changes no content)
+    patch_id: str | None = None  # changes: `git patch-id --verbatim` of base...commit_sha (kept by an update that changes no content)
+    signed: str | None = None  # the record the human signed (canonical JSON: ops/shared/signed.py); only a signed approval counts
+    signature: str | None = None  # its SSH signature (`ssh-keygen -Y sign -n spark-git-approval`, armored)
 
 
 class Complexity(_File):

@@ -52,14 +52,25 @@ def approve(
             interactive=sys.stdin.isatty(), ask=ask_on_terminal, show=show_on_terminal,
         )
         if plan:
-            return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by})", d, task=d.task, next=[f"spark-git advance {d.task}"])
+            return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by}){_signed(d)}", d, task=d.task, next=[f"spark-git advance {d.task}"])
         view = d.presented if d.via != "terminal" else None  # on a terminal it was drawn before the question
         # `--sha` of an older commit: `complete` lands the task head, which this approval does not cover
         nxt = f"spark-git complete {d.task}" if d.commit_sha == d.task_head else f"spark-git status {d.task}"
-        return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by})", d, task=d.task,
+        return Result(f"approved the changes of {d.task} at {d.commit_sha[:12]} ({d.via}, by {d.approved_by}){_signed(d)}", d, task=d.task,
                       next=[nxt], human=(lambda out: draw(out, view)) if view is not None else None)
 
     execute(ctx, action)
+
+
+def _signed(d: approvals.ApproveData) -> str:
+    """Where the signing key is, said plainly the first time (approve created it, or recorded it as an
+    approver), and every client whose agents nothing keeps from it."""
+    said = ""
+    if d.key_created:
+        said = f"; signed with a new key created at {d.signed_with} (no user.signingkey configured), its public key recorded in {d.allowed_signers}"
+    elif d.allowed_signers:
+        said = f"; signed with {d.signed_with}, now an allowed approver in {d.allowed_signers}"
+    return said + "".join(f"; NOT GUARANTEED: {u}" for u in d.unguarded)
 
 
 MAX_FILES = 40  # a longer diffstat ends with a count: the full list is `git diff --stat BASE HEAD`

@@ -1,5 +1,5 @@
 """`approve`: the human's approval of the task's changes (or its plan), bound to a commit id and, for
-changes, to the patch (`git patch-id --stable`); `approve --request-changes`: the human sends the
+changes, to the patch (`git patch-id --verbatim`), signed with the human's SSH key (ops/shared/signed.py); `approve --request-changes`: the human sends the
 changes back to IMPLEMENTATION. `approval_holds` is the one rule saying whether an approval still holds.
 
 The confirmation happens before the task mutex is taken (a human may take minutes to type); the
@@ -15,10 +15,13 @@ from collections.abc import Callable
 from typing import Literal
 
 from spark_git import protocol
+from spark_git.core import sshsig
 from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.ops.landing.presented import Presented, present
+from spark_git.ops.shared import signed
 from spark_git.ops.shared.taskfile import load_task, updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.protocol import approval_holds
@@ -40,6 +43,10 @@ class ApproveData(Model):
     approved_by: str
     via: str  # "terminal" or "non-interactive"
     presented: Presented | None = None  # approve --changes: what was shown (or would have been, non-interactive)
+    signed_with: str | None = None  # the key file that signed the approval (a public key: ssh-agent signed)
+    key_created: bool = False  # approve created that key (no key was configured)
+    allowed_signers: str | None = None  # the file its public key was just recorded in as an allowed approver
+    unguarded: list[str] = []  # clients whose agent sessions nothing keeps from the key (no sandbox, or it cannot run)
 
 
 def who_approves(session: str | None) -> str:
@@ -74,21 +81,28 @@ def approve(
     digest = protocol.task_md_digest(layout, task) if kind == "plan" else None
     if kind == "plan" and digest is None:
         raise Blocked(f"there is no plan to approve: {layout.task_md(task)} does not exist", next=[f"spark-git classify {task}"], task=task)
+    if signed.inside_repo(layout):
+        raise Blocked(f"the spark-git state directory {sshsig.state_dir()} is inside the repository, where agents can read the approval key; "
+                      "nothing was recorded", hint="unset XDG_STATE_HOME (or point it outside the repository) and approve again", task=task)
     target = _target(layout, tf, sha)
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
     presented_at = now()
     via = _confirm(layout, task, target, digest, interactive, ask)
-    by = who_approves(session)
-    pid = layout.git().patch_id(tf.base_branch, target) if kind == "changes" else None
-    cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest, patch_id=pid)
+    by, git = who_approves(session), layout.git()
+    rec = signed.record(git, tf, kind, target, digest, by, now())
+    sig = signed.sign(git, rec)  # after the confirmation, before the mutex: a passphrase may be asked
+    cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest,
+                    patch_id=rec["patch_id"], signed=sig.payload, signature=sig.signature)
     cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
     store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
     store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
     return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via,
-                       presented=view)
+                       presented=view, signed_with=str(sig.key.path), key_created=sig.key.created,
+                       allowed_signers=str(sshsig.allowed_path()) if sig.allowed_added else None,
+                       unguarded=signed.unguarded(layout.main_worktree))
 
 
 def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
@@ -183,7 +197,7 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
             raise Blocked(f"the task head moved from {target[:12]} while you were confirming; nothing was recorded", task=task)
         frm, rule = cur.state, _back_rule(layout, cur)
         ctx = protocol.make_ctx(store, cur, session, why)
-        ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(cur.base_branch, target),
+        ctx.decision = {"decision": "changes_requested", "commit_sha": target, "patch_id": layout.git().patch_id(branch_ref(cur.base_branch), target),
                         "why": why, "by": by, "via": via}
         if rule is None:  # protocol light, outside AWAITING_USER_APPROVAL: the decision is recorded, the state stays
             protocol.request_changes(ctx)

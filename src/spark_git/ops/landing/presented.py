@@ -6,7 +6,7 @@ recorded."""
 from __future__ import annotations
 
 from spark_git.core.errors import SparkError
-from spark_git.core.git import Git
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.model import Model
 from spark_git.ops.shared import history
 from spark_git.state.models import AgentStatus, TaskFile
@@ -61,7 +61,7 @@ class Presented(Model):
 def present(store: Store, tf: TaskFile, target: str) -> Presented:
     layout, task = store.layout, tf.task_name
     git = layout.git()
-    base = git.out("merge-base", tf.base_branch, target) if git.branch_head(tf.base_branch) else tf.base_commit
+    base = git.out("merge-base", branch_ref(tf.base_branch), target) if git.branch_head(tf.base_branch) else tf.base_commit
     files = _diffstat(git, base, target)
     view = Presented(
         task=task, commit_sha=target, base_branch=tf.base_branch, base=base, commits=_commits(store, task, base, target),
@@ -73,7 +73,7 @@ def present(store: Store, tf: TaskFile, target: str) -> Presented:
 
 
 def _commits(store: Store, task: str, base: str, target: str) -> list[PresentedCommit]:
-    recs = store.layout.git().log_fields(f"{base}..{target}", ["%H", "%s", "%B"], "--first-parent")
+    recs = store.layout.git().log_fields(f"{base}..{target}", ["%H", "%s", "%B"])  # every commit that lands, merged side branches included
     notes = store.notes_in(f"{base}..{target}")
     return [PresentedCommit(sha=sha, agent=history.agent_of(body, notes.get(sha, []))[0], subject=subject) for sha, subject, body in recs]
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from spark_git.core.config import format_validation_error
 from spark_git.core.errors import BadInput
+from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.shared.taskfile import updating, usable_status
@@ -56,7 +57,7 @@ def report(
             agent=agent, task=task, status=status, decision=decision,
             round=old.round + (1 if status == "COMPLETE" else 0),
             last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
-            last_review_patch_id=(layout.git().patch_id(tf.base_branch, head) if head and entry.role == "reviewer" and decision
+            last_review_patch_id=(layout.git().patch_id(branch_ref(tf.base_branch), head) if head and entry.role == "reviewer" and decision
                                   else old.last_review_patch_id),
             last_merge_sha=old.last_merge_sha or entry.last_merge_sha,
             work_remaining=work_remaining, feedback=feedback, report_path=rp or old.report_path, updated_at=now(),

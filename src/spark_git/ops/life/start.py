@@ -124,7 +124,7 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
     """The lock a new start takes, once nothing else claims the task's worktrees and branches."""
     layout = store.layout
     base_branch = base or layout.base_branch()
-    base_commit = git.rev_parse(base_branch)
+    base_commit = git.branch_head(base_branch) or git.rev_parse(base_branch)  # the branch first: a tag of its name hides nothing
     if base_commit is None:
         raise BadInput(f"base {base_branch!r} is not a commit in this repository", hint="pass --base REF or commit something first")
     stray = [p for p in [layout.task_worktree(task), *(layout.agent_worktree(task, a) for a in agents)] if p.exists()]

@@ -6,10 +6,11 @@ from typing import Any
 
 from spark_git import protocol
 from spark_git.core.errors import BadInput
-from spark_git.core.git import Git
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.gates import attribution
+from spark_git.ops.shared import signed
 from spark_git.ops.shared.taskfile import usable_status
 from spark_git.state.audit import SECTIONS
 from spark_git.state.backends import open_store
@@ -101,9 +102,26 @@ def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[
         for a, e in tf.agents.items():
             st = usable_status(store, tf.task_name, a)
             if e.role == "reviewer" and st and st.decision == "APPROVED" and st.last_review_sha and \
-                    not protocol.approval_holds(git, tf.base_branch, st.last_review_sha, st.last_review_patch_id, head):
+                    not protocol.approval_holds(git, branch_ref(tf.base_branch), st.last_review_sha, st.last_review_patch_id, head):
                 smells.append(f"reviewer {a}'s APPROVED is for {st.last_review_sha[:12]}, older than the task head {head[:12]} it would approve")
+        smells += _approval_smells(store, tf, trail, head)
     return head, smells
+
+
+def _approval_smells(store: Store, tf: TaskFile, trail: AuditTrail | None, head: str) -> list[str]:
+    """An approval in task.json that no signature or no `approved` event backs (written by hand?)."""
+    cp = tf.checkpoint
+    if cp is None or cp.type != "changes" or not cp.approved:
+        return []
+    out = []
+    wrong = signed.problem(store.layout, tf, cp, head)
+    if wrong is not None:
+        out.append(f"task.json's approval of the changes does not count: {wrong}")
+    signed_commit = signed.signed_commit(cp)
+    events = trail.events if trail else []
+    if not any(e.get("kind") == "approved" and e.get("what") == "changes" and e.get("commit_sha") in (cp.commit_sha, signed_commit) for e in events):
+        out.append(f"task.json's approval of {str(cp.commit_sha)[:12]} has no `approved` event in the audit trail (written by hand?)")
+    return out
 
 
 def _commit_smells(git: Git, base: str, head: str) -> list[str]:

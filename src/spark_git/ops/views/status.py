@@ -20,7 +20,7 @@ from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
 from spark_git.ops.agents import record as agent_record
-from spark_git.ops.shared import forge, mainlock, radar, remote
+from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
@@ -174,6 +174,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
+    warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
@@ -332,7 +333,7 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
             if age > limit:
                 av.flags.append(f"WORKING without an update for {human_duration(age)}")
         if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head and not \
-                protocol.approval_holds(layout.git(), tf.base_branch, r.last_review_sha, r.last_review_patch_id, view.head):
+                protocol.approval_holds(layout.git(), branch_ref(tf.base_branch), r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
     try:
         for state, unmet in protocol.blockers(store, tf, None).items():

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.ending.doctor import checks, halfway, machines, queue, repo
+from spark_git.ops.ending.doctor import checks, halfway, machines, queue, records, repo
 from spark_git.ops.ending.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.ending.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.ops.shared.worktrees import Progress, quiet
@@ -56,6 +56,10 @@ def observe(layout: Layout, only: str | None, *, session: str | None, progress: 
     for i, name in enumerate(names, 1):
         progress(f"[{i}/{len(names)}] checking task {name}")
         checks.check_task(ctx, name, tfs[name])
+        records.check_archives(ctx, name)
+        tf = tfs[name]
+        if isinstance(tf, TaskFile) and tf.state not in checks.ENDED and tf.provisioning == "done":
+            records.check_approval(ctx, tf)
     progress("checking the main lock, prunable worktrees, git's lock files and the queue")
     repo.check_main_lock(ctx)
     repo.check_tasks_elsewhere(ctx)

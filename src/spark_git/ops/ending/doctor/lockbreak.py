@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from spark_git.core.errors import BadInput, Blocked, CorruptState
-from spark_git.core.git import Git
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.ops.ending.doctor.scan import parses
@@ -157,7 +157,7 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
     if head is None:
         raise BadInput(f"task {task!r} has no branch {branch}: nothing to adopt", hint=f"see `spark-git archive list {task}`")
     base = layout.base_branch()
-    base_commit = git.out("merge-base", head, base) if git.branch_head(base) else head
+    base_commit = git.out("merge-base", head, branch_ref(base)) if git.branch_head(base) else head
     log: list[Transition] = []
     try:
         trail = audit.load(layout, task)

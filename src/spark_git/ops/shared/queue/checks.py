@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from spark_git import protocol
-from spark_git.core.git import Git, Sha
+from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.ops.shared import ignored
+from spark_git.ops.shared import ignored, signed
 from spark_git.protocol import approval_holds
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
@@ -53,12 +53,13 @@ def approval_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unm
     task, cp = tf.task_name, tf.checkpoint
     if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
         return [protocol.Unmet(f"the human has not approved the changes of {task} (head {head[:12]})", f"spark-git approve {task} --changes")]
-    if not approval_holds(layout.git(), tf.base_branch, cp.commit_sha, cp.patch_id, head):
+    if not approval_holds(layout.git(), branch_ref(tf.base_branch), cp.commit_sha, cp.patch_id, head):
         return [protocol.Unmet(
             f"the approval is for {cp.commit_sha[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)",
             f"spark-git approve {task} --changes",
         )]
-    return []
+    wrong = signed.problem(layout, tf, cp, head)
+    return [protocol.Unmet(f"the approval of {task} does not count: {wrong}", f"spark-git approve {task} --changes")] if wrong else []
 
 
 def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:

@@ -9,5 +9,5 @@ from spark_git.core.git import Git
 
 def patch_unchanged(git: Git, onto: str, head: str, landed: str) -> bool:
     """True if `landed` (a commit whose first parent is `onto`) changes `onto` exactly as the task head
-    changes the commit it forked from: the same patch (stable patch id), context lines included."""
+    changes the commit it forked from: the same patch (`--verbatim` patch id: every byte of the changed and context lines)."""
     return git.patch_id(onto, head) == git.patch_id(onto, landed)

@@ -1,0 +1,131 @@
+"""Signed approvals (issue 23): what `approve` signs with the human's key, and the one check that an
+approval in task.json is a valid signature of the human for the task head. A hand-written or edited
+`checkpoint` has no signature, or one that does not verify: it counts for nothing.
+
+The signed record is canonical JSON: task, kind, the exact commit and its tree, the patch id
+(`git patch-id --verbatim` of base...commit), the base branch (full ref) and the merge base, time, who
+and the signer's principal. Allowed approvers: the keys recorded in the user's state directory, plus
+the team's `[approval] allowed_signers` file as committed on the base branch (never a worktree's)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spark_git.clients import registry
+from spark_git.core import sshsig
+from spark_git.core.git import Git, branch_ref
+from spark_git.core.layout import Layout
+from spark_git.state.models import Checkpoint, TaskFile
+
+
+@dataclass(frozen=True)
+class Signed:
+    payload: str
+    signature: str
+    key: sshsig.Key
+    allowed_added: bool  # the key was recorded as an allowed approver by this approval
+
+
+def principal(git: Git) -> str:
+    """Who signs: git's user.email, else user@host (allowed-signers principals have no spaces)."""
+    email = git.config_get("user.email")
+    if email and not any(c.isspace() for c in email):
+        return email
+    try:
+        user = getpass.getuser()
+    except Exception:  # no passwd entry (containers)
+        user = os.environ.get("USER", "unknown")
+    return f"{user}@{socket.gethostname()}"
+
+
+def record(git: Git, tf: TaskFile, kind: str, target: str, task_md_sha256: str | None, by: str, at: str) -> dict[str, Any]:
+    base = branch_ref(tf.base_branch)
+    base_commit = git.out("merge-base", base, target) if git.branch_head(tf.base_branch) else tf.base_commit
+    return {"v": 1, "approval": kind, "task": tf.task_name, "commit": target, "tree": git.tree_of(target),
+            "patch_id": git.patch_id(base, target) if kind == "changes" else None, "base": base, "base_commit": base_commit,
+            "task_md_sha256": task_md_sha256, "at": at, "by": by, "signer": principal(git)}
+
+
+def sign(git: Git, rec: dict[str, Any]) -> Signed:
+    """Signs `rec` with the human's key (created if none is configured) and records that key as an
+    allowed approver of this user."""
+    key = sshsig.configured_key(git.config_get("user.signingkey"), git.config_get("gpg.format")) or sshsig.own_key(rec["signer"])
+    payload = json.dumps(rec, sort_keys=True, separators=(",", ":"))
+    signature = sshsig.sign(key, payload.encode())
+    return Signed(payload, signature, key, sshsig.allow(rec["signer"], key.public))
+
+
+def inside_repo(layout: Layout) -> bool:
+    """The state directory lies inside the repository (a worktree, the git dir, the tasks root): where
+    an agent can read and write, so no key is made and no approver is trusted there."""
+    real = Path(os.path.realpath(sshsig.state_dir()))
+    return any(real.is_relative_to(os.path.realpath(p)) for p in (layout.main_worktree, layout.repo.common_dir, layout.tasks_root))
+
+
+def allowed_signers(layout: Layout, base_branch: str) -> str:
+    """The user's recorded approvers (unless the state dir is inside the repository) and the team's
+    file committed on the base branch."""
+    own = sshsig.allowed_path()
+    text = own.read_text(errors="replace") if own.is_file() and not inside_repo(layout) else ""
+    team = layout.config.approval.allowed_signers
+    if team:
+        text += "\n" + (layout.git().blob_at(branch_ref(base_branch), team) or "")
+    return text
+
+
+def signed_commit(cp: Checkpoint) -> str | None:
+    """The commit the signed record names (an `update` moves `cp.commit_sha` to the rebased head)."""
+    try:
+        rec = json.loads(cp.signed or "")
+    except ValueError:
+        return None
+    return rec.get("commit") if isinstance(rec, dict) and isinstance(rec.get("commit"), str) else None
+
+
+def problem(layout: Layout, tf: TaskFile, cp: Checkpoint, head: str, patch_of_head: str | None = None) -> str | None:
+    """What is wrong with `cp` as the human's signed approval of the changes at `head` (None: it holds).
+    `patch_of_head`: the head's patch id if the caller has it."""
+    signed, signature = cp.signed, cp.signature
+    if not signed or not signature:
+        return "the approval is not signed (a hand-written or edited record, or one from before approvals were signed)"
+    try:
+        rec = json.loads(signed)
+    except ValueError:
+        rec = None
+    if not isinstance(rec, dict) or rec.get("task") != tf.task_name or rec.get("approval") != "changes" or not isinstance(rec.get("signer"), str):
+        return f"the signed record is not an approval of the changes of {tf.task_name}"
+    bad = sshsig.verify(allowed_signers(layout, tf.base_branch), rec["signer"], signed.encode(), signature)
+    if bad is not None:
+        return f"the approval's signature does not verify: {bad}"
+    if rec.get("commit") == head:
+        return None
+    got = patch_of_head or layout.git().patch_id(branch_ref(tf.base_branch), head)
+    if got is None or got != rec.get("patch_id"):
+        return f"the approval is for {str(rec.get('commit'))[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)"
+    return None
+
+
+def unguarded(main: Path) -> list[str]:
+    """The clients in use here (their directory in the main worktree; else the default one) whose
+    agent sessions spark-git cannot keep away from the approval key, said plainly."""
+    used = [c for c in registry.every() if (main / c.facts.config_dir).is_dir()] or [registry.get(registry.DEFAULT)]
+    out = []
+    for c in used:
+        sb = c.facts.sandbox
+        if sb is None:
+            out.append(f"{c.facts.title}: spark-git gives its agent sessions no OS sandbox, so nothing keeps them from reading "
+                       f"the approval key in {sshsig.state_dir()}")
+            continue
+        missing = [n for n in sb.needs if shutil.which(n) is None] if sys.platform.startswith("linux") else []
+        if missing:
+            out.append(f"{c.facts.title}: {', '.join(missing)} is not on PATH, so its sandbox cannot keep agent sessions from reading "
+                       f"the approval key in {sshsig.state_dir()}")
+    return out
