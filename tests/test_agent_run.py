@@ -198,6 +198,11 @@ def test_the_light_protocol_end_to_end_driven_by_agent_run_all(task: AgentTask) 
         env = {**client_env(task, srv.url), "SPARK_SESSION_ID": "owner"}
         r = spark(task.repo, "agent", "run", "t1", "--all", "--client", "claude", "--json", "--", SKIP, env=env, process=True)
     assert r.returncode == 0, r
+    # the coordinator's steps with this process's HOME: the approval's signing key lives there, where the
+    # contract checker (fixtures/hints.py, in this process) verifies the approval `complete` needs
+    owner = {**{k: v for k, v in owner.items() if k != "XDG_STATE_HOME"}, "HOME": os.environ["HOME"]}
+    if "XDG_STATE_HOME" in os.environ:
+        owner["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
     for args in (("merge", "t1", "--all"), ("approve", "t1", "--changes"), ("complete", "t1"), ("cleanup", "t1")):
         step = spark(task.repo, *args, "--json", env=owner, input="t1\n")
         assert step.returncode == 0, (args, step.stdout)
