@@ -40,7 +40,8 @@ def bash(command: str) -> Tool:
 def agent_run(t: AgentTask, turns: list[Turn], *args: str) -> tuple[dict[str, object], Script]:
     script = Script(list(turns))
     with ModelServer(Anthropic(), script) as srv:
-        env = {**client_env(t, srv.url), "SPARK_SESSION_ID": "owner", "SSH_AUTH_SOCK": str(t.base / "ssh-agent.sock")}
+        env = {**client_env(t, srv.url), "SPARK_SESSION_ID": "owner", "SSH_AUTH_SOCK": str(t.base / "ssh-agent.sock"),
+               "XDG_STATE_HOME": str(t.base / "state")}
         r = spark(t.repo, "agent", "run", "t1", "a", "--client", "claude", "--json", *args, "--", SKIP, env=env, process=True)
     return json.loads(r.stdout), script
 
@@ -49,7 +50,7 @@ def test_a_headless_run_that_commits_and_answers_becomes_a_complete_report(task:
     a = task.worktree("a")
     env, script = agent_run(task, [
         Tool("Write", {"file_path": str(a / "calc.py"), "content": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"}),
-        bash("git add -A && git commit -q -m '[a] sub()' && env | grep -E '^(SPARK_AGENT|SPARK_SESSION_ID|SSH_AUTH_SOCK)='"),
+        bash("git add -A && git commit -q -m '[a] sub()' && env | grep -E '^(SPARK_AGENT|SPARK_SESSION_ID|SSH_AUTH_SOCK|XDG_STATE_HOME)='"),
         Say(json.dumps(OUTPUT)),
     ])
     assert env["status"] == "OK", env
@@ -58,7 +59,7 @@ def test_a_headless_run_that_commits_and_answers_becomes_a_complete_report(task:
     assert git(a, "log", "-1", "--format=%s", "task-t1-agent-a") == "[a] sub()"
     # the agent ran as itself: its own session, never the owner's; SSH_AUTH_SOCK kept from it
     said = json.dumps(script.requests)
-    assert "SPARK_AGENT=a" in said and "SPARK_SESSION_ID=agent:t1:a" in said and "SSH_AUTH_SOCK=" not in said
+    assert "SPARK_AGENT=a" in said and "SPARK_SESSION_ID=agent:t1:a" in said and "SSH_AUTH_SOCK=" not in said and "XDG_STATE_HOME=" not in said
     # the brief went in as the prompt
     assert "task_state" in said and "Universal Output JSON" in said
     st = json.loads((task.base / "repo.tasks/t1/agents/a/status.json").read_text())

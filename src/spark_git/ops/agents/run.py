@@ -30,9 +30,10 @@ from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, write_atomic
 from spark_git.state.models import now
 
-# What the boundary keeps from agents: the user's SSH agent (push anywhere as them) and the
-# approval signing key's location (an agent must not approve its own work).
-WITHHELD = ("SSH_AUTH_SOCK", "SPARK_APPROVAL_KEY", "SPARK_GIT_APPROVAL_KEY")
+# What the boundary keeps from agents: the user's SSH agent (push anywhere as them) and where the
+# approval signing key and the verdict key live (core/sshsig.py, gates/verdictkey.py). Leaving the
+# variable out does not hide the default ~/.local/state: the client's sandbox does that.
+WITHHELD = ("SSH_AUTH_SOCK", "XDG_STATE_HOME")
 # seed 004's Output status -> the report status it files (docs/decisions.md)
 STATUS_OF = {"OK": "COMPLETE", "BLOCKED": "BLOCKED", "NEEDS_INFO": "WAITING", "NEEDS_DECISION": "WAITING", "FAIL": "ERROR"}
 FINISH = ("When you are done, commit your work in your worktree, then answer with ONLY the Universal Output JSON "
