@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs spark-git's main job end to end on a throwaway repository, printing what happens.
+# Runs spark-git's main job end to end on a throwaway repository, printing what happens, then removes it.
 set -euo pipefail
 # SPARK_DEMO_USE_PATH=1: run the spark-git found on PATH (CI: the installed wheel) instead of .venv's.
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -7,6 +7,9 @@ if [ "${SPARK_DEMO_USE_PATH:-}" != "1" ]; then source "$HERE/_venv.sh"; fi
 command -v spark-git >/dev/null || { echo "demo: spark-git is not on PATH" >&2; exit 2; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/spark-demo.XXXXXX")"
+# The throwaway repository goes at the end, also when a step fails or on Ctrl-C (SPARK_DEMO_KEEP=1 keeps it).
+cleanup_demo() { cd /; if [ "${SPARK_DEMO_KEEP:-}" = "1" ]; then echo "demo repository kept: $WORK"; else rm -rf "$WORK"; fi; }
+trap cleanup_demo EXIT
 export HOME="$WORK/home"; mkdir -p "$HOME"
 export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME="Demo" GIT_AUTHOR_EMAIL="demo@example.invalid"
 export GIT_COMMITTER_NAME="Demo" GIT_COMMITTER_EMAIL="demo@example.invalid"
@@ -85,4 +88,4 @@ say spark-git classify fix-typo --files README.md
 say spark-git advance fix-typo
 say spark-git status fix-typo
 echo
-echo "demo finished in $WORK"
+echo "demo finished (its repository $WORK is removed now; SPARK_DEMO_KEEP=1 keeps it)"

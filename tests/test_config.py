@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from fixtures.repo import git, make_repo, snapshot, spark
+from fixtures.repo import commit, git, make_repo, snapshot, spark
 
 
 def run(repo: Path, *args: str, cwd: Path | None = None):
@@ -59,7 +59,7 @@ def test_pyproject_section_and_precedence(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj", {"pyproject.toml": pyproject})
     r = run(repo, "status", "--json")
     assert r.returncode == 0 and r.json["data"]["tasks_root"] == str(tmp_path / "from-pyproject"), r
-    (repo / ".spark-git.toml").write_text('tasks_root = "../from-dedicated"\n')  # wins over pyproject
+    commit(repo, {".spark-git.toml": 'tasks_root = "../from-dedicated"\n'}, "dedicated")  # wins over pyproject
     r = run(repo, "status", "--json")
     assert r.returncode == 0 and r.json["data"]["tasks_root"] == str(tmp_path / "from-dedicated"), r
 
@@ -73,7 +73,7 @@ def test_pyproject_without_section_is_defaults(tmp_path: Path) -> None:
 def test_absolute_and_home_tasks_root(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj", config=f'tasks_root = "{tmp_path / "abs"}"\n')
     assert run(repo, "status", "--json").json["data"]["tasks_root"] == str(tmp_path / "abs")
-    (repo / ".spark-git.toml").write_text('tasks_root = "~/spark-tasks"\n')
+    commit(repo, {".spark-git.toml": 'tasks_root = "~/spark-tasks"\n'}, "home")
     assert run(repo, "status", "--json").json["data"]["tasks_root"] == str(Path(os.environ["HOME"]) / "spark-tasks")
 
 
@@ -107,17 +107,14 @@ BAD = {
 
 
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "proj")
-    before = snapshot(repo)
-    for toml, key in BAD.items():
-        (repo / ".spark-git.toml").write_text(toml)
+    for i, (toml, key) in enumerate(BAD.items()):  # committed: the config spark-git reads
+        repo = make_repo(tmp_path / f"proj{i}", config=toml)
+        before = snapshot(repo)
         r = run(repo, "start", "t1", "--json")
         assert r.returncode == 2, (toml, r)
         assert key in r.json["summary"] and ".spark-git.toml" in r.json["summary"], (toml, r)
-        assert not (tmp_path / "proj.tasks").exists()
-    (repo / ".spark-git.toml").unlink()
-    assert snapshot(repo) == before
-    (repo / ".spark-git.toml").write_text('protocol = "heavy"\n[gates]\nbuidl = 1\n')
+        assert not (tmp_path / f"proj{i}.tasks").exists() and snapshot(repo) == before
+    repo = make_repo(tmp_path / "proj", config='protocol = "heavy"\n[gates]\nbuidl = 1\n')
     r = run(repo, "start", "t1")  # human output: every bad key, no traceback
     assert r.returncode == 2 and "protocol" in r.stderr and "gates.buidl: unknown key" in r.stderr, r
     assert "Traceback" not in r.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fixtures.repo import make_repo, snapshot, spark
+from fixtures.repo import commit, make_repo, snapshot, spark
 
 BROKEN_ELSEWHERE = '[project]\nname = "x"\nversion = = 1\n\n[tool.spark-git]\nstale_minutes = 7\n'
 
@@ -71,10 +71,10 @@ def test_a_pyproject_broken_outside_our_table_does_not_stop_commands(tmp_path: P
     r = run(repo, "status", "--json")
     assert r.returncode == 0 and "is not valid TOML" in r.stderr, r
     assert config_of(repo)["stale_minutes"] == 7
-    (repo / "pyproject.toml").write_text('[project]\nname = = "x"\n')  # no [tool.spark-git]: never parsed
+    commit(repo, {"pyproject.toml": '[project]\nname = = "x"\n'}, "broken")  # no [tool.spark-git]: never parsed
     r = run(repo, "status", "--json")
     assert r.returncode == 0 and r.stderr == "", r
-    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.spark-git]\nstale_minutes = = 3\n')  # ours is broken
+    commit(repo, {"pyproject.toml": '[project]\nname = "x"\n[tool.spark-git]\nstale_minutes = = 3\n'}, "ours broken")  # ours is broken
     r = run(repo, "status", "--json")
     assert r.returncode == 2 and "[tool.spark-git]" in r.stdout, r
 
@@ -82,9 +82,9 @@ def test_a_pyproject_broken_outside_our_table_does_not_stop_commands(tmp_path: P
 def test_tasks_under_another_root_are_named_by_status_and_doctor(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "myrepo")
     assert run(repo, "start", "t1", "--agents", "").returncode == 0
-    (repo / ".spark-git.toml").write_text('tasks_root = "../myrepo.tasks"\n')  # the default, spelled out
+    commit(repo, {".spark-git.toml": 'tasks_root = "../myrepo.tasks"\n'}, "default")  # the default, spelled out
     assert [t["task"] for t in run(repo, "status", "--json").json["data"]["tasks"]] == ["t1"]
-    (repo / ".spark-git.toml").write_text('tasks_root = "../moved.tasks"\n')
+    commit(repo, {".spark-git.toml": 'tasks_root = "../moved.tasks"\n'}, "moved")
     r = run(repo, "status", "--json")
     assert r.returncode == 0, r
     assert any("1 task(s) under" in w and "t1" in w for w in r.json["data"]["warnings"]), r.json

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.repo import make_repo, sealed_env, spark
+from fixtures.repo import commit, make_repo, sealed_env, spark
 
 from spark_git.__main__ import main
 from spark_git.clients import identity
@@ -29,7 +29,7 @@ def _world(base: Path, config_broken: bool) -> dict[str, Path]:
         assert spark(repo, "start", t, "--agents", "a1,a2", env=env).returncode == 0
     put_in_state(repo, "t1", "IMPLEMENTATION")
     if config_broken:
-        (repo / ".spark-git.toml").write_text("tasks_root = [unclosed\n")
+        commit(repo, {".spark-git.toml": "tasks_root = [unclosed\n"}, "broken config")  # committed: what the hook reads
     root = base / "repo.tasks"
     (base / "outside").mkdir()
     make_repo(base / "scratch", {"f.txt": "x\n"})  # a repo of its own (`git init scratch && cd scratch`)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.repo import git
 
 from tests.mergekit import PY, Task, config
 
@@ -24,6 +25,7 @@ def test_a_refused_merge_leaves_the_agent_branch_and_worktree_as_they_were(tmp_p
     t.commit("a2", {"b.txt": "b\n"}, "a2 work")  # unstamped, behind the task head once a1 lands
     assert t.merge("a1").returncode == 0
     (t.repo / ".spark-git.toml").write_text(config(build=build))
+    git(t.repo, "commit", "-q", "--allow-empty", "-am", "the gate under test")  # the committed config is the one in force
     before = t.snapshot(["a1", "a2"])
     r = t.merge("a2")
     assert r.returncode == 1, r

@@ -154,6 +154,7 @@ def test_setup_past_the_timeout_is_killed_and_reported(tmp_path: Path, cli_in) -
     repo = _repo(tmp_path, json.dumps([f"sh -c 'sleep 300; :' {marker} & wait"]))
     with open(repo / ".spark-git.toml", "a") as f:
         f.write("[gates]\ntimeout_s = 1\n")
+    git(repo, "commit", "-qam", "timeout")  # the committed config is the one read
     r = cli_in(repo, "start", "t1", "--agents", "a1", "--json")
     assert r.returncode == 1 and "timed out" in r.json["summary"], r
     failed = r.json["data"]["provisioning"][0]["failed"]

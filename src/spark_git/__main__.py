@@ -71,6 +71,7 @@ def _main(args: list[str]) -> int:
     json_mode = "--json" in args[:end]
     if json_mode:
         args = [a for a in args[:end] if a != "--json"] + args[end:]
+    args = _directory_first(args)
     _without_pydantic_plugins()
     from spark_git.cli.entry import run
 
@@ -78,6 +79,23 @@ def _main(args: list[str]) -> int:
         return run(args, json_mode)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+
+
+def _directory_first(args: list[str]) -> list[str]:
+    """`-C DIR` is a root option accepted anywhere before `--` (`spark-git status -C DIR`), as --json is:
+    moved to the front."""
+    end = args.index("--") if "--" in args else len(args)
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < end:
+        if args[i] == "-C" and i + 1 < end:
+            front += args[i : i + 2]
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    return front + rest + args[end:]
 
 
 def _without_pydantic_plugins() -> None:

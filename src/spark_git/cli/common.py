@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 from pydantic import BaseModel
 
-from spark_git.core.errors import BROKEN_PIPE, INTERNAL, INTERRUPTED, INTERRUPTED_MESSAGE, SparkError
+from spark_git.core.errors import BROKEN_PIPE, INTERNAL, INTERRUPTED, INTERRUPTED_MESSAGE, SparkError, from_os_error
 from spark_git.core.layout import Layout
 
 if TYPE_CHECKING:
@@ -79,7 +79,14 @@ def console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     # Not a terminal (agents, pipes, CI): a wide fixed width so tables are never truncated.
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if stream.isatty() else 200)
+    c = Console(stderr=stderr, highlight=False, soft_wrap=True, width=None if stream.isatty() else 200)
+    # rich ends the process with exit 1 on a closed pipe; execute() turns the error into 141 instead
+    c.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
+    return c
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError
 
 
 def progress(ctx: typer.Context) -> Callable[[str], None]:
@@ -155,8 +162,12 @@ def _execute(ctx: typer.Context, st: AppState, action: Callable[[Layout], Result
         _stop_progress(st)
         emit(st, lambda: envelope("FAIL", INTERRUPTED_MESSAGE, None, {"error": INTERRUPTED_MESSAGE}, ["spark-git doctor"], "error"))
         return INTERRUPTED
-    except Exception as e:  # a bug: say so, keep the traceback, exit 70
+    except Exception as e:  # a bug: say so, keep the traceback, exit 70 (a file system refusal: say that)
         _stop_progress(st)
+        known = from_os_error(e) if isinstance(e, OSError) else None
+        if known is not None:
+            _render_error(st, known)
+            return known.exit_code
         tb = traceback.format_exc()
         data = {"error": f"internal error: {e!r}", "hint": "please report this with the traceback", "traceback": tb}
         emit(st, lambda: envelope("FAIL", data["error"], None, data, [], "error"))
@@ -352,8 +363,9 @@ def gate_line(out: Out, gate: GateEvidence | None) -> None:
     elif not gate.ran:
         out.print(f"  gate {gate.gate}: none configured (nothing ran)")
     else:
+        from spark_git.gates.evidence import counts
         from spark_git.gates.reports import token  # with the evidence model already loaded: no start-up cost
 
-        tests = f"  tests {gate.tests}" if gate.tests else ""
+        tests = f"  tests: {counts(gate.tests)}" if gate.tests else ""
         parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")

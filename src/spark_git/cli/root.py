@@ -60,7 +60,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Option("-C", help="Run as if started in this directory.", show_default=False)] = None,
+    directory: Annotated[Path | None, typer.Option("-C", help="Run as if started in this directory (accepted anywhere on the command line).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout (accepted anywhere on the command line).")] = False,
     version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
     no_wait: Annotated[bool, typer.Option("--no-wait", envvar="SPARK_NO_WAIT", help="Exit 3 at once when another process holds the task or main mutex, instead of waiting for it.")] = False,

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from spark_git.core import configfiles
+from spark_git.core import committed, configfiles
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 from spark_git.core.model import Model
@@ -74,6 +74,14 @@ class GatesConfig(_Strict):
     @classmethod
     def _paths(cls, v: str | None) -> str | None:
         return _relative(v)
+
+    @field_validator("build", "final")
+    @classmethod
+    def _command(cls, v: Command) -> Command:
+        # An empty command would read as "no gate": leaving the key out says that, a "" is a mistake.
+        if v is not None and (not v or (isinstance(v, str) and not v.strip()) or (isinstance(v, list) and not str(v[0]).strip())):
+            raise ValueError("is an empty command; give the command to run, or leave the key out for no gate")
+        return v
 
     def reports_for(self, gate: str) -> ReportSpec | None:
         """The resolved reports of gate `gate` ("build" / "final"); None when it reads none and requires nothing."""
@@ -183,6 +191,11 @@ class ArchiveConfig(_Strict):
         10 * 1024 * 1024, ge=0, description="Ignored files of a worktree archived at cleanup/abandon, at most this many bytes in all (0: none).")
 
 
+class CleanupConfig(_Strict):
+    caches: list[str] = Field(default_factory=list, description="Build caches (file or directory names, glob patterns) cleanup/abandon remove without archiving, "
+                              "besides .pytest_cache, __pycache__, .mypy_cache and .ruff_cache.")
+
+
 class SyncConfig(_Strict):
     remote: str | None = Field(None, description="Remote mode: the git remote holding task locks, state, queue and notes (off when unset).")
     machine: str | None = Field(None, description="This machine's name in remote leases; default: the host name.")
@@ -214,6 +227,7 @@ class Config(_Strict):
     rules: RulesConfig = Field(default_factory=RulesConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    cleanup: CleanupConfig = Field(default_factory=CleanupConfig)
     sync: SyncConfig = Field(default_factory=SyncConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
 
@@ -304,10 +318,11 @@ def with_local_sync(config: Config, path: Path) -> Config:
     return config.model_copy(update={"sync": merged})
 
 
-def load_config(main_worktree: Path) -> tuple[Config, str | None]:
-    """The config and where it came from (None: defaults). `.spark-git.toml` wins over pyproject; the
-    person's config file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
-    data, source, prefix = configfiles.repo_section(main_worktree)
+def load_config(main_worktree: Path, common_dir: Path | None = None) -> tuple[Config, str | None]:
+    """The config and where it came from (None: defaults). The repository's part is the one committed
+    on the base branch (core/committed.py); `.spark-git.toml` wins over pyproject; the person's config
+    file and SPARK_GIT_* variables then set personal keys (core/configfiles.py)."""
+    data, source, prefix = committed.section(main_worktree, common_dir or main_worktree / ".git")
     mine, mine_sources = configfiles.personal(configfiles.environ())
     if data is None and not mine:
         return defaults(), None
@@ -315,7 +330,8 @@ def load_config(main_worktree: Path) -> tuple[Config, str | None]:
     try:
         return Config.model_validate(configfiles.merged(data, mine)), where
     except ValidationError as e:
-        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)}) from e
+        raise BadInput(format_validation_error(where, e, prefix), details={"errors": e.errors(include_url=False, include_context=False)},
+                       hint="`spark-git schema config` lists every key, its type and default", next=["spark-git schema config"]) from e
 
 
 def check_tasks_root(root: Path, main_worktree: Path, common_dir: Path, configured: bool) -> None:

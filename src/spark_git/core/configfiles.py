@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 import tomllib
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_git.core.errors import BadInput
-from spark_git.core.paths import SPARK_TABLE
+from spark_git.core.hookconfig import DEDICATED, PYPROJECT, SPARK_TABLE
 
 # Personal keys (dotted) and their environment variables: SPARK_GIT_ + the key, dots as underscores.
 PERSONAL = ("stale_minutes", "queue.wait_s", "queue.poll_s", "ports.start", "ports.end")
@@ -27,18 +28,37 @@ def warn(text: str) -> None:
     print(f"spark-git: warning: {text}", file=sys.stderr)
 
 
-def repo_section(main: Path) -> tuple[dict[str, Any] | None, str | None, str]:
-    """(data, source, key prefix for messages) of the repository's config; (None, None, "") if none."""
-    dedicated, pyproject = main / ".spark-git.toml", main / "pyproject.toml"
-    if dedicated.is_file():
+
+
+
+def worktree_texts(main: Path) -> dict[str, str | None]:
+    """The config files as they are in the main worktree (None: absent). A `.spark-git.toml` that is
+    not a file (a directory) is bad input naming it, not a config that silently turns gates off."""
+    out: dict[str, str | None] = {}
+    for name in (DEDICATED, PYPROJECT):
+        path = main / name
+        if path.exists() and not path.is_file():
+            raise BadInput(f"{path} is not a file: the config is a TOML file", hint="remove it (spark-git reads the committed config)",
+                           next=[f"git -C {shlex.quote(str(main))} clean -d -i -- {name}"], details={"key": name})
+        out[name] = path.read_text() if path.is_file() else None
+    return out
+
+
+def repo_section(main: Path, texts: dict[str, str | None] | None = None, where: str = "") -> tuple[dict[str, Any] | None, str | None, str]:
+    """(data, source, key prefix for messages) of the repository's config; (None, None, "") if none.
+    `texts` (file name → content) default to the main worktree's files; `where` names their origin
+    ("refs/heads/main:" for the committed ones)."""
+    if texts is None:
+        texts = worktree_texts(main)
+    dedicated = f"{where}{DEDICATED}" if where else str(main / DEDICATED)
+    pyproject = f"{where}{PYPROJECT}" if where else str(main / PYPROJECT)
+    if texts.get(DEDICATED) is not None:
         try:
-            return tomllib.loads(dedicated.read_text()), str(dedicated), ""
+            return tomllib.loads(texts[DEDICATED] or ""), dedicated, ""
         except tomllib.TOMLDecodeError as e:
             raise BadInput(f"cannot parse {dedicated}: {e}") from e
-    if not pyproject.is_file():
-        return None, None, ""
-    text = pyproject.read_text()
-    if not SPARK_TABLE.search(text):
+    text = texts.get(PYPROJECT)
+    if text is None or not SPARK_TABLE.search(text):
         return None, None, ""  # no [tool.spark-git]: the rest of pyproject.toml is not ours to parse
     source = f"{pyproject} [tool.spark-git]"
     try:
@@ -49,7 +69,7 @@ def repo_section(main: Path) -> tuple[dict[str, Any] | None, str | None, str]:
     return (section, source, "tool.spark-git.") if isinstance(section, dict) else (None, None, "")
 
 
-def _table_alone(pyproject: Path, text: str, err: Exception) -> dict[str, Any]:
+def _table_alone(pyproject: str, text: str, err: Exception) -> dict[str, Any]:
     """pyproject.toml does not parse: its [tool.spark-git] tables alone, if they do (the error is
     elsewhere: warned about, not ours to stop every command for)."""
     heads = list(_HEADER.finditer(text))

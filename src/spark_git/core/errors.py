@@ -112,3 +112,20 @@ class GitError(Failed):
         if self.stderr:
             msg += f":\n{self.stderr}"
         super().__init__(msg, details={"argv": argv, "returncode": returncode, "stderr": self.stderr, "cwd": cwd})
+
+
+_READ_ONLY = (13, 1, 30)  # EACCES, EPERM, EROFS: where spark-git must write, it may not
+_FULL = (28, 122)  # ENOSPC, EDQUOT
+
+
+def from_os_error(e: OSError) -> SparkError | None:
+    """A refusal of the file system spark-git can name (read-only, no permission, disk full), or None:
+    anything else stays an internal error. Writes are atomic (state/files.py): nothing is half-written."""
+    where = f" {e.filename}" if e.filename else ""
+    if e.errno in _READ_ONLY:
+        return BadInput(f"cannot write{where}: {e.strerror}", hint="spark-git writes the repository's git directory and the tasks root: make them writable, then run it again",
+                        next=["spark-git doctor"], details={"path": str(e.filename) if e.filename else None})
+    if e.errno in _FULL:
+        return Failed(f"cannot write{where}: {e.strerror}", hint="free some space, then run the command again; `spark-git doctor` shows anything left half-done",
+                      next=["spark-git doctor"], details={"path": str(e.filename) if e.filename else None})
+    return None

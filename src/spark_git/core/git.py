@@ -96,8 +96,23 @@ class Git:
         return Sha(r.stdout.strip()) if r.returncode == 0 else None
 
     def current_branch(self) -> LocalBranch | None:
-        r = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
-        return LocalBranch(r.stdout.strip()) if r.returncode == 0 else None
+        # The full name, shortened here: `--short` says "heads/main" when a tag `main` exists too.
+        r = self.run("symbolic-ref", "--quiet", "HEAD", check=False)
+        name = r.stdout.strip()
+        return LocalBranch(name.removeprefix("refs/heads/")) if r.returncode == 0 and name.startswith("refs/heads/") else None
+
+    def files_at(self, ref: str, names: tuple[str, ...]) -> tuple[Sha | None, dict[str, str | None]]:
+        """The commit `ref` (a full ref name) points at and the text of each file named at its root
+        there (None: not there, or not a file); (None, all None) when the ref does not exist."""
+        tip = self.rev_parse(ref)
+        texts: dict[str, str | None] = dict.fromkeys(names)
+        if tip is None:
+            return None, texts
+        with self.objects() as r:
+            for name in names:
+                obj = r.read(f"{tip}:{name}")
+                texts[name] = obj[1].decode("utf-8", "replace") if obj and obj[0] == "blob" else None
+        return tip, texts
 
     def is_valid_branch_name(self, name: str) -> bool:
         if plainly_valid_branch(name):

@@ -36,13 +36,15 @@ def check_name(kind: str, name: str) -> str:
         problem = "may only use " + NAME_RULE
     else:
         return name
-    raise BadInput(f"bad {kind} name {shown}: it {problem}", hint=f"{kind} names use {NAME_RULE}", details={"name": name, "kind": kind})
+    raise BadInput(f"bad {kind} name {shown}: it {problem}", hint=f"{kind} names use {NAME_RULE}", details={"name": name, "kind": kind},
+                   next=["spark-git status"])
 
 
 def task_name(name: str) -> TaskName:
     check_name("task", name)
     if name in RESERVED_TASK_NAMES:
-        raise BadInput(f"bad task name {name!r}: it is reserved (the main-worktree lock lives in <tasks_root>/{name}/)")
+        raise BadInput(f"bad task name {name!r}: it is reserved (<tasks_root>/{name} holds {RESERVED_TASK_NAMES[name]})",
+                       hint="name the task otherwise; `spark-git status` lists the tasks", next=["spark-git status"])
     return TaskName(name)
 
 
@@ -64,7 +66,7 @@ class Layout:
     @classmethod
     def discover(cls, start: Path) -> Layout:
         info = Git(start).discover()
-        config, source = load_config(info.main_worktree)
+        config, source = load_config(info.main_worktree, info.common_dir)
         config = with_local_sync(config, info.common_dir / "spark" / LOCAL_SYNC)
         root = paths.resolve_tasks_root(info.main_worktree, config.tasks_root)
         check_tasks_root(root, info.main_worktree, info.common_dir, configured=bool(config.tasks_root))

@@ -9,14 +9,18 @@ import os
 import re
 from pathlib import Path
 
+from spark_git.core import hookconfig
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
     from typing import Any
 
 TASKS_SUFFIX = ".tasks"  # default tasks root: "<main worktree>.tasks" beside it
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-RESERVED_TASK_NAMES = {"main"}  # `<tasks_root>/main/` holds the main-worktree lock
 MAIN_LOCK_DIR = "main"
+PORTS_FILE = "ports.json"
+# names of the tasks root's own entries, never a task's: what each holds
+RESERVED_TASK_NAMES = {MAIN_LOCK_DIR: "the main-worktree lock", PORTS_FILE: "the worktrees' ports"}
 TASK_JSON = "task.json"
 CODE = "code"  # the worktree inside a task or agent directory
 AGENTS = "agents"
@@ -41,43 +45,6 @@ def resolve_tasks_root(main: Path, configured: str | None) -> Path:
         return real(default_tasks_root(main))
     p = Path(os.path.expanduser(configured))
     return real(p if p.is_absolute() else main / p)
-
-
-def configured_tasks_root(main: Path) -> str | None:
-    """tasks_root from `.spark-git.toml` (wins) or `[tool.spark-git]` in pyproject.toml, read without
-    validating the rest of the config; None when absent or unreadable (the full CLI reports a bad
-    config)."""
-    return read_tasks_root(main)[0]
-
-
-# A `[tool.spark-git]` (or `[tool.spark-git.sub]`) header: a pyproject.toml without one is never parsed.
-SPARK_TABLE = re.compile(r'^\s*\[\s*tool\s*\.\s*(?:"spark-git"|spark-git)\s*(?:\.[^\]]*)?\]', re.M)
-_ROOT_LINE = re.compile(r"^\s*tasks_root\s*=\s*[\"']([^\"'\n]+)[\"']", re.M)
-
-
-def read_tasks_root(main: Path) -> tuple[str | None, str | None]:
-    """(tasks_root, error): the configured tasks_root and, when the config file does not parse, the
-    parse error, with tasks_root then recovered from its `tasks_root = "..."` line if there is one
-    (the hook must not fall back to the default root and switch its checks off)."""
-    ded, pp = main / ".spark-git.toml", main / "pyproject.toml"
-    path = ded if ded.is_file() else pp if pp.is_file() else None
-    if path is None:
-        return None, None
-    try:
-        text = path.read_text()
-    except OSError as e:
-        return None, f"{path}: {e}"
-    if path is pp and not SPARK_TABLE.search(text):
-        return None, None  # a pyproject without spark-git's table: not ours to parse
-    import tomllib  # only when there is a config to read: it costs start-up time
-
-    try:
-        data = tomllib.loads(text)
-    except ValueError as e:
-        m = _ROOT_LINE.search(text)
-        return (m.group(1) if m else None), f"{path} is not valid TOML ({e})"
-    root = data.get("tasks_root") if path is ded else data.get("tool", {}).get("spark-git", {}).get("tasks_root")
-    return (root if isinstance(root, str) and root else None), None
 
 
 # -- paths under the tasks root -----------------------------------------------------------------
@@ -223,7 +190,7 @@ def find_repo(start: Path) -> Repo | None:
     if common.name != ".git":
         return None  # separate git dir or bare: only the full CLI knows its main worktree
     main = common.parent
-    root, error = read_tasks_root(main)
+    root, error = hookconfig.tasks_root(main, common)
     return Repo(main, common, resolve_tasks_root(main, root), error)
 
 

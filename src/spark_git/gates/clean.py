@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,6 +20,7 @@ def check_clean(git: Git, what: str, task: str | None = None, dirty: list[Status
             f"{what} is not clean: {len(dirty)} modified, staged or untracked file(s)",
             hint="commit or remove them first (untracked files count; ignored ones do not)",
             details={"worktree": str(git.cwd), "files": [str(d) for d in dirty]},
+            next=[shlex.join(["git", "-C", str(git.cwd), "status", "--short"])],
             task=task,
         )
 

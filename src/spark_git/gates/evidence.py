@@ -32,6 +32,11 @@ class GateEvidence(Model):
     reports: GateReports | None = None  # JUnit/coverage read after the command, and the thresholds missed (gates/reports.py)
 
 
+def counts(tests: dict[str, int]) -> str:
+    """pytest's counts as words ("736 passed, 2 failed"), never a dict's repr."""
+    return ", ".join(f"{n} {kind}" for kind, n in tests.items())
+
+
 def entry(ev: GateEvidence, session: str | None, *, omit: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
     """The `build_verifications` entry. `omit`: keys an existing writer never wrote (advance's
     record of a passing build has no `timed_out`), so its entries stay as they were."""

@@ -11,7 +11,7 @@ from spark_git.protocol.conditions import (
     inconsistency,
     merge_conditions,
 )
-from spark_git.protocol.context import BuildRun, Ctx, approval_holds, make_ctx, read_status, task_head, task_md_digest
+from spark_git.protocol.context import BuildRun, Ctx, approval_holds, config_rules, make_ctx, protocol_of, read_status, task_head, task_md_digest, walk_rules
 from spark_git.protocol.effects import request_changes
 from spark_git.protocol.machine import (
     TRANSITIONS,
@@ -30,9 +30,43 @@ from spark_git.protocol.states import AGENT_ADD_STATES, FULL, SHORT, VARIANTS, S
 from spark_git.protocol.unmet import OWNER, STATE_LOG_MISMATCH, Unmet, refuse
 
 __all__ = [
-    "AGENT_ADD_STATES", "FULL", "OWNER", "SHORT", "STATE_LOG_MISMATCH", "TRANSITIONS", "VARIANTS", "WORKFLOW_STATES",
-    "BuildRun", "Ctx", "Rule", "State", "Unmet",
-    "agent_add_guard", "approval_holds", "approve_conditions", "blockers", "check_consistent", "command_to", "complete_conditions",
-    "consistency_problems", "guard_for", "inconsistency", "is_full", "legal", "make_ctx", "merge_conditions", "next_states",
-    "path_to", "read_status", "refuse", "request_changes", "rule_for", "task_head", "task_md_digest", "variant_of",
+    "AGENT_ADD_STATES",
+    "FULL",
+    "OWNER",
+    "SHORT",
+    "STATE_LOG_MISMATCH",
+    "TRANSITIONS",
+    "VARIANTS",
+    "WORKFLOW_STATES",
+    "BuildRun",
+    "Ctx",
+    "Rule",
+    "State",
+    "Unmet",
+    "agent_add_guard",
+    "approval_holds",
+    "approve_conditions",
+    "blockers",
+    "check_consistent",
+    "command_to",
+    "complete_conditions",
+    "config_rules",
+    "consistency_problems",
+    "guard_for",
+    "inconsistency",
+    "is_full",
+    "legal",
+    "make_ctx",
+    "merge_conditions",
+    "next_states",
+    "path_to",
+    "protocol_of",
+    "read_status",
+    "refuse",
+    "request_changes",
+    "rule_for",
+    "task_head",
+    "task_md_digest",
+    "variant_of",
+    "walk_rules",
 ]

@@ -33,7 +33,7 @@ def status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None
 def every_agent_complete(ctx: Ctx) -> list[Unmet]:
     """Re-checked before COMPLETE and CLEANUP: an agent that reported ERROR after the review stops both.
     Under protocol "light" agents need not report at all."""
-    if ctx.layout.config.protocol != "full":
+    if ctx.protocol != "full":
         return []
     return [u for a in ctx.tf.agents if (u := status_problem(ctx, a, ctx.statuses.get(a)))]
 
@@ -43,7 +43,7 @@ def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
     for approval is not overruled by the human's change approval (003: no human override of an agent's
     rejection). Rejections from before (deferred in SCOPE_NEGOTIATION) were settled on the way in."""
     presented = entered_at(ctx.tf, "AWAITING_USER_APPROVAL")
-    if ctx.layout.config.protocol != "full" or presented is None:
+    if ctx.protocol != "full" or presented is None:
         return []
     cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
     return [Unmet(f"reviewer {a} decided REJECTED after the changes were presented: {st.feedback or '(no feedback)'}", cmd)
@@ -54,7 +54,7 @@ def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
 def requirements_reports(ctx: Ctx) -> list[Unmet]:
     """Every agent's requirements report exists and has at least `rules.requirements_min_bytes` bytes."""
     out = []
-    minimum = ctx.layout.config.rules.requirements_min_bytes
+    minimum = ctx.rules.requirements_min_bytes
     for a in ctx.tf.agents:
         p = requirements_path(ctx.layout, ctx.task, a, ctx.statuses.get(a))
         size = len(p.read_bytes().strip()) if p.is_file() else None
@@ -91,7 +91,7 @@ def unattributed_commits(ctx: Ctx) -> list[Unmet]:
 
 def invoked(ctx: Ctx) -> list[Unmet]:
     """Under `full`, a task that ends with no agent report at all needs a reason (`--why`)."""
-    if ctx.layout.config.protocol != "full" or (ctx.why or "").strip():
+    if ctx.protocol != "full" or (ctx.why or "").strip():
         return []
     trail = ctx.store.read_audit(ctx.task)
     if trail is not None and trail.agent_invocations:
@@ -110,10 +110,12 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
     problem = None
     if ev.output is not None and ev.output.status != "OK":
         problem = f"status is {ev.output.status}, not OK (004 output JSON): {ev.output.summary or '(no summary)'}"
+    elif ev.output is not None and ev.output.gates.meets_definition_of_done is False:
+        problem = "gates.meets_definition_of_done is false (004 output JSON)"
     elif ev.spark is not None:
         q = ev.spark.quality
         cov = q.step_6_testing.coverage if q.step_6_testing else None
-        minimum = ctx.layout.config.evidence.coverage_min
+        minimum = ctx.rules.coverage_min
         run = ev.spark.state
         if run is not None and run.status != "completed":  # 000 4.3: status == completed, with the two below
             problem = f"state.status is {run.status}, not completed"

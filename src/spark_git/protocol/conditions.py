@@ -84,7 +84,7 @@ def check_consistent(store: Store, tf: TaskFile) -> None:
 
 def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
     """Protocol conditions for `spark-git merge` (agent → task) beyond the merge gates."""
-    if not is_full(layout):
+    if not is_full(layout, tf):
         return []
     if variant_of(tf) == SHORT:
         if tf.state != S.SYNTHESIS:
@@ -101,7 +101,7 @@ def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
 def complete_conditions(store: Store, tf: TaskFile, head: str) -> list[Unmet]:
     """Protocol conditions for `spark-git complete` (task → base) beyond approval and the final gate."""
     layout = store.layout
-    if not is_full(layout):
+    if not is_full(layout, tf):
         return []
     if tf.state != S.AWAITING_USER_APPROVAL:
         return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" complete needs AWAITING_USER_APPROVAL", path_to(tf, S.AWAITING_USER_APPROVAL))]
@@ -119,7 +119,7 @@ def complete_conditions(store: Store, tf: TaskFile, head: str) -> list[Unmet]:
 
 def approve_conditions(layout: Layout, tf: TaskFile, kind: str) -> list[Unmet]:
     """`approve --plan` only in SYNTHESIS, `approve --changes` only in AWAITING_USER_APPROVAL (full)."""
-    if not is_full(layout):
+    if not is_full(layout, tf):
         return []
     need = S.SYNTHESIS if kind == "plan" else S.AWAITING_USER_APPROVAL
     if tf.state != need:
@@ -133,7 +133,7 @@ def agent_add_guard(store: Store) -> Callable[[TaskFile], None]:
     def guard(tf: TaskFile) -> None:
         check_consistent(store, tf)
         reopen = S.REQUIREMENTS in next_states(tf)
-        if is_full(store.layout) and tf.state not in AGENT_ADD_STATES:
+        if is_full(store.layout, tf) and tf.state not in AGENT_ADD_STATES:
             raise Blocked(
                 f"task {tf.task_name!r} is in {tf.state}: agents can join only in {', '.join(AGENT_ADD_STATES)}",
                 hint="a new agent must state its requirements: the task must go back to REQUIREMENTS first"

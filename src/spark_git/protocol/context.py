@@ -8,12 +8,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.models import AgentStatus, TaskFile, WalkRules
 from spark_git.state.store import Store
 
 TASK_MD_SECTIONS = ("Task Objective", "Scope", "Stakeholder Agent Reports")
@@ -57,6 +57,14 @@ class Ctx:
         return self.store.layout
 
     @property
+    def protocol(self) -> Literal["full", "light"]:
+        return protocol_of(self.layout, self.tf)
+
+    @property
+    def rules(self) -> WalkRules:
+        return walk_rules(self.layout, self.tf)
+
+    @property
     def task(self) -> str:
         return self.tf.task_name
 
@@ -98,6 +106,23 @@ def approval_holds(git: Git, base: str, approved_sha: str | None, approved_patch
         return False
     got = head_patch_id() if head_patch_id else git.patch_id(base, head)
     return got == want
+
+
+def protocol_of(layout: Layout, tf: TaskFile) -> Literal["full", "light"]:
+    """The task's own protocol (recorded at start), else the config's (a task from before the record)."""
+    return tf.protocol or layout.config.protocol
+
+
+def walk_rules(layout: Layout, tf: TaskFile) -> WalkRules:
+    """The task's own walk rules (recorded at start), else the config's (a task from before the record)."""
+    return tf.rules if tf.rules is not None else config_rules(layout)
+
+
+def config_rules(layout: Layout) -> WalkRules:
+    """The walk rules the config says now: what `start` records."""
+    c = layout.config
+    return WalkRules(requirements_min_bytes=c.rules.requirements_min_bytes, coverage_min=c.evidence.coverage_min,
+                     veto=list(c.scope.veto), final_say=list(c.scope.final_say))
 
 
 def make_ctx(store: Store, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,

@@ -285,12 +285,12 @@ def _scope_decisions(ctx: Ctx) -> dict[str, str | None]:
 def _ruler(ctx: Ctx) -> str | None:
     """A rejecting reviewer with the final say (`scope.final_say`, 003: architecture) who decided DEFER:
     it settles the others' RESOLVE_NOW, except a veto role's (`scope.veto`, 003: security)."""
-    final = ctx.layout.config.scope.final_say
+    final = ctx.rules.final_say
     return next((a for a, d in _scope_decisions(ctx).items() if a in final and d == "DEFER"), None)
 
 
 def _overruled(ctx: Ctx, agent: str, ruler: str | None) -> bool:
-    return ruler is not None and agent != ruler and agent not in ctx.layout.config.scope.veto
+    return ruler is not None and agent != ruler and agent not in ctx.rules.veto
 
 
 def g_scope_to_synthesis(ctx: Ctx) -> list[Unmet]:
@@ -309,7 +309,7 @@ def g_scope_to_awaiting(ctx: Ctx) -> list[Unmet]:
     ruler = _ruler(ctx)
     for a, d in _scope_decisions(ctx).items():
         if d != "DEFER" and not _overruled(ctx, a, ruler):
-            veto = " (a veto: it cannot be deferred)" if a in ctx.layout.config.scope.veto and ruler else ""
+            veto = " (a veto: it cannot be deferred)" if a in ctx.rules.veto and ruler else ""
             out.append(Unmet(f"reviewer {a} decided {d or 'nothing'}, not DEFER{veto}", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope DEFER"))
     for a, st in rejecters(ctx):
         if getattr(st, "blocking", None) and not _overruled(ctx, a, ruler):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spark_git.core.layout import Layout
-from spark_git.protocol.context import Ctx, make_ctx
+from spark_git.protocol.context import Ctx, make_ctx, protocol_of
 from spark_git.protocol.effects import defer_follow_ups, present_changes, request_changes, void_plan_approval
 from spark_git.protocol.guards import (
     g_awaiting,
@@ -109,8 +109,8 @@ def guard_for(tf: TaskFile, to: str) -> Guard:
     return r.guard
 
 
-def is_full(layout: Layout) -> bool:
-    return layout.config.protocol == "full"
+def is_full(layout: Layout, tf: TaskFile) -> bool:
+    return protocol_of(layout, tf) == "full"
 
 
 def blockers(store: Store, tf: TaskFile, session: str | None) -> dict[str, list[Unmet]]:

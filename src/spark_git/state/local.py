@@ -14,6 +14,7 @@ from typing import Any
 from spark_git.core.errors import GitError
 from spark_git.core.git import ZERO_SHA
 from spark_git.core.layout import Layout
+from spark_git.core.paths import PORTS_FILE
 from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
@@ -203,10 +204,10 @@ class LocalStore:
     # -- ports -------------------------------------------------------------------------------
 
     def read_ports(self) -> PortsFile:
-        return read_optional(self.layout.tasks_root / "ports.json", PortsFile) or PortsFile()
+        return read_optional(self.layout.tasks_root / PORTS_FILE, PortsFile) or PortsFile()
 
     def write_ports(self, pf: PortsFile) -> None:
-        write_atomic(self.layout.tasks_root / "ports.json", pf)
+        write_atomic(self.layout.tasks_root / PORTS_FILE, pf)
 
     # -- merge queue -------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -190,21 +191,26 @@ def human_duration(secs: float) -> str:
     return f"{hours // 24} days {hours % 24} h"
 
 
-def require_owner(what: str, owner: str, last_active_at: str | None, session: str | None, task: str | None = None) -> None:
-    """Blocked unless `session` owns `what`. The message names the owner and how long it has been idle."""
+def require_owner(what: str, owner: str, last_active_at: str | None, session: str | None, task: str | None = None, main: bool = False) -> None:
+    """Blocked unless `session` owns `what` (the main-worktree lock when `main`, else `task`'s). The
+    message names the owner and how long it has been idle; `next` is the human's takeover."""
     if session == owner:
         return
     idle = idle_for(last_active_at)
+    why = shlex.quote(f"taking over from session {owner}")
+    takeover = f"spark-git unlock main --force --why {why}" if main or task is None else f"spark-git lock break {task} --why {why}"
     if session is None:
         raise Blocked(
             f"{what} is owned by session {owner} ({idle}) and no session was given",
             hint=f"pass --session {owner} or export {SESSION_ENV}={owner} if you are that session",
+            next=[f"export {SESSION_ENV}={shlex.quote(owner)}"],
             details={"owner": owner, "last_active_at": last_active_at},
             task=task,
         )
     raise Blocked(
         f"{what} is owned by session {owner} ({idle}), not by {session}",
         hint="wait for the owner to finish, or ask a human to break the lock explicitly",
+        next=[takeover],
         details={"owner": owner, "last_active_at": last_active_at, "session": session},
         task=task,
     )

@@ -65,6 +65,15 @@ class Transition(_File):
     hash: str | None = None  # state/chain.py: sha256 over the previous entry's hash and this entry
 
 
+class WalkRules(_File):
+    """The config's thresholds for a task's walk, fixed when it starts (like its protocol)."""
+
+    requirements_min_bytes: int
+    coverage_min: float | None = None
+    veto: list[str] = Field(default_factory=list)
+    final_say: list[str] = Field(default_factory=list)
+
+
 class AgentEntry(_File):
     name: str
     branch: str
@@ -153,6 +162,10 @@ class TaskFile(_File):
     transition_log: list[Transition] = Field(default_factory=list)
     risk: str | None = None
     variant: str | None = None
+    # The protocol fixed when the task started: a config change affects new tasks only. None (a
+    # task.json from before this field): the config's, as it was read then.
+    protocol: Literal["full", "light"] | None = None
+    rules: WalkRules | None = None  # [rules], [evidence] coverage_min, [scope]: fixed at start as well; None: the config's
     checkpoint: Checkpoint | None = None
     plan_approval: Checkpoint | None = None
     # The human's decisions on the changes and what became of them: approved, changes requested,

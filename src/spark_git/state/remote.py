@@ -76,9 +76,18 @@ class RemoteStore(LocalStore):
             return None
         self.refs.holder_check(got[2], f"task {task!r}")
         try:
-            return TaskFile.model_validate_json(got[1])
+            tf = TaskFile.model_validate_json(got[1])
         except ValueError as e:
             raise CorruptState(f"{TASKS + task} ({got[0][:12]}) on remote {self.refs.remote.name!r}: {TASK_FILE}", str(e), task=task) from e
+        self._local_paths(tf)
+        return tf
+
+    def _local_paths(self, tf: TaskFile) -> None:
+        """Worktree paths are the writer's machine-local facts (two clones on one host share a machine
+        name): this clone derives its own from the layout instead of trusting the remote's."""
+        tf.worktree = str(self.layout.task_worktree(tf.task_name))
+        for name, e in tf.agents.items():
+            e.worktree = str(self.layout.agent_worktree(tf.task_name, name))
 
     def write_task(self, tf: TaskFile) -> None:
         self._renew(tf, f"spark-git {tf.task_name}: {tf.state}")
@@ -137,9 +146,7 @@ class RemoteStore(LocalStore):
     def _move_here(self, tf: TaskFile) -> None:
         """A task taken over from another machine gets this machine's worktree paths, to be created
         by the new holder's `start <task>` (which resumes an unfinished provisioning)."""
-        tf.worktree = str(self.layout.task_worktree(tf.task_name))
-        for name, e in tf.agents.items():
-            e.worktree = str(self.layout.agent_worktree(tf.task_name, name))
+        self._local_paths(tf)
         tf.provisioning = "in_progress"
 
     def _fetch_branches(self, tf: TaskFile) -> None:

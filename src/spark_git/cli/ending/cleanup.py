@@ -132,6 +132,8 @@ def archive_restore(
     """Create a branch at an archived commit (never moves an existing branch)."""
     def action(layout: Layout) -> Result:
         d = archive.restore(layout, ref, branch)
-        return Result(f"branch {d.branch} created at {d.sha[:12]} from {d.ref}", d, next=[f"git switch {d.branch}"])
+        # its own worktree beside the main one: `git switch` would take the main worktree off the base branch
+        where = layout.main_worktree.parent / f"{layout.main_worktree.name}-{d.branch.replace('/', '-')}"
+        return Result(f"branch {d.branch} created at {d.sha[:12]} from {d.ref}", d, next=[shlex.join(["git", "worktree", "add", str(where), d.branch])])
 
     execute(ctx, action)

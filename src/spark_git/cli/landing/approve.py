@@ -49,7 +49,7 @@ def approve(
                           next=[f"spark-git status {r.task}"])
         d = approvals.approve(
             layout, task, kind="plan" if plan else "changes", sha=sha, session=session_from(session),
-            interactive=sys.stdin.isatty(), ask=ask_on_terminal, show=show_on_terminal,
+            interactive=sys.stdin.isatty(), ask=ask_on_terminal, show=show_on_terminal, show_plan=show_plan_on_terminal,
         )
         if plan:
             return Result(f"approved the plan of {d.task} ({d.via}, by {d.approved_by}){_signed(d)}", d, task=d.task, next=[f"spark-git advance {d.task}"])
@@ -128,6 +128,14 @@ def show_on_terminal(v: Presented, title: str = "What you approve") -> None:
     err = console(stderr=True)  # stdout stays for the result (one JSON object with --json)
     err.print(f"[bold]{title}[/bold]: the changes of task {_esc(v.task)} at {v.commit_sha[:12]}")
     draw(err, v)
+
+
+def show_plan_on_terminal(text: str) -> None:
+    """The plan the human approves, whole (task.md), on stderr before the question."""
+    err = console(stderr=True)
+    err.rule("The plan (task.md)")
+    err.print(text.rstrip(), markup=False, highlight=False)
+    err.rule()
 
 
 def ask_on_terminal(prompt: str) -> str:

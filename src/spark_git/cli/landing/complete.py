@@ -29,7 +29,7 @@ RerunOpt = Annotated[bool, typer.Option("--rerun", help="Run the gate even if th
 def complete(
     ctx: typer.Context,
     task: TaskArg,
-    no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the task is in the merge queue.")] = False,
+    no_wait: Annotated[bool, typer.Option("--enqueue", "--no-wait", help="Return once the task is in the merge queue (--no-wait: the old name, still accepted; the root option --no-wait is about held mutexes).")] = False,
     rerun: RerunOpt = False,
     session: SessionOpt = None,
     via: Annotated[str | None, typer.Option("--via", help="Land through the forge instead (gh or glab): push the task branch, open the PR/MR with "
@@ -71,7 +71,7 @@ def complete(
 def _complete_via(ctx: typer.Context, layout: Layout, task: str, via: str | None, method: str | None, no_wait: bool, rerun: bool,
                   session: str | None) -> Result:
     if via is None or no_wait:
-        raise BadInput("--merge-method goes with --via gh|glab" if via is None else "--no-wait goes with the merge queue, not with --via (the forge merges)")
+        raise BadInput("--merge-method goes with --via gh|glab" if via is None else "--enqueue goes with the merge queue, not with --via (the forge merges)")
     d = forge.complete_via(layout, task, via, session=session_from(session), method=method or "merge", rerun=rerun, ticker=ticker(ctx))
 
     def human(out: Out) -> None:

@@ -95,7 +95,10 @@ def _merge_all_result(d: MergeAllData) -> Result:
                 out.print(f"  · {x.agent}: nothing new")
         for r in d.refused:
             out.print(f"  [red]✗[/red] {r.agent}: {_esc(r.error)}" + (" (refused again on the second pass, after the others landed: not a matter of merge order)" if r.passes > 1 else ""))
-            gate_failure_lines(out, {**r.details, "log_tail": (r.details.get("log_tail") or [])[-5:]}, tail=5)
+            for f in (r.details.get("files") or [])[:10]:  # a dirty worktree: which files
+                out.print(f"      {_esc(str(f))}")
+            if "log_tail" in r.details:  # only a gate that ran has output to show
+                gate_failure_lines(out, {**r.details, "log_tail": (r.details.get("log_tail") or [])[-5:]}, tail=5)
             if r.hint:
                 out.print(f"    [dim]hint:[/] {_esc(r.hint)}")
 

@@ -41,7 +41,7 @@ def queue(ctx: typer.Context,
 
         def human(out: Any) -> None:
             for i, e in enumerate(d.entries, 1):
-                out.print(f"  {i:>2}. {e.task:<20} {e.head[:12]}  ({e.state})" + ("  [high priority]" if e.priority == "high" else ""))
+                out.print(f"  {i:>2}. {e.task:<20} {e.head[:12]}  ({e.state or 'task ended: its entry cannot land'})" + ("  [high priority]" if e.priority == "high" else ""))
             if d.candidate is not None:
                 tasks = ", ".join(p.task for p in d.candidate.parts)
                 out.print(f"  candidate on {d.candidate.base_branch} {d.candidate.old_base[:12]}: {tasks} (pid {d.candidate.pid})")

@@ -37,7 +37,7 @@ def _split(csv: str | None) -> list[str]:
 def start(
     ctx: typer.Context,
     task: Annotated[str | None, typer.Argument(help="Task name (derived from --title when omitted).", show_default=False)] = None,
-    agents: Annotated[str | None, typer.Option("--agents", "-a", help="Comma-separated agent names (default: config default_agents).")] = None,
+    agents: Annotated[str | None, typer.Option("--agents", "-a", help="Comma-separated agent names (default: config default_agents); \"\" for none: the work is done in the task worktree.")] = None,
     base: Annotated[str | None, typer.Option("--base", help="Commit or branch to start from (default: the base branch).")] = None,
     title: Annotated[str | None, typer.Option("--title", help="Human title; also derives the task name when none is given.")] = None,
     session: SessionOpt = None,

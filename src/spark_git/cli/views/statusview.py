@@ -30,6 +30,9 @@ def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
     elif d.tasks:
         for ln in summary_table(d.tasks, width):
             _line(out, ln)
+    for c in d.cross_conflicts:  # before either lands: the order, or talking, can still avoid it
+        for ln in fit.wrap(f"⚠ tasks {c.task} and {c.other} would conflict when both land: {', '.join(c.files)}", width, hang="  "):
+            _line(out, ln)
     if d.ended_hidden:
         n = len(d.ended_hidden)
         _line(out, f"{n} ended task{'s' if n != 1 else ''} not shown (spark-git status --all lists them)")
@@ -56,7 +59,7 @@ def summary_table(tasks: list[TaskView], width: int | None) -> list[str]:
 
 def summary_row(t: TaskView) -> list[str]:
     if t.state == "ENDED":
-        return [t.task, "ENDED", "-", "-", "-", "-", ""]
+        return [t.task, t.final_state or "ENDED", "-", "-", "-", "-", ""]
     if t.problem and t.state is None:
         return [t.task, "?", "-", "-", "-", "-", t.problem]
     idle = _idle(t.last_active_at)
@@ -98,6 +101,8 @@ def problems(t: TaskView) -> list[tuple[str, str, int]]:
         out.append(("task worktree dirty", "worktree dirty", 0))
     if t.gate and t.gate.result == "failed":
         out.append((f"gate {t.gate.token}", "gate failed", 0))
+    if t.given_back:
+        out.append((f"evicted from the queue ({t.given_back.result}): {t.given_back.reason}", "evicted from the queue", 0))
     for c in t.radar.conflicts if t.radar else []:
         out.append((f"conflict {c.agent}/{c.other or 'task'}: {', '.join(c.files)}", "conflict", 1))
     for a in t.agents:
@@ -121,7 +126,8 @@ def gate_head(t: TaskView) -> str:
 def task_lines(t: TaskView, w: int | None) -> list[str]:
     """The full picture of one task."""
     if t.state == "ENDED":
-        return [f"{t.task}  ended (no lock, no worktree; audit trail kept)"]
+        how = {"CLEANUP": "cleaned up", "ABANDONED": "abandoned"}.get(t.final_state or "", "ended")
+        return [f"{t.task}  {how} (no lock, no worktree; audit trail kept)"]
     if t.problem and t.state is None:
         return fit.wrap(f"{t.task}  {t.problem}", w)
     tree = "dirty" if t.dirty else ("clean" if t.dirty is not None else "missing")
@@ -136,7 +142,7 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     if t.given_back:
         g = t.given_back
         way = f" → {g.next[0]}" if g.next else ""
-        lines += fit.wrap(f"the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
+        lines += fit.wrap(f"evicted: the merge queue gave this head back ({g.result}, {g.at}): {g.reason}{way}", w, "  ")
     for fl in t.flaky_gates:
         tests = f": {', '.join(fl.failed_tests[:5])}" if fl.failed_tests else ""
         lines += fit.wrap(f"flaky final gate ({fl.at}): failed {fl.failures}x, then passed on a retry{tests}", w, "  ")

@@ -15,7 +15,7 @@ from spark_git.core.layout import Layout, task_name, within
 from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
-from spark_git.ops.shared import archive, hooksetup, keep
+from spark_git.ops.shared import archive, caches, hooksetup, keep
 from spark_git.ops.shared.queue.checks import approval_unmet
 from spark_git.ops.shared.taskfile import load_task, save_task
 from spark_git.ops.shared.transitions import record_transition
@@ -90,6 +90,8 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         archived += _archive(store, tf, dirty, trees, branches, contained, session, progress)
         faults.point("end-after-archive")
         _record_end(store, tf, final, session, why, archived)
+        for entry in [e for e in store.queue_entries() if e.task == task]:  # an ended task's entry can never land
+            store.dequeue(entry)
         for t in locked:  # --force removed a worktree someone locked on purpose: say so in the trail
             store.event(task, "locked_worktree_removed", session, path=str(t.path), reason=_lock_reason(t))
         prior = store.read_snapshot(task)
@@ -110,7 +112,7 @@ def _towards_landing(store: Store, tf: TaskFile) -> str:
     """The next command on the way to `complete`: a step of the protocol (full) before the state that
     lands, the human's approval before `complete` (issue 14: `complete` was suggested before `approve`)."""
     task, layout = tf.task_name, store.layout
-    if layout.config.protocol == "full" and tf.state != protocol.State.AWAITING_USER_APPROVAL:
+    if protocol.is_full(layout, tf) and tf.state != protocol.State.AWAITING_USER_APPROVAL:
         return protocol.path_to(tf, protocol.State.AWAITING_USER_APPROVAL)
     head = layout.git().branch_head(tf.task_branch)
     unmet = approval_unmet(layout, tf, head) if head is not None else []
@@ -267,7 +269,11 @@ def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> 
         if wt is not None and p.is_dir() and not wt.prunable:
             progress(f"scanning {p}")
             t.found = keep.scan(p)
-            t.dirty = t.found.dirty
+            found, cached = t.found, caches.names(store.layout.config)
+            found.ignored = [f for f in found.ignored if not caches.is_cache(f, cached)]
+            work = [e for e in found.dirty if not caches.untracked_cache(e, cached)]
+            t.caches, found.dirty = len(work) < len(found.dirty), work
+            t.dirty = found.dirty
         res.append(t)
     return res
 
@@ -294,7 +300,7 @@ def _remove(git: Git, t: Tree, data: EndData) -> None:
     if t.wt is not None:
         if t.path.exists():
             args = ["worktree", "remove"]
-            if t.dirty or t.wt.locked or t.partly_removed or t.submodules:  # dirty work and submodules are already on archive refs
+            if t.dirty or t.caches or t.wt.locked or t.partly_removed or t.submodules:  # dirty work and submodules are already on archive refs
                 args += ["--force", "--force"] if t.wt.locked else ["--force"]
             git.run(*args, str(t.path))
         data.removed_worktrees.append(str(t.path))

@@ -28,6 +28,7 @@ class Tree:
     partly_removed: bool = False  # tracked files deleted by an interrupted removal (committed: nothing lost)
     found: keep.Scan = field(default_factory=keep.Scan)  # what `worktree remove` would delete beyond `dirty`
     submodules: list[tuple[str, str]] = field(default_factory=list)  # initialised (archived before removal)
+    caches: bool = False  # untracked build caches (not work, not archived) that `worktree remove` needs --force for
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
 import socket
 from collections.abc import Callable
 from typing import Literal
@@ -67,9 +68,10 @@ def approve(
     interactive: bool,
     ask: Callable[[str], str] | None = None,
     show: Callable[[Presented], None] | None = None,
+    show_plan: Callable[[str], None] | None = None,
 ) -> ApproveData:
     """`ask(prompt)` returns what the human typed (only called when `interactive`); `show` draws what
-    is approved (changes) before the question."""
+    is approved (changes), `show_plan` the plan's text (task.md), before the question."""
     task = task_name(task)
     if kind not in ("changes", "plan"):
         raise BadInput(f"approve --{kind} is not supported")
@@ -85,11 +87,14 @@ def approve(
         raise Blocked(f"the spark-git state directory {sshsig.state_dir()} is inside the repository, where agents can read the approval key; "
                       "nothing was recorded", hint="unset XDG_STATE_HOME (or point it outside the repository) and approve again", task=task)
     target = _target(layout, tf, sha)
+    _not_again(tf, kind, target, digest)
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
+    if kind == "plan" and interactive and show_plan is not None:
+        show_plan(layout.task_md(task).read_text(errors="replace"))
     presented_at = now()
-    via = _confirm(layout, task, target, digest, interactive, ask)
+    via = _confirm(layout, task, target, digest, interactive, ask, again=f"spark-git approve {task} --{kind}")
     by, git = who_approves(session), layout.git()
     rec = signed.record(git, tf, kind, target, digest, by, now())
     sig = signed.sign(git, rec)  # after the confirmation, before the mutex: a passphrase may be asked
@@ -103,6 +108,16 @@ def approve(
                        presented=view, signed_with=str(sig.key.path), key_created=sig.key.created,
                        allowed_signers=str(sshsig.allowed_path()) if sig.allowed_added else None,
                        unguarded=signed.unguarded(layout.main_worktree))
+
+
+def _not_again(tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
+    """Approving what is already approved records nothing (no duplicate in checkpoint_history)."""
+    cp = tf.plan_approval if kind == "plan" else tf.checkpoint
+    if cp is None or not cp.approved or (cp.task_md_sha256 != digest if kind == "plan" else cp.commit_sha != target):
+        return
+    what = f"the plan of {tf.task_name}" if kind == "plan" else f"the changes of {tf.task_name} at {target[:12]}"
+    nxt = f"spark-git advance {tf.task_name}" if kind == "plan" else f"spark-git complete {tf.task_name}"
+    raise Blocked(f"{what} already approved (by {cp.approved_by} at {cp.approved_at}); nothing was recorded", next=[nxt], task=tf.task_name)
 
 
 def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
@@ -122,7 +137,7 @@ def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
 
 
 def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None,
-             verb: str = "Approve") -> str:
+             verb: str = "Approve", again: str | None = None) -> str:
     """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not."""
     if interactive:
         assert ask is not None
@@ -139,6 +154,7 @@ def _confirm(layout: Layout, task: str, target: str, digest: str | None, interac
         raise Blocked(
             "approval needs a human at a terminal: stdin is not a terminal",
             hint="run `spark-git approve` yourself in a terminal, or set approval.allow_non_interactive = true in the repo's config",
+            next=[again] if again else [],  # for the human, at a terminal
             task=task,
         )
     return "non-interactive"
@@ -190,7 +206,8 @@ def request_changes(layout: Layout, task: str, *, why: str, sha: str | None, ses
     target = _target(layout, tf, sha)
     if interactive and show is not None:
         show(present(store, tf, target))
-    via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to")
+    via = _confirm(layout, task, target, None, interactive, ask, verb="Request changes to",
+                   again=shlex.join(["spark-git", "approve", task, "--request-changes", "--why", why]))
     by = who_approves(session)
     with updating(store, task, session, owner=False) as cur:
         if sha is None and layout.git().branch_head(cur.task_branch) != target:
@@ -224,7 +241,7 @@ def _back_rule(layout: Layout, tf: TaskFile) -> protocol.Rule | None:
             rule = protocol.rule_for(tf, to)
             if rule is not None:
                 return rule
-    if not protocol.is_full(layout):
+    if not protocol.is_full(layout, tf):
         return None
     need = protocol.State.AWAITING_USER_APPROVAL
     raise protocol.refuse(f"cannot request changes to {tf.task_name}", [protocol.Unmet(
@@ -253,7 +270,8 @@ def reject_plan(layout: Layout, task: str, *, why: str, session: str | None, int
     if unmet:
         raise protocol.refuse(f"cannot reject the plan of {task}", unmet, task)
     digest = protocol.task_md_digest(layout, task)
-    via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject")
+    via = _confirm(layout, task, "", digest, interactive, ask, verb="Reject",
+                   again=shlex.join(["spark-git", "approve", task, "--plan", "--request-changes", "--why", why]))
     by, at = who_approves(session), now()
     with updating(store, task, session, owner=False) as cur:
         if protocol.task_md_digest(layout, task) != digest or protocol.approve_conditions(layout, cur, "plan"):

@@ -9,6 +9,7 @@ from typing import Any
 from spark_git.core.errors import SparkError
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
+from spark_git.gates import evidence
 from spark_git.ops.shared import history
 from spark_git.state.models import Checkpoint, TaskFile
 
@@ -40,7 +41,7 @@ def _gate_line(ev: gates.GateEvidence) -> str:
     cmd = ev.command if isinstance(ev.command, str) else " ".join(ev.command or [])
     result = "passed" if ev.passed else "failed"
     reused = f", verdict reused from {ev.reused_from}" if ev.reused_from else ""
-    tests = f", tests {ev.tests}" if ev.tests else ""
+    tests = f", tests: {evidence.counts(ev.tests)}" if ev.tests else ""
     return f"- {ev.gate}: {result} on tree `{ev.tree[:12]}` (`{cmd}`, {ev.duration_s:.1f} s{tests}{reused})"
 
 

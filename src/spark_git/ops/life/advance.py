@@ -48,7 +48,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         unmet = rule.guard(ctx)
         if to == State.COMPLETE:
             raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)
-        if unmet and (protocol.is_full(layout) or any(u.kind == protocol.OWNER for u in unmet)):
+        if unmet and (protocol.is_full(layout, tf) or any(u.kind == protocol.OWNER for u in unmet)):
             raise protocol.refuse(f"cannot advance {task} from {frm} to {to}", unmet, task, hint=f"nothing was changed; the conditions of {frm} → {to} are listed")
         waived = [str(u) for u in unmet]
         head = protocol.task_head(ctx)
@@ -68,7 +68,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         record_transition(store, tf, to, session, f"spark-git advance{' --why ' + repr(why) if why else ''}", evidence)
         if build is not None:
             store.audit(task, "build_verifications", build, session=session)
-        return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=layout.config.protocol,
+        return AdvanceData(task=task, from_state=frm, to=to, variant=protocol.variant_of(tf), protocol=protocol.protocol_of(layout, tf),
                            evidence=evidence, waived=waived, next_states=protocol.next_states(tf), build_note=_build_note(ctx))
 
 

@@ -70,7 +70,7 @@ def brief(layout: Layout, task: str, agent: str) -> BriefData:
     store = open_store(layout)
     tf = load_task(store, task)
     if agent not in tf.agents:
-        raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
+        raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
     md = layout.task_md(task)
     sections = task_md_sections(md.read_text(errors="replace")) if md.is_file() else {}
     git = layout.git()

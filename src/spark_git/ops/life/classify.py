@@ -193,14 +193,14 @@ def classify(
             raise BadInput("--risk needs --why: the override and its reason are logged")
     store = open_store(layout)
     tf = load_task(store, task)
-    if protocol.is_full(layout) and tf.state not in CLASSIFY_STATES:
+    if protocol.is_full(layout, tf) and tf.state not in CLASSIFY_STATES:
         raise Blocked(f"task {task!r} is in {tf.state}: classification happens in INIT (or again in CLASSIFIED)", task=task)
     paths = _paths(layout, tf, files)
     md = layout.task_md(task)
     text = f"{tf.title or ''}\n{objective_text(md.read_text(errors='replace')) if md.is_file() else ''}"
     d = decide(paths, text, layout.config.risk, risk, why)
     cx = assess(text, paths)
-    cx.protocol_in_effect = layout.config.protocol
+    cx.protocol_in_effect = protocol.protocol_of(layout, tf)
     added = []
     guard = protocol.agent_add_guard(store)
     for a in d.agents:
@@ -208,7 +208,7 @@ def classify(
             add_agent(layout, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)
             added.append(a)
     with updating(store, task, session) as cur:
-        if protocol.is_full(layout) and cur.state not in CLASSIFY_STATES:
+        if protocol.is_full(layout, cur) and cur.state not in CLASSIFY_STATES:
             raise Blocked(f"task {task!r} moved to {cur.state} meanwhile", task=task)
         cur.risk, cur.variant, cur.complexity = d.level, d.variant, cx
         cur.required_agents = list(dict.fromkeys([*d.agents, *cur.required_agents]))

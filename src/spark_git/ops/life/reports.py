@@ -48,7 +48,7 @@ def report(
     store = open_store(layout)
     with updating(store, task, session, agent=agent) as tf:
         if agent not in tf.agents:
-            raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task)
+            raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
         entry = tf.agents[agent]
         head = layout.git().branch_head(tf.task_branch)
         ev = load_evidence(list(evidence or []), cwd or Path.cwd(), head)

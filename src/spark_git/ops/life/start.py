@@ -149,6 +149,8 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
         task_branch=layout.task_branch(task),
         worktree=str(layout.task_worktree(task)),
         required_agents=agents,
+        protocol=layout.config.protocol,  # fixed for this task: a config change affects new tasks only
+        rules=protocol.config_rules(layout),
         created_branches=[layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)],  # none existed: checked above
         agents={a: AgentEntry(name=a, branch=layout.agent_branch(task, a), worktree=str(layout.agent_worktree(task, a)), role=role_of(layout, a)) for a in agents},
     )

@@ -81,7 +81,7 @@ def spark_vars(store: Store, task: str, agent: str | None = None, session: str |
     exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
     tf = load_task(store, task)
     if agent is not None and agent not in tf.agents:
-        raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task)
+        raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task, next=[f"spark-git status {task}"])
     task_wt = store.layout.task_worktree(task)
     wt = Path(tf.agents[agent].worktree) if agent else task_wt
     try:

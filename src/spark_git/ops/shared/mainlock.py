@@ -49,7 +49,7 @@ def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockDat
     with store.mutex(MAIN):
         cur = store.read_main_lock()
         if cur is not None:
-            require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
+            require_owner("the main worktree", cur.session_id, cur.last_active_at, session, main=True)
             cur.last_active_at = now()
             store.write_main_lock(cur)
             return view(store, cur)
@@ -75,7 +75,7 @@ def unlock(layout: Layout, session: str | None, force: bool = False, why: str | 
         if cur is None and problem is None:
             return view(store, None)
         if not force and cur is not None:
-            require_owner("the main worktree", cur.session_id, cur.last_active_at, session)
+            require_owner("the main worktree", cur.session_id, cur.last_active_at, session, main=True)
         store.release_main_lock()
     owner = cur.session_id if cur is not None else None
     extra = {"problem": problem} if problem else {}
@@ -95,7 +95,7 @@ def hold(store: Store, session: str, reason: str, *, task: str | None = None) ->
             held = store.await_main_lock(reason, wait)  # remote mode: another machine's landing ends soon
         took = held is not None and held.session_id == session and held.reason == reason
         if held is not None and held.session_id != session:
-            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
+            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task, main=True)
         if held is None:
             took = store.create_main_lock(MainLock(session_id=session, reason=reason, pid=os.getpid()))
             if not took and store.await_main_lock(reason, wait) is None:  # remote mode: taken between our read and our push

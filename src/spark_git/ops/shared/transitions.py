@@ -16,7 +16,7 @@ def record_transition(
     """Appends a transition to `tf.transition_log` (the caller saves tf, under the task mutex) and
     to the audit trail's `state_transitions`."""
     to = str(to)  # a State member is stored as its plain value
-    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=store.layout.config.protocol)
+    t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=tf.protocol or store.layout.config.protocol)
     chain.append(tf.transition_log, t)
     tf.state = to  # type: ignore[assignment]
     store.audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)

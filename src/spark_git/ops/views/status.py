@@ -24,6 +24,8 @@ from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
+from spark_git.ops.views import crossradar
+from spark_git.ops.views.crossradar import TaskClash
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
 from spark_git.state.models import AgentStatus, TaskFile
@@ -95,6 +97,7 @@ class TaskView(_View):
     provisioning: str | None = None
     agents: list[AgentView] = []
     problem: str | None = None  # corrupt or missing lock
+    final_state: str | None = None  # an ENDED task: CLEANUP (landed, cleaned up) or ABANDONED, from its audit snapshot
     risk: str | None = None
     variant: str | None = None
     protocol: str | None = None
@@ -115,6 +118,7 @@ class StatusData(_View):
     warnings: list[str] = []  # e.g. agent worktrees that will not load spark-git's hooks
     remote: RemoteStatusData | None = None  # remote mode: every machine's locks on the shared remote, leases, stale ones
     ended_hidden: list[str] = []  # ended tasks left out (`status --all` lists them)
+    cross_conflicts: list[TaskClash] = []  # pairs of live tasks whose work would conflict when both land (no task named)
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -169,18 +173,23 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
+    cross: list[TaskClash] = []
     if with_radar:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
+        if only is None:
+            cross = _cross(git, layout.repo.common_dir / "objects", [v for v, _ in live])
     _forge(layout, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
+    warnings += [f"task {tf.task_name} runs under protocol {tf.protocol} (fixed when it started); the config now says {layout.config.protocol}"
+                 for _, tf in live if tf.protocol and tf.protocol != layout.config.protocol]
     warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(store), tasks=views, warnings=warnings,
-                                      remote=_remote(layout, live))
+                                      remote=_remote(layout, live), cross_conflicts=cross)
 
 
 def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
@@ -226,12 +235,14 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
             view.problem = "task worktree exists without a lock (task.json): nothing owns it"
         else:
             view.state = "ENDED"  # cleaned up or abandoned; only the audit files remain
+            done = store.read_snapshot(name)
+            view.final_state = done.final_state if done is not None else None
         return view, None
     view.__dict__.update(
         state=tf.state, title=tf.title, session_id=tf.session_id, idle=idle_for(tf.last_active_at),
         last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
-        risk=tf.risk, variant=tf.variant, protocol=layout.config.protocol, decisions=tf.checkpoint_history,
+        risk=tf.risk, variant=tf.variant, protocol=protocol.protocol_of(layout, tf), decisions=tf.checkpoint_history,
     )
     trail = store.read_audit(name) if tf.agents else None
     for a, entry in tf.agents.items():
@@ -302,6 +313,18 @@ def _radars(git: Git, objects: Path, views: list[TaskView]) -> None:
         v.radar = r
 
 
+def _cross(git: Git, objects: Path, views: list[TaskView]) -> list[TaskClash]:
+    work = []
+    for v in views:
+        tips = ([v.head] if v.head and v.commits_beyond_base else []) + [a.head for a in v.agents if a.head and a.ahead]
+        if tips:
+            work.append((v.task, tips))
+    try:
+        return crossradar.between(git, objects, work)
+    except SparkError:  # status never fails because of the radar
+        return []
+
+
 def _main_lock(store: Store) -> mainlock.MainLockData:
     try:
         return mainlock.view(store, mainlock.read(store))
@@ -321,10 +344,12 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     layout = store.layout
     limit = layout.config.stale_minutes * 60
     t_now = parse_time(now())
+    light = view.protocol == "light"  # no protocol walk: agents need not report, states are not advanced by hand
     for av in view.agents:
         r = av.report
         if r is None or r.status == "NEW":
-            av.flags.append(NEVER_REPORTED)
+            if not light:
+                av.flags.append(NEVER_REPORTED)
             continue
         if r.status in ("ERROR", "BLOCKED"):
             av.flags.append(f"{r.status}: {r.feedback or '(no message)'}")
@@ -335,6 +360,8 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
         if av.role == "reviewer" and r.decision == "APPROVED" and view.head and r.last_review_sha != view.head and not \
                 protocol.approval_holds(layout.git(), branch_ref(tf.base_branch), r.last_review_sha, r.last_review_patch_id, view.head):
             av.flags.append(f"approval stale: reviewed {(r.last_review_sha or '?')[:12]}, task head is {view.head[:12]}")
+    if light:
+        return
     try:
         for state, unmet in protocol.blockers(store, tf, None).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from spark_git.core.errors import SparkError
-from spark_git.core.git import branch_ref
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
 from spark_git.ops.shared import signed
 from spark_git.state.backends import open_store
@@ -19,10 +18,12 @@ __all__ = ["check_approval", "check_archives", "named_archives"]
 
 
 def check_approval(ctx: Ctx, tf: TaskFile) -> None:
-    cp, head = tf.checkpoint, ctx.heads.get(branch_ref(tf.task_branch))
-    if cp is None or cp.type != "changes" or not cp.approved or head is None:
+    # Judged against the commit the record names, not the task head: an approval a later merge made
+    # stale is the protocol's business (it asks for a new one), not a forged record.
+    cp = tf.checkpoint
+    if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
         return
-    wrong = signed.problem(ctx.layout, tf, cp, head)
+    wrong = signed.problem(ctx.layout, tf, cp, cp.commit_sha)
     if wrong is not None:
         what: dict[str, Any] = {"commit_sha": cp.commit_sha, "approved_by": cp.approved_by}  # a finding's details, not an error's
         ctx.add(Finding(where=tf.task_name, kind="approval-invalid", problem=f"task.json records the changes as approved, but {wrong}",

@@ -26,7 +26,8 @@ from spark_git.state.store import Store
 
 def agent_entry(tf: TaskFile, agent: str) -> AgentEntry:
     if agent not in tf.agents:
-        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=tf.task_name)
+        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=tf.task_name,
+                       next=[f"spark-git status {tf.task_name}"])
     return tf.agents[agent]
 
 

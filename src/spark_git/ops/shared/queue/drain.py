@@ -19,7 +19,7 @@ from spark_git.gates import evidence
 from spark_git.ops.shared.queue import candidate, gate
 from spark_git.ops.shared.queue.bisect import bisect
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
-from spark_git.ops.shared.queue.land import BaseMoved, evict, land, problem
+from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
 from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
@@ -121,7 +121,12 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
         evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files,
               next=[f"spark-git update {e.task}"])
     for e in built.inside:
-        evict(layout, store, e, "blocked", f"its head {e.sha[:12]} is in {base} already: there is nothing to land", next=[f"spark-git status {e.task}"])
+        tf = store.read_task(e.task)
+        if tf is not None and tf.base_commit == e.sha:  # no commit of its own (a task done without a change): it ends, nothing lands
+            nothing_to_land(layout, store, e, base, old)
+            continue
+        evict(layout, store, e, "blocked", f"its head {e.sha[:12]} is in {base} already (landed outside spark-git): there is nothing to land",
+              next=[f"spark-git abandon {e.task} --why 'landed outside spark-git'"])
     for e in built.changed:
         evict(layout, store, e, "blocked", f"{base} moved and the approved patch would change on it (the diff's context differs): "
               "the human sees the task again after an update", next=[f"spark-git update {e.task}"])

@@ -61,4 +61,4 @@ def _main_lock_free(store: Store, session: str, task: str) -> None:
     with store.mutex(MAIN):
         held = store.read_main_lock()
         if held is not None and held.session_id != session:
-            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task)
+            require_owner("the main worktree", held.session_id, held.last_active_at, session, task=task, main=True)

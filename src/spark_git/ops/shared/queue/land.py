@@ -89,6 +89,16 @@ def finish(layout: Layout, store: Store, cand: QueueCandidate, main_updated: boo
     store.write_queue_log(log)
 
 
+def nothing_to_land(layout: Layout, store: Store, e: QueueEntry, base: str, tip: str) -> None:
+    """A task with no commit of its own (its head is the commit it started from, in the base): COMPLETE
+    with nothing landed, so its protocol ends as before the landing became a merge commit."""
+    o = QueueOutcome(task=e.task, ref=e.ref, head=e.sha, result="landed", reason=f"no commit of its own: nothing added to {base}",
+                     landed_commit=e.sha, old_base=tip, new_base=tip, batch=[e.task], drained_by=os.getpid())
+    _complete_task(layout, store, o, None)
+    record_outcome(store, o)
+    store.dequeue(QueueEntry(e.ref, "", e.task, e.sha))
+
+
 def _complete_task(layout: Layout, store: Store, o: QueueOutcome, gate: dict[str, Any] | None) -> None:
     if store.read_task(o.task) is None:
         return
