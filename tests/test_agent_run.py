@@ -153,6 +153,7 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
 def test_all_runs_three_agents_in_parallel_and_shows_each_outcome(task: AgentTask) -> None:
     cfg = task.repo / ".spark-git.toml"
     cfg.write_text(cfg.read_text() + "[agents]\nparallel = 3\n")
+    git(task.repo, "commit", "-q", "-am", "three at once", env=task.env)  # the config in effect is the committed one
     owner = {**task.env, "SPARK_SESSION_ID": "owner"}
     assert spark(task.repo, "agent", "add", "t1", "c", "--why", "a third hand", "--json", env=owner).returncode == 0
     script = Script([Say(json.dumps(OUTPUT))] * 3)  # one answer per agent, whoever asks first
@@ -263,6 +264,7 @@ def test_the_brief_and_the_session_start_carry_the_same_facts(task: AgentTask) -
 def test_all_in_a_state_that_asks_for_no_agent_is_refused_and_nothing_starts(task: AgentTask) -> None:
     cfg = task.repo / ".spark-git.toml"
     cfg.write_text(cfg.read_text().replace('protocol = "light"', 'protocol = "full"'))  # t1 is in INIT: no agent's turn
+    git(task.repo, "commit", "-q", "-am", "full protocol", env=task.env)  # the config in effect is the committed one
     r = spark(task.repo, "agent", "run", "t1", "--all", "--client", "claude", "--json", env={**task.env, "SPARK_SESSION_ID": "owner"})
     out = json.loads(r.stdout)
     assert r.returncode == 3 and "asks no agent" in out["summary"] and out["next"] == ["spark-git status t1"], out
