@@ -104,7 +104,7 @@ def test_an_agent_worktree_as_working_directory_is_an_agent(world: dict[str, Pat
 
 # The coordinator's commands by command family (cli module); each refused to agent a, nothing changed.
 COORDINATOR_CALLS = {
-    "tasks": [["start", "t2"], ["agent", "add", "t1", "c", "--why", "x"]],
+    "tasks": [["start", "t2"], ["agent", "add", "t1", "c", "--why", "x"], ["agent", "run", "t1", "b"]],
     "mainlock": [["lock", "main"], ["unlock", "main"], ["lock", "break", "t1", "--why", "x"]],
     "merge": [["merge", "t1", "--agent", "a"], ["merge", "t1", "--all"], ["update", "t1"], ["approve", "t1", "--changes"], ["complete", "t1"]],
     "queue": [["queue", "run"]],

@@ -221,7 +221,8 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     _forge_command(c, tmp_path, root)
 
     # every schema the registry offers was exercised by a real command or file
-    untested = set(c.schemas) - c.checked - {"envelope", "archive restore"}
+    # `agent run` needs a real client: tests/test_agent_run.py runs one (its envelope passes fixtures/contract.py)
+    untested = set(c.schemas) - c.checked - {"envelope", "archive restore", "agent run", "agent run --all"}
     assert not untested, f"schemas with no output checked against them: {sorted(untested)}"
     assert refs is not None
 

@@ -42,7 +42,7 @@ def test_status_json_reports_agents_ahead_behind_and_dirty(repo: Path, cli) -> N
     assert a1 == {
         "name": "a1", "role": "other", "branch": "task-t1-agent-a1", "worktree": str(root / "t1" / "agents" / "a1" / "code"),
         "exists": True, "head": heads["a1"], "ahead": 2, "behind": 1, "dirty": [],
-        "report": a1["report"], "flags": ["never reported"],
+        "report": a1["report"], "flags": ["never reported"], "run": None,  # never run by `agent run`
     }
     assert a1["report"]["status"] == "NEW" and a1["report"]["agent"] == "a1"
     assert a2["head"] == heads["base"] and (a2["ahead"], a2["behind"]) == (0, 1)

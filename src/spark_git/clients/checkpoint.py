@@ -44,6 +44,7 @@ class AgentCheckpoint(Model):
     task_head: str | None
     attribution: str  # [attribution] mode: how its commits are attributed
     next: list[str]
+    goal: str = ""  # task.md's objective and the agent's part of the plan (protocol/context.py goal_of)
 
 
 class SessionStartData(Model):
@@ -118,8 +119,12 @@ def for_agent(layout: Layout, sessions: set[str], task: str, agent: str) -> Sess
     if tf is None or entry is None:
         out.problems.append(f"this session is agent {agent} of task {task}, which " + ("has ended" if tf is None else "has no such agent"))
         return out
+    from spark_git.protocol.context import goal_of, task_md_sections
+
+    md = layout.task_md(task)
     head = layout.git().branch_head(tf.task_branch)
     out.agent = AgentCheckpoint(
+        goal=goal_of(task_md_sections(md.read_text(errors="replace")), agent) if md.is_file() else "",
         task=task, agent=agent, role=entry.role, title=tf.title, worktree=entry.worktree, branch=entry.branch,
         task_state=tf.state, task_branch=tf.task_branch, task_head=head, attribution=layout.config.attribution.mode,
         next=[f"cd {shlex.quote(entry.worktree)}", f"spark-git status {task}", f"spark-git sync {task} --agent {agent}",

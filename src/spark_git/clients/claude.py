@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
-from spark_git.clients.facts import Facts, Sandbox
+from spark_git.clients.facts import Facts, Run, Sandbox
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -39,6 +39,8 @@ FACTS = Facts(
     off=(("disableAllHooks", True, "hooks"), ("allowManagedHooksOnly", True, "hooks"), ("sandbox.enabled", False, "sandbox"),
          ("sandbox.allowUnsandboxedCommands", True, "sandbox"), ("sandbox.filesystem.disabled", True, "sandbox")),
     managed=("/etc/claude-code/managed-settings.json",),
+    run=Run(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"), ("claude", "{prompt}")),
+    instructions=(".claude/skills/spark-git/SKILL.md", True),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}
@@ -136,18 +138,24 @@ _ATTRIBUTION = {
 
 
 def _agent_text(me: AgentCheckpoint, problems: list[str]) -> str:
-    """An agent's session start: which agent it is, its worktree and branch, how it commits and reports."""
+    return "\n".join([*agent_lines(me), *(f"- problem: {p}" for p in problems)])
+
+
+def agent_lines(me: AgentCheckpoint) -> list[str]:
+    """What an agent is told of itself: which agent it is, its worktree and branch, its goal, how it
+    commits and reports. Its session start (every client) and its brief (`spark-git brief`) both carry them."""
     a, t = me.agent, me.task
-    lines = [
+    goal = " ".join(me.goal.split())
+    return [
         f"spark-git: you are agent {a} (role {me.role}) of task {t}" + (f" ({me.title})" if me.title else "") + ", not the coordinator.",
         f"- your worktree: {me.worktree} (branch {me.branch}); work and commit only there",
+        *([f"- your goal (task.md): {goal[:600]}"] if goal else []),
         f"- commits: commit on your branch with subjects like \"[{a}] what changed\"; " + _ATTRIBUTION[me.attribution].format(a=a),
         f"- report: spark-git report {t} --agent {a} --status COMPLETE (reviewers add --decision APPROVED|REJECTED --feedback \"…\")",
         f"- behind the task branch: spark-git sync {t} --agent {a}",
         f"- task {t}: state {me.task_state}, branch {me.task_branch} at {(me.task_head or '?')[:12]}; the coordinator merges, "
         "approves and completes it (those commands refuse an agent)",
     ]
-    return "\n".join([*lines, *(f"- problem: {p}" for p in problems)])
 
 
 CLAUDE = ClaudeCode()

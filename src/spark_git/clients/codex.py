@@ -14,7 +14,7 @@ from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
-from spark_git.clients.facts import Facts
+from spark_git.clients.facts import Facts, Run
 from spark_git.clients.jsonhooks import Wanted, guarded
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -29,7 +29,8 @@ CONFIG_DIR = ".codex"
 # worktree's own copy (and only when the worktree has a .codex directory: hooks_from_main below).
 # The user's file is in $CODEX_HOME (settings_files), ~/.codex by default.
 FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
-              main_loads=("project",))
+              main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")),
+              instructions=("AGENTS.md", False))
 # Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
 PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
 SESSION_START = guarded("spark-git hook session-start --client codex")

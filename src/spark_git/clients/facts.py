@@ -22,20 +22,37 @@ class Sandbox:
         self.needs = needs  # programs it needs on PATH on Linux (`hooks check` notes a missing one)
 
 
+class Run:
+    """How spark-git starts the client (`agent run`): argv with `{prompt}` standing for the prompt.
+    `headless`: non-interactive, machine-readable output (one JSON event a line) on stdout;
+    `interactive`: the client's own terminal UI (a tmux window)."""
+
+    __slots__ = ("headless", "interactive")
+
+    def __init__(self, headless: tuple[str, ...], interactive: tuple[str, ...]) -> None:
+        self.headless = headless
+        self.interactive = interactive
+
+    def argv(self, prompt: str, *, headless: bool = True, extra: tuple[str, ...] = ()) -> list[str]:
+        return [prompt if a == "{prompt}" else a for a in (self.headless if headless else self.interactive)] + list(extra)
+
+
 class Facts:
     """One client's files. `settings`: scope -> file, relative to a worktree's root or `~/…`;
     `loads`: the scopes a session started in a worktree reads there (and `main_loads`: in the main
     worktree); `protect`: names no agent may write, anywhere in a path (they switch the hooks off);
     `sandbox`: None when spark-git configures no OS sandbox for it; `off`: (dotted key, value, what
     it switches off) for settings that turn spark-git's hooks or the sandbox off in any file a session
-    loads; `managed`: absolute files an administrator's settings live in (read too)."""
+    loads; `managed`: absolute files an administrator's settings live in (read too); `run`: how
+    `agent run` starts it (None: it cannot)."""
 
-    __slots__ = ("config_dir", "loads", "main_loads", "managed", "name", "off", "protect", "sandbox", "settings", "title")
+    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
-        sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (),
+        sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (), run: Run | None = None,
+        instructions: tuple[str, bool] | None = None,
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -47,6 +64,10 @@ class Facts:
         self.sandbox = sandbox
         self.off = off
         self.managed = managed
+        self.run = run
+        # the coordinator's instructions `hooks install` writes: (file in the main worktree, the whole
+        # file is spark-git's) — a Claude Code skill; else a marked section of the client's own file
+        self.instructions = instructions
 
     def settings_files(self) -> dict[str, Path]:
         """scope -> file: relative to the repo root, or absolute (the user's, read at call time)."""

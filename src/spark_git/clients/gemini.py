@@ -15,7 +15,7 @@ from pathlib import Path
 
 from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.codex import read_event
-from spark_git.clients.facts import Facts
+from spark_git.clients.facts import Facts, Run
 from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".gemini"
-FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"})
+FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
+              run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")),
+              instructions=("GEMINI.md", False))
 PRE_TOOL_USE = "spark-git hook pre-tool-use --client gemini"
 SESSION_START = "spark-git hook session-start --client gemini"
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}

@@ -33,6 +33,7 @@ class HooksSetData(Model):
     changed: bool  # some file changed
     files: list[HooksData]
     sandbox: list[str] = []  # agent worktrees whose client sandbox settings (Claude Code's, Codex's) were written (install) or taken out (uninstall)
+    instructions: list[str] = []  # the coordinator's instructions written or taken out (SKILL.md, AGENTS.md, GEMINI.md; project scope)
 
 
 def scope_path(root: Path, client: str, files: dict[str, Path], scope: str) -> Path:

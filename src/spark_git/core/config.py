@@ -203,6 +203,10 @@ class SyncConfig(_Strict):
     state_branch: str | None = Field(None, description="Keep the remote's locks, queue and notes in this one branch (e.g. 'spark/state') instead of refs/spark/* and refs/notes/*: for hosts that refuse custom ref namespaces.")
 
 
+class AgentsConfig(_Strict):
+    parallel: int | None = Field(None, ge=1, description="`agent run --all`: most clients running at once; default: the CPU count.")
+
+
 class Config(_Strict):
     tasks_root: str | None = Field(None, description="Where task directories live; default: '<repo-dir>.tasks' beside the main worktree.")
     base_branch: str | None = Field(None, description="Branch tasks start from and land on; default: the main worktree's branch.")
@@ -225,6 +229,7 @@ class Config(_Strict):
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
     cleanup: CleanupConfig = Field(default_factory=CleanupConfig)
     sync: SyncConfig = Field(default_factory=SyncConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
 
     @field_validator("task_branch_template")
     @classmethod

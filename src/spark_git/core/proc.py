@@ -146,6 +146,9 @@ def _die_with_parent() -> None:
         pass
 
 
+die_with_parent = _die_with_parent  # for a process spark-git starts outside run() (`agent run --all`'s runners)
+
+
 # The watchdog's script. `kill -9 -PGID`: dash's kill takes neither `--` nor `-s KILL` before a negative
 # id. Then every process whose environment holds the run's token: what the child daemonized with
 # `setsid` left its group, and we (its subreaper) are gone. Twice: a daemon may fork as the first dies.

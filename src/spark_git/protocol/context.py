@@ -167,6 +167,15 @@ def plan_section(sections: dict[str, str], agent: str) -> str | None:
     return None
 
 
+def goal_of(sections: dict[str, str], agent: str) -> str:
+    """The agent's goal from task.md: the task objective, then the agent's own part of the plan
+    (the brief and the agent's session start both say it)."""
+    objective = next((b for h, b in sections.items() if re.match(r"^(task\s+)?objective$", h, re.IGNORECASE)), "")
+    goal = "\n".join(ln[1:].lstrip() if ln.startswith(">") else ln for ln in objective.splitlines()).strip()
+    plan = plan_section(sections, agent)
+    return goal + (f"\n\nImplementation plan of {agent}:\n{plan.strip()}" if plan else "")
+
+
 def task_md_digest(layout: Layout, task: str) -> str | None:
     p = layout.task_md(task)
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None

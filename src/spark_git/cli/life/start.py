@@ -102,3 +102,5 @@ def agent_add(
         return Result(f"agent {d.agent} added to {d.task} ({d.role}) at {d.worktree}", d, task=d.task, next=[f"cd {shlex.quote(str(d.worktree))}"])
 
     execute(ctx, action)
+
+from spark_git.cli.life import agentrun as _agentrun  # noqa: E402,F401  registers `agent run` on agent_app

@@ -42,7 +42,9 @@ def _next(verb: str, d: Any, scope: str) -> list[str]:
 def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
     """Add spark-git's hooks to each client's settings (merged, idempotent; the user's hooks kept)."""
     def action(layout: Layout) -> Result:
-        d = hooksetup.install(layout, client or [], scope)
+        from spark_git.cli.setup import guide
+
+        d = hooksetup.install(layout, client or [], scope, guide.text())
         shown = ", ".join(f.path for f in d.files)
         trusted = sum(len(f.trusted) for f in d.files)  # Codex: entries in the user's Codex config
         also = f"; {trusted} Codex trust entr{'y' if trusted == 1 else 'ies'} written" if trusted else ""
@@ -55,7 +57,9 @@ def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt
 def hooks_uninstall(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt = "project") -> None:
     """Remove only spark-git's entries from each client's settings."""
     def action(layout: Layout) -> Result:
-        d = hooksetup.uninstall(layout, client or [], scope)
+        from spark_git.cli.setup import guide
+
+        d = hooksetup.uninstall(layout, client or [], scope, guide.text())
         shown = ", ".join(f.path for f in d.files)
         return Result(f"spark-git hooks removed from {shown}" if d.changed else f"no spark-git hooks in {shown}", d)
 

@@ -4,6 +4,8 @@ then printed without markup so a bracket in a name or a message prints as it is.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spark_git.cli import fit
 from spark_git.cli.common import Out
 from spark_git.ops.views.status import NEVER_REPORTED, StatusData, TaskView
@@ -151,15 +153,24 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
     if t.provisioning == "in_progress":
         lines += fit.wrap(f"start running or interrupted: worktrees may be missing; the owner runs `spark-git start {t.task}` again to finish", w, "  ")
     if t.agents:
-        rows = [["agent", "branch", "ahead", "behind", "tree", "report"]]
+        rows = [["agent", "branch", "ahead", "behind", "tree", "report", "run"]]
         for a in t.agents:
             tree = "missing" if not a.exists else ("dirty" if a.dirty else "clean")
             num = [str(x) if x is not None else "?" for x in (a.ahead, a.behind)]
-            rows.append([a.name, a.branch, *num, tree, a.report.status if a.report else "-"])
+            rows.append([a.name, a.branch, *num, tree, a.report.status if a.report else "-", run_cell(a.run)])
         lines += fit.table(rows, None if w is None else w - 2, {1: 16, 0: 12})
         lines[-len(rows):] = ["  " + ln for ln in lines[-len(rows):]]
     lines += _flag_lines(t, w) + _radar_lines(t, w) + next_lines(t, w)
     return lines
+
+
+def run_cell(run: dict[str, Any] | None) -> str:
+    """`agent run`: the client running, or the last run's client, outcome and exit code."""
+    if not run:
+        return "-"
+    if run.get("state") == "running":
+        return f"{run.get('client')} running" + (f" ({run['window']})" if run.get("window") else "")
+    return f"{run.get('client')} {run.get('outcome')} (exit {run.get('exit_code')})"
 
 
 def _flag_lines(t: TaskView, w: int | None) -> list[str]:

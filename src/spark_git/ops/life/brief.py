@@ -13,7 +13,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.shared.taskfile import load_task
-from spark_git.protocol.context import plan_section, read_status, requirements_path, task_md_sections
+from spark_git.protocol.context import goal_of, read_status, requirements_path, task_md_sections
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
@@ -62,6 +62,7 @@ class BriefData(Model):
     agent: str
     role: str
     task_state: str
+    instructions: list[str] = Field(default_factory=list, description="What the agent's session start says too: who it is, its worktree and branch, its goal, how it commits and reports.")
 
 
 def brief(layout: Layout, task: str, agent: str) -> BriefData:
@@ -78,7 +79,7 @@ def brief(layout: Layout, task: str, agent: str) -> BriefData:
                for code, p, old in (name_status(git.run("diff", "--name-status", "-M", "-z", f"{tf.base_commit}..{head}").stdout) if head else [])]
     entry = tf.agents[agent]
     t = BriefTask(
-        id=task, title=tf.title or task, goal=_goal(sections, agent), non_goals=_items(sections, NON_GOALS),
+        id=task, title=tf.title or task, goal=goal_of(sections, agent), non_goals=_items(sections, NON_GOALS),
         context_files=_context_files(store, tf), session_changed_files=changed,
         constraints=[
             f"work only in {entry.worktree} (branch {entry.branch}); commit there with the message prefix `[{agent}] `",
@@ -88,7 +89,13 @@ def brief(layout: Layout, task: str, agent: str) -> BriefData:
         ],
         acceptance_checks=_checks(layout), risk_flags=_flags(tf),
     )
-    return BriefData(task=t, repo_state=_repo_state(store, tf, head), agent=agent, role=entry.role, task_state=tf.state)
+    from spark_git.clients.checkpoint import for_agent
+    from spark_git.clients.claude import agent_lines
+    from spark_git.core.caller import agent_session
+
+    me = for_agent(layout, {agent_session(task, agent)}, task, agent).agent
+    return BriefData(task=t, repo_state=_repo_state(store, tf, head), agent=agent, role=entry.role, task_state=tf.state,
+                     instructions=agent_lines(me) if me else [])
 
 
 def name_status(out: str) -> list[tuple[str, str, str | None]]:
@@ -100,13 +107,6 @@ def name_status(out: str) -> list[tuple[str, str, str | None]]:
         res.append((parts[0][0], parts[2] if two else parts[1], parts[1] if two else None))
         parts = parts[3 if two else 2:]
     return res
-
-
-def _goal(sections: dict[str, str], agent: str) -> str:
-    objective = next((b for h, b in sections.items() if re.match(r"^(task\s+)?objective$", h, re.IGNORECASE)), "")
-    goal = "\n".join(ln[1:].lstrip() if ln.startswith(">") else ln for ln in objective.splitlines()).strip()
-    plan = plan_section(sections, agent)
-    return goal + (f"\n\nImplementation plan of {agent}:\n{plan.strip()}" if plan else "")
 
 
 def _items(sections: dict[str, str], head: re.Pattern[str]) -> list[str]:

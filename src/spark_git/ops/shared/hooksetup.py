@@ -18,6 +18,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.setup import instructions
 from spark_git.ops.shared import codexsetup, sandboxes
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
@@ -51,7 +52,7 @@ def _paths(root: Path, clients: list[Client], scope: str) -> None:
         settings.load(settings.scope_path(root, c.name, c.settings_files(), scope))
 
 
-def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
+def install(layout: Layout, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
@@ -61,10 +62,11 @@ def install(layout: Layout, names: list[str], scope: str) -> settings.HooksSetDa
     files = [c.install(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
     done += _codex(layout, files, scope, on=True)
-    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
+    guides = instructions.install(root, clients, guide) if guide is not None and scope == "project" else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
 
 
-def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSetData:
+def uninstall(layout: Layout, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
@@ -73,7 +75,8 @@ def uninstall(layout: Layout, names: list[str], scope: str) -> settings.HooksSet
     files = [c.uninstall(root, scope) for c in clients]
     done = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
     done += _codex(layout, files, scope, on=False, untrusted=untrusted)
-    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done), files=files, sandbox=done)
+    guides = instructions.uninstall(root, clients, guide) if guide is not None and scope == "project" else []
+    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
 
 
 def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:

@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "start": "spark_git.ops.life.start:StartData",
     "status": "spark_git.ops.views.status:StatusData",
     "agent add": "spark_git.ops.life.agent_add:AgentAddData",
+    "agent run": "spark_git.ops.agents.run:AgentRunData",
+    "agent run --all": "spark_git.ops.agents.runall:AgentRunAllData",
     "abandon": "spark_git.ops.ending.cleanup:EndData",
     "cleanup": "spark_git.ops.ending.cleanup:EndData",
     "lock main": "spark_git.ops.shared.mainlock:MainLockData",

@@ -19,6 +19,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
+from spark_git.ops.agents import record as agent_record
 from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar
@@ -50,6 +51,7 @@ class AgentView(_View):
     dirty: list[str] | None
     report: AgentStatus | None = None
     flags: list[str] = []  # never reported, ERROR/BLOCKED, WORKING without update, stale approval
+    run: dict[str, Any] | None = None  # `agent run`: the live run (state running) or the last one's outcome (state done)
 
 
 class GateView(_View):
@@ -242,6 +244,7 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
         risk=tf.risk, variant=tf.variant, protocol=protocol.protocol_of(layout, tf), decisions=tf.checkpoint_history,
     )
+    trail = store.read_audit(name) if tf.agents else None
     for a, entry in tf.agents.items():
         av = AgentView.model_construct(
             name=a, role=entry.role, branch=entry.branch, worktree=entry.worktree, exists=Path(entry.worktree).is_dir(),
@@ -251,6 +254,7 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
             av.report = store.read_status(name, a)
         except CorruptState as e:
             view.problem = e.message
+        av.run = agent_record.last_run(layout, trail, name, a)
         view.agents.append(av)
     return view, tf
 

@@ -14,6 +14,7 @@ from spark_git.core.errors import CorruptState, GitError
 from spark_git.core.git import Git, Worktree, branch_ref
 from spark_git.core.gitmerge import missing_patches
 from spark_git.ops.ending.doctor import fixes
+from spark_git.ops.ending.doctor.runs import check_runs
 from spark_git.ops.ending.doctor.scan import Ctx, Finding, idle_minutes
 from spark_git.ops.shared import keep
 from spark_git.ops.shared.merging.rewrite import MARKER
@@ -32,6 +33,7 @@ def check_task(ctx: Ctx, task: str, tf: TaskFile | CorruptState | None) -> None:
     """`tf`: the task's task.json as read at the start of the run."""
     layout = ctx.layout
     check_files(ctx, task)
+    check_runs(ctx, task)
     if isinstance(tf, CorruptState):
         ctx.add(Finding(where=task, kind="task-json-corrupt", problem=tf.message,
                         repair=f"spark-git lock break {task} --why TEXT  (keeps the corrupt file beside it and rebuilds the lock from git and the audit trail for your session)"))

@@ -1,0 +1,107 @@
+"""`agent run`: start an agent's client in its worktree, briefed, and file what it answers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from spark_git.cli.common import Out, Result, execute
+from spark_git.cli.life.start import agent_app
+from spark_git.clients import registry
+from spark_git.core.errors import FAIL, BadInput
+from spark_git.core.layout import Layout
+
+
+@agent_app.command("run")
+def agent_run(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task name.")],
+    agent: Annotated[str | None, typer.Argument(help="Agent name (none with --all).", show_default=False)] = None,
+    client_args: Annotated[list[str] | None, typer.Argument(help="After `--`: more arguments for the client.", show_default=False)] = None,
+    client: Annotated[str | None, typer.Option("--client", help=f"The client to start: {', '.join(registry.CLIENTS)} (default: the one whose hooks are installed).")] = None,
+    headless: Annotated[bool, typer.Option("--headless", help="Non-interactive, machine-readable output; the final Output JSON becomes the agent's report (the default).")] = False,
+    tmux: Annotated[bool, typer.Option("--tmux", help="The interactive client in a tmux window named TASK/AGENT (session `spark-git`, created when none is running).")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Headless, every agent the task's protocol state asks for, in parallel up to [agents] parallel.")] = False,
+    prompt: Annotated[str | None, typer.Option("--prompt", help="What to tell the agent (default: its brief and the instruction to answer with the Output JSON).")] = None,
+) -> None:
+    """Start the agent's client in its worktree as that agent (its hooks and sandbox checked first); headless, its answer becomes its report."""
+    def action(layout: Layout) -> Result:
+        from spark_git.ops.agents import run as ops_run
+        from spark_git.ops.shared import hooksetup
+
+        if headless and tmux:
+            raise BadInput("--headless and --tmux exclude each other", next=[f"spark-git agent run {task} {agent} --headless"])
+        name = client or next((c.name for c in hooksetup.configured(hooksetup.root_of(layout))), registry.DEFAULT)
+        if all_:
+            return _all(ctx, layout, task, name, prompt, [*([agent] if agent else []), *(client_args or [])], tmux)
+        if agent is None:
+            raise BadInput("name the agent to run, or --all", next=[f"spark-git agent run {task} --all"])
+        if tmux:
+            d = ops_run.in_tmux(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
+            return Result(f"agent {d.agent} of {d.task}: {d.client} in tmux window {d.window}", d, task=d.task,
+                          human=lambda out: out.print(f"  watch it: tmux attach -t {ops_run.TMUX_SESSION}"), next=[f"spark-git status {d.task}"])
+        d = ops_run.headless(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
+
+        def human(out: Out) -> None:
+            cost = f", ${d.cost_usd:.4f}" if d.cost_usd is not None else ""
+            out.print(f"  {d.client}: exit {d.exit_code} after {d.duration_s}s" + (f", {d.tokens} tokens" if d.tokens is not None else "") + cost)
+            out.print(f"  log: {d.log}")
+            if d.last_words:
+                out.print(f"  last words: {d.last_words[-500:]}")
+
+        if d.outcome == "reported":
+            return Result(f"agent {d.agent} of {d.task} reported {d.report_status} ({d.client})", d, task=d.task, human=human,
+                          next=[f"spark-git status {d.task}"])
+        return Result(f"agent {d.agent} of {d.task}: the {d.client} run ended without an Output JSON (exit {d.exit_code})", d, task=d.task,
+                      human=human, status="FAIL", exit_code=FAIL, next=[f"spark-git agent run {d.task} {d.agent} --client {d.client}"])
+
+    execute(ctx, action)
+
+
+def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str | None, extra: list[str], tmux: bool) -> Result:
+    """--all: after `--` click reads every word as positional, so AGENT holds the first client argument."""
+    from spark_git.cli.common import state
+    from spark_git.ops.agents import runall
+
+    if tmux:
+        raise BadInput("--all runs headless: --tmux opens one agent's window", next=[f"spark-git agent run {task} --all"])
+    live = None if state(ctx).json or not sys.stdout.isatty() else _Live()
+    try:
+        d = runall.run_all(layout, task, client, prompt=prompt, extra=tuple(extra), tick=live.tick if live else None)
+    finally:
+        if live:
+            live.stop()
+
+    def human(out: Out) -> None:
+        for line in rows(d.runs):
+            out.print("  " + line)
+
+    failed = [r.agent for r in d.runs if r.state != "reported"]
+    summary = f"task {d.task} ({d.task_state}): {len(d.runs) - len(failed)} of {len(d.runs)} agent(s) reported" + (f"; failed: {', '.join(failed)}" if failed else "")
+    return Result(summary, d, task=d.task, human=human, next=d.next, status="FAIL" if failed else "OK", exit_code=FAIL if failed else 0)
+
+
+def rows(runs: list[Any]) -> list[str]:
+    """One line per agent: client, state, elapsed, last tool call (the live display and the final table)."""
+    return [f"{r.agent:<12} {r.client:<7} {r.state + (' ' + r.report_status if r.report_status else ''):<20} {r.elapsed_s:>6.1f}s  {r.last_tool}"
+            for r in runs]
+
+
+class _Live:
+    """rich's Live display on a terminal: the rows redrawn in place."""
+
+    def __init__(self) -> None:
+        from rich.live import Live
+
+        self._live = Live("", refresh_per_second=4, transient=True)
+        self._live.start()
+
+    def tick(self, runs: list[Any]) -> None:
+        from rich.text import Text
+
+        self._live.update(Text("\n".join(rows(runs))))
+
+    def stop(self) -> None:
+        self._live.stop()

@@ -1,0 +1,202 @@
+"""`spark-git agent run TASK AGENT`: the agent's client started in its worktree with its own identity,
+briefed (the Universal Input JSON, seed 004) and, headless, heard: a final Universal Output JSON
+becomes the agent's report (the same code as `report --evidence`), anything else a failed run.
+
+A run is recorded in `<agent dir>/run.json` while it lives (a second run of the agent is refused;
+`doctor` finds one a crash left behind) and, once over, in the audit trail (`agent_run` event)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from spark_git.clients import registry, runout
+from spark_git.clients.base import Client
+from spark_git.core import proc
+from spark_git.core.caller import agent_session
+from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.core.model import Model
+from spark_git.ops.agents.record import RUN_FILE, RunRecord, running
+from spark_git.ops.life import brief as ops_brief
+from spark_git.ops.life import reports
+from spark_git.ops.shared import envs, hooksetup
+from spark_git.ops.shared.taskfile import load_task
+from spark_git.state.backends import open_store
+from spark_git.state.files import create_exclusive, write_atomic
+from spark_git.state.models import now
+
+# What the boundary keeps from agents: the user's SSH agent (push anywhere as them) and where the
+# approval signing key and the verdict key live (core/sshsig.py, gates/verdictkey.py). Leaving the
+# variable out does not hide the default ~/.local/state: the client's sandbox does that.
+WITHHELD = ("SSH_AUTH_SOCK", "XDG_STATE_HOME")
+# seed 004's Output status -> the report status it files (docs/decisions.md)
+STATUS_OF = {"OK": "COMPLETE", "BLOCKED": "BLOCKED", "NEEDS_INFO": "WAITING", "NEEDS_DECISION": "WAITING", "FAIL": "ERROR"}
+FINISH = ("When you are done, commit your work in your worktree, then answer with ONLY the Universal Output JSON "
+          "(seed 004): {\"status\": \"OK|BLOCKED|NEEDS_INFO|NEEDS_DECISION|FAIL\", \"summary\": \"...\", "
+          "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text.")
+TIMEOUT_S = 3600.0
+
+
+class AgentRunData(Model):
+    task: str
+    agent: str
+    client: str
+    mode: str
+    exit_code: int | None = None
+    duration_s: float | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    outcome: str  # reported | failed | started
+    report_status: str | None = None
+    evidence: str | None = None
+    last_words: str | None = None
+    log: str | None = None
+    window: str | None = None
+
+
+def prepared(layout: Layout, task: str, agent: str, client: str) -> tuple[str, str, Client, Path]:
+    """Every check before anything starts: task, agent, client known and installed, its hooks and
+    sandbox loading in the agent's worktree, no run of the agent alive. (task, agent, client, worktree)."""
+    task, agent = task_name(task), agent_name(agent)
+    if client not in registry.CLIENTS:
+        raise BadInput(f"unknown client {client!r}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
+    c = registry.get(client)
+    store = open_store(layout)
+    tf = load_task(store, task)
+    if agent not in tf.agents:
+        raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task,
+                       next=[f"spark-git agent run {task} {a}" for a in sorted(tf.agents)[:1]] or [f"spark-git status {task}"])
+    if c.facts.run is None or shutil.which(c.facts.run.headless[0]) is None:
+        exe = c.facts.run.headless[0] if c.facts.run else client
+        raise Blocked(f"{c.facts.title} is not installed here (`{exe}` is not on PATH)", hint=f"install {c.facts.title}, or choose another --client",
+                      next=[f"spark-git agent run {task} {agent} --client {n}" for n in registry.CLIENTS if n != client][:1], task=task)
+    _boundary(layout, task, agent, c)
+    live = running(layout, task, agent)
+    if live is not None:
+        raise Blocked(f"agent {agent} of task {task} is already running ({live.client}, pid {live.pid}, since {live.started_at})",
+                      hint="wait for it to finish, or stop it", next=[f"spark-git status {task}"], task=task)
+    return task, agent, c, Path(tf.agents[agent].worktree)
+
+
+def _boundary(layout: Layout, task: str, agent: str, c: Client) -> None:
+    """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load.
+    The sandboxes are brought up to date with the common dir first (a client's earlier run leaves
+    mount points there, which makes every sandbox look stale), as `hooks install` would."""
+    if hooksetup.boxed(c):
+        hooksetup.sandbox_refresh(layout)
+    rows = [k for k in hooksetup.check(layout).checks if k.task == task and k.agent == agent and k.client == c.name]
+    fix = f"spark-git hooks install --client {c.name}"
+    if not rows:
+        raise Blocked(f"{c.facts.title}'s hooks are not installed for this repository: an agent would run without spark-git's checks",
+                      hint=f"`{fix}`, commit its settings, then `spark-git update {task}`", next=[fix], task=task)
+    k = rows[0]
+    problems = [p for p in (None if k.loads else k.problem or "the hooks do not load", *k.switched_off) if p]
+    if k.sandbox is False:
+        problems.append(f"{c.facts.title}'s sandbox is missing in {k.worktree}")
+    if problems:
+        raise Blocked(f"{c.facts.title} in agent {agent}'s worktree would run outside spark-git's boundary: " + "; ".join(problems),
+                      hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task)
+
+
+def agent_env(layout: Layout, task: str, agent: str) -> dict[str, str]:
+    """The user's environment (API keys, base URLs, proxies, CODEX_HOME…) with the agent's SPARK_*
+    identity over it, and what the boundary keeps from agents taken out."""
+    env = envs.for_worktree(open_store(layout), task, agent)
+    for k in WITHHELD:
+        env.pop(k, None)
+    return env
+
+
+def default_prompt(layout: Layout, task: str, agent: str) -> str:
+    b = ops_brief.brief(layout, task, agent)
+    return ("You are agent " + agent + " of spark-git task " + task + ". Your brief, the Universal Input JSON (seed 004):\n"
+            + json.dumps(b.model_dump(mode="json"), indent=2) + "\n\n" + FINISH)
+
+
+def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None,
+             extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> AgentRunData:
+    task, agent, c, wt = prepared(layout, task, agent, client)
+    assert c.facts.run is not None
+    argv = c.facts.run.argv(prompt or default_prompt(layout, task, agent), extra=extra)
+    logs = layout.agent_dir(task, agent) / "runs"
+    logs.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    out_path, err_path = logs / f"{stamp}-{c.name}.jsonl", logs / f"{stamp}-{c.name}.stderr"
+    rec_path = layout.agent_dir(task, agent) / RUN_FILE
+    rec = RunRecord(task=task, agent=agent, client=c.name, mode="headless", pid=os.getpid(), started_at=now())
+    if not create_exclusive(rec_path, rec):  # a dead run's record: replaced (prepared() saw it was not alive)
+        write_atomic(rec_path, rec)
+    try:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            r = proc.run(argv, wt, out, timeout_s, env=agent_env(layout, task, agent), err=err)
+    finally:
+        rec_path.unlink(missing_ok=True)
+    heard = runout.read(out_path.read_text(errors="replace"))
+    d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", exit_code=r.exit_code, duration_s=r.duration_s,
+                     tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", log=str(out_path))
+    _hear(layout, d, heard, err_path, logs / f"{stamp}-output.json")
+    open_store(layout).event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+    return d
+
+
+def _hear(layout: Layout, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path) -> None:
+    """A final Output JSON: the agent's report (its evidence kept as `report --evidence` keeps it);
+    anything else: a failed run, with the client's last words."""
+    data = runout.output_json(heard.final) if d.exit_code == 0 else None
+    status = STATUS_OF.get(str(data.get("status"))) if data else None
+    if data is None or status is None:
+        words = heard.final.strip() or _tail(err_path)
+        d.last_words = words[-2000:] if words else "(the client said nothing)"
+        return
+    evidence.write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        reports.report(layout, d.task, d.agent, status=status, session=agent_session(d.task, d.agent), evidence=[str(evidence)],
+                       feedback=str(data.get("summary") or "") or None, cwd=evidence.parent)
+    except BadInput as e:  # not a valid 004 Output JSON after all: the run failed
+        d.last_words = f"{e.message}\n{heard.final.strip()[-1500:]}"
+        return
+    d.outcome, d.report_status, d.evidence = "reported", status, str(evidence)
+
+
+def _tail(path: Path, n: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace").strip()[-n:]
+    except OSError:
+        return ""
+
+
+TMUX_SESSION = "spark-git"  # the tmux session agent windows open in (created when none is running)
+
+
+def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = ()) -> AgentRunData:
+    """The interactive client in a tmux window named TASK/AGENT, its environment exactly the agent's
+    (`env -i`: the tmux server's own environment may be the user's and hold what agents must not)."""
+    task, agent, c, wt = prepared(layout, task, agent, client)
+    assert c.facts.run is not None
+    if shutil.which("tmux") is None:
+        raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    env = agent_env(layout, task, agent)
+    cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, task, agent), headless=False, extra=extra)]
+    window = f"{task}/{agent}"
+    has = _tmux("has-session", "-t", TMUX_SESSION)
+    verb = ["new-window", "-t", f"{TMUX_SESSION}:"] if has.returncode == 0 else ["new-session", "-d", "-s", TMUX_SESSION]
+    r = _tmux(*verb, "-P", "-F", "#{pane_pid}", "-n", window, "-c", str(wt), *cmd)
+    if r.returncode != 0 or not r.stdout.strip().isdigit():
+        raise Blocked(f"tmux could not open window {window}: {r.stderr.strip() or r.stdout.strip()}", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    rec = RunRecord(task=task, agent=agent, client=c.name, mode="tmux", pid=int(r.stdout.strip()), started_at=now(), window=window)
+    write_atomic(layout.agent_dir(task, agent) / RUN_FILE, rec)
+    d = AgentRunData(task=task, agent=agent, client=c.name, mode="tmux", outcome="started", window=window)
+    open_store(layout).event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+    return d
+
+
+def _tmux(*args: str) -> subprocess.CompletedProcess[str]:
+    """A tmux client command (it returns at once; the window's process belongs to the tmux server).
+    $TMUX unset: not nested in the caller's own tmux client; TMUX_TMPDIR picks the server."""
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    return subprocess.run(["tmux", *args], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)

@@ -1,0 +1,128 @@
+"""`agent run TASK --all`: every agent the task's protocol state asks for, headless, in parallel up to
+`[agents] parallel`. Each agent is its own `spark-git agent run` process (its own runner, watchdog and
+subreaper: core/proc.py cleans up after one run per process), dying with us (PR_SET_PDEATHSIG)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from pathlib import Path
+
+from spark_git import protocol
+from spark_git.clients import runout
+from spark_git.core import proc
+from spark_git.core.errors import Blocked
+from spark_git.core.layout import Layout, task_name
+from spark_git.core.model import Model
+from spark_git.ops.agents import run as one
+from spark_git.ops.shared.taskfile import load_task
+from spark_git.state.backends import open_store
+
+# protocol state -> the roles of the agents it asks for (None: every agent)
+ASKS: dict[str, tuple[str, ...] | None] = {
+    protocol.State.REQUIREMENTS: None, protocol.State.IMPLEMENTATION: ("updater",), protocol.State.REVIEW: ("reviewer",),
+}
+
+
+class Row(Model):
+    agent: str
+    client: str
+    state: str = "waiting"  # waiting | running | reported | failed
+    elapsed_s: float = 0.0
+    last_tool: str = ""
+    report_status: str | None = None
+    exit_code: int | None = None
+
+
+class AgentRunAllData(Model):
+    task: str
+    task_state: str
+    parallel: int
+    runs: list[Row]
+    next: list[str]
+
+
+def asked(layout: Layout, task: str) -> tuple[str, list[str]]:
+    """(task state, the agents it asks for); refused (exit 3) when it asks for none."""
+    tf = load_task(open_store(layout), task)
+    if layout.config.protocol == "light":
+        roles: tuple[str, ...] | None = None
+    elif tf.state in ASKS:
+        roles = ASKS[tf.state]
+    else:
+        raise Blocked(f"task {task} is in {tf.state}, which asks no agent to run (REQUIREMENTS: all, IMPLEMENTATION: updaters, REVIEW: reviewers)",
+                      next=[f"spark-git status {task}"], task=task)
+    agents = sorted(a for a, e in tf.agents.items() if roles is None or e.role in roles)
+    if not agents:
+        raise Blocked(f"task {task} in {tf.state} asks for {' or '.join(roles or ())} agents and has none", next=[f"spark-git status {task}"], task=task)
+    return tf.state, agents
+
+
+def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = (),
+            tick: Callable[[list[Row]], None] | None = None) -> AgentRunAllData:
+    task = task_name(task)
+    state, agents = asked(layout, task)
+    for a in agents:  # every refusal before anything starts
+        one.prepared(layout, task, a, client)
+    parallel = layout.config.agents.parallel or os.cpu_count() or 1
+    rows = {a: Row(agent=a, client=client) for a in agents}
+    starts: dict[str, float] = {}
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [pool.submit(_child, layout, task, rows[a], starts, prompt, extra) for a in agents]
+        while wait(futures, timeout=0.25).not_done:  # the display refreshes between
+            for r in rows.values():
+                _peek(layout, task, r, starts)
+            if tick is not None:
+                tick(list(rows.values()))
+        for f in futures:
+            f.result()
+    if tick is not None:
+        tick(list(rows.values()))
+    return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=list(rows.values()), next=_next(layout, task))
+
+
+def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt: str | None, extra: tuple[str, ...]) -> None:
+    argv = [sys.executable, "-m", "spark_git", "-C", str(layout.main_worktree), "--json", "agent", "run", task, row.agent,
+            "--client", row.client, "--headless", *(["--prompt", prompt] if prompt else []), "--", *extra]
+    t0 = starts[row.agent] = time.monotonic()
+    row.state = "running"
+    p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, preexec_fn=proc.die_with_parent, check=False)
+    row.elapsed_s = round(time.monotonic() - t0, 1)
+    try:
+        d = json.loads(p.stdout).get("data") or {}
+    except ValueError:
+        d = {}
+    row.exit_code = d.get("exit_code", p.returncode)
+    row.report_status = d.get("report_status")
+    row.state = "reported" if d.get("outcome") == "reported" else "failed"
+
+
+def _peek(layout: Layout, task: str, row: Row, starts: dict[str, float]) -> None:
+    """The running agent's elapsed time and last tool call (from its newest run log)."""
+    if row.state != "running":
+        return
+    row.elapsed_s = round(time.monotonic() - starts.get(row.agent, time.monotonic()), 1)
+    logs = sorted((layout.agent_dir(task, row.agent) / "runs").glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    if logs:
+        row.last_tool = runout.read(_tail(logs[-1])).last_tool or row.last_tool
+
+
+def _tail(path: Path, window: int = 65536) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - window))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _next(layout: Layout, task: str) -> list[str]:
+    tf = load_task(open_store(layout), task)
+    if layout.config.protocol == "light":
+        return [f"spark-git merge {task} --all", f"spark-git status {task}"]
+    return [f"spark-git advance {task}", f"spark-git status {task}"] if tf.state in ASKS else [f"spark-git status {task}"]
