@@ -56,8 +56,10 @@ def test_approve_signs_with_a_key_it_creates_once_and_complete_verifies(tmp_path
     v = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(_state() / "allowed_signers"), "-I", rec["signer"], "-n", "spark-git-approval",
                         "-s", str(tmp_path / "sig")], input=cp["signed"].encode(), capture_output=True)
     assert v.returncode == 0, v.stderr
-    again = t.spark("--json", "approve", "t1", "--changes").json["data"]
-    assert not again["key_created"] and again["allowed_signers"] is None  # one key per user, recorded once
+    signers = (_state() / "allowed_signers").read_text()
+    again = t.spark("--json", "approve", "t1", "--changes")  # the same head, validly signed: nothing is recorded twice
+    assert again.returncode == 3 and "already approved" in again.json["summary"], again
+    assert (_state() / "allowed_signers").read_text() == signers and len(signers.splitlines()) == 1  # one key per user, recorded once
     assert t.spark("--json", "complete", "t1").returncode == 0
     assert git(t.repo, "rev-parse", "refs/heads/main^2") == head  # the landing merge's second parent
 

@@ -44,7 +44,7 @@ class AgentCheckpoint(Model):
     task_head: str | None
     attribution: str  # [attribution] mode: how its commits are attributed
     next: list[str]
-    goal: str = ""  # task.md's objective and the agent's part of the plan (protocol/context.py goal_of)
+    goal: str = ""  # task.md's objective and the agent's part of the plan (state/taskmd.py goal_of)
 
 
 class SessionStartData(Model):
@@ -119,7 +119,7 @@ def for_agent(layout: Layout, sessions: set[str], task: str, agent: str) -> Sess
     if tf is None or entry is None:
         out.problems.append(f"this session is agent {agent} of task {task}, which " + ("has ended" if tf is None else "has no such agent"))
         return out
-    from spark_git.protocol.context import goal_of, task_md_sections
+    from spark_git.state.taskmd import goal_of, task_md_sections
 
     md = layout.task_md(task)
     head = layout.git().branch_head(tf.task_branch)

@@ -24,14 +24,13 @@ from spark_git.protocol.context import (
     Ctx,
     build_evidence,
     entered_at,
-    plan_section,
     task_head,
     task_md_digest,
-    task_md_sections,
 )
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
 from spark_git.state.models import AgentStatus
+from spark_git.state.taskmd import plan_section, task_md_sections
 
 
 def _role(ctx: Ctx, agent: str) -> str:

@@ -8,13 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from spark_git.cli.common import Out, Result, execute
-from spark_git.cli.life.start import agent_app
 from spark_git.clients import registry
 from spark_git.core.errors import FAIL, BadInput
 from spark_git.core.layout import Layout
 
 
-@agent_app.command("run")
 def agent_run(
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="Task name.")],
@@ -28,7 +26,7 @@ def agent_run(
 ) -> None:
     """Start the agent's client in its worktree as that agent (its hooks and sandbox checked first); headless, its answer becomes its report."""
     def action(layout: Layout) -> Result:
-        from spark_git.ops.agents import run as ops_run
+        from spark_git.ops.life import agentrun as ops_run
         from spark_git.ops.shared import hooksetup
 
         if headless and tmux:
@@ -63,7 +61,7 @@ def agent_run(
 def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str | None, extra: list[str], tmux: bool) -> Result:
     """--all: after `--` click reads every word as positional, so AGENT holds the first client argument."""
     from spark_git.cli.common import state
-    from spark_git.ops.agents import runall
+    from spark_git.ops.life import agentrunall as runall
 
     if tmux:
         raise BadInput("--all runs headless: --tmux opens one agent's window", next=[f"spark-git agent run {task} --all"])
@@ -105,3 +103,8 @@ class _Live:
 
     def stop(self) -> None:
         self._live.stop()
+
+
+def register(agent_app: typer.Typer) -> None:
+    """`agent run` on the `agent` group `start`'s module owns (so this module imports no other cli module)."""
+    agent_app.command("run")(agent_run)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from spark_git.cli.common import Out, Result, SessionOpt, execute, progress, state
+from spark_git.cli.life import agentrun
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.life import agent_add as agent_add_op
@@ -103,4 +104,5 @@ def agent_add(
 
     execute(ctx, action)
 
-from spark_git.cli.life import agentrun as _agentrun  # noqa: E402,F401  registers `agent run` on agent_app
+
+agentrun.register(agent_app)  # `agent run`, listed after `agent add`

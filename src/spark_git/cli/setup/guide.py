@@ -1,4 +1,4 @@
-"""The coordinator's instructions `hooks install` writes (ops/setup/instructions.py), generated from
+"""The coordinator's instructions `hooks install` writes (ops/shared/instructions.py), generated from
 the CLI's own help and the protocol's states, so they cannot drift from either."""
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def approve(
         raise Blocked(f"the spark-git state directory {sshsig.state_dir()} is inside the repository, where agents can read the approval key; "
                       "nothing was recorded", hint="unset XDG_STATE_HOME (or point it outside the repository) and approve again", task=task)
     target = _target(layout, tf, sha)
-    _not_again(tf, kind, target, digest)
+    _not_again(layout, tf, kind, target, digest)
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
@@ -110,11 +110,13 @@ def approve(
                        unguarded=signed.unguarded(layout.main_worktree))
 
 
-def _not_again(tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
+def _not_again(layout: Layout, tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
     """Approving what is already approved records nothing (no duplicate in checkpoint_history)."""
     cp = tf.plan_approval if kind == "plan" else tf.checkpoint
     if cp is None or not cp.approved or (cp.task_md_sha256 != digest if kind == "plan" else cp.commit_sha != target):
         return
+    if kind == "changes" and signed.problem(layout, tf, cp, target) is not None:
+        return  # recorded but not a valid signature here (unsigned, another key, approvers changed): the human signs again
     what = f"the plan of {tf.task_name}" if kind == "plan" else f"the changes of {tf.task_name} at {target[:12]}"
     nxt = f"spark-git advance {tf.task_name}" if kind == "plan" else f"spark-git complete {tf.task_name}"
     raise Blocked(f"{what} already approved (by {cp.approved_by} at {cp.approved_at}); nothing was recorded", next=[nxt], task=tf.task_name)

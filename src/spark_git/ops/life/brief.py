@@ -11,12 +11,13 @@ from pydantic import Field
 
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
-from spark_git.core.model import Model
+from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared.taskfile import load_task
-from spark_git.protocol.context import goal_of, read_status, requirements_path, task_md_sections
+from spark_git.protocol.context import read_status, requirements_path
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
+from spark_git.state.taskmd import goal_of, task_md_sections
 
 ChangeType = Literal["added", "modified", "deleted", "renamed"]
 CHANGE_TYPES: dict[str, ChangeType] = {"A": "added", "C": "added", "M": "modified", "T": "modified", "D": "deleted", "R": "renamed"}
@@ -62,7 +63,7 @@ class BriefData(Model):
     agent: str
     role: str
     task_state: str
-    instructions: list[str] = Field(default_factory=list, description="What the agent's session start says too: who it is, its worktree and branch, its goal, how it commits and reports.")
+    instructions: list[str] = Field(default_factory=empty_list, description="What the agent's session start says too: who it is, its worktree and branch, its goal, how it commits and reports.")
 
 
 def brief(layout: Layout, task: str, agent: str) -> BriefData:

@@ -18,8 +18,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.setup import instructions
-from spark_git.ops.shared import codexsetup, sandboxes
+from spark_git.ops.shared import codexsetup, instructions, sandboxes
 from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
 

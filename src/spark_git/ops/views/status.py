@@ -19,7 +19,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
-from spark_git.ops.agents import record as agent_record
+from spark_git.ops.shared import agentruns as agent_record
 from spark_git.ops.shared import forge, mainlock, radar, remote, signed
 from spark_git.ops.shared.forge import ForgeView
 from spark_git.ops.shared.radar import Radar

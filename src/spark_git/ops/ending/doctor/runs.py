@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from spark_git.ops.agents import record as agent_run
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
+from spark_git.ops.shared import agentruns as agent_run
 
 
 def check_runs(ctx: Ctx, task: str) -> None:

@@ -21,10 +21,10 @@ from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
-from spark_git.ops.agents.record import RUN_FILE, RunRecord, running
 from spark_git.ops.life import brief as ops_brief
 from spark_git.ops.life import reports
 from spark_git.ops.shared import envs, hooksetup
+from spark_git.ops.shared.agentruns import RUN_FILE, RunRecord, running
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, write_atomic

@@ -19,7 +19,7 @@ from spark_git.core import proc
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
-from spark_git.ops.agents import run as one
+from spark_git.ops.life import agentrun as one
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
 
