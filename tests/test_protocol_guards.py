@@ -10,6 +10,7 @@ a test that moves a task forward asks for `world.at(milestone, private=True)`, a
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -196,8 +197,25 @@ def no_build_evidence(text: str = "no passing gates.build result") -> Case:
         path.write_text(json.dumps(data))
         flag = p.wt() / "stop.flag"  # ignored by the repo: the worktree stays clean, the build fails
         flag.write_text("")
-        return (lambda: (path.write_bytes(old), flag.unlink())), text
+        back = _no_verdicts(p)
+
+        def undo() -> None:
+            path.write_bytes(old)
+            flag.unlink()
+            back()
+        return undo, text
     return apply
+
+
+def _no_verdicts(p: P) -> Callable[[], None]:
+    """Hides the recorded gate verdicts (returns their restore): a case run earlier in this module's
+    world may have passed the build on this very tree, and advance reuses a passing verdict of it."""
+    ref = "refs/notes/spark-verdicts"
+    tip = subprocess.run(["git", "-C", str(p.repo), "rev-parse", "-q", "--verify", ref], capture_output=True, text=True).stdout.strip()
+    if not tip:
+        return lambda: None
+    git(p.repo, "update-ref", "-d", ref, tip)
+    return lambda: git(p.repo, "update-ref", ref, tip)
 
 
 def agent_commit(agent: str | None, text: str) -> Case:
@@ -367,7 +385,8 @@ REVIEW_CASES: dict[str, Case] = {
 def _gate_fails(p: P):
     flag = p.wt() / "stop.flag"  # ignored: the worktree stays clean, the build gate fails
     flag.write_text("")
-    return flag.unlink, "gates.build failed on the task head"
+    back = _no_verdicts(p)
+    return (lambda: (flag.unlink(), back())), "gates.build failed on the task head"
 
 
 @pytest.mark.parametrize("case", [*C(*REVIEW_CASES), "gate_fails"])
