@@ -137,7 +137,7 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
         r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)
         assert r.returncode == 0, r
         assert json.loads(r.stdout)["data"]["window"] == "t1/a"
-        wins = subprocess.run(["tmux", "list-windows", "-a", "-F", "#{session_name} #{window_name} #{pane_current_path}"], env=env,
+        wins = subprocess.run(["tmux", "list-windows", "-a", "-F", "#{session_name} #{window_name} #{pane_start_path}"], env=env,
                               capture_output=True, text=True, check=True).stdout
         assert f"spark-git t1/a {task.worktree('a')}" in wins, wins
         a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
