@@ -162,9 +162,9 @@ def test_escapes_leave_every_ref_but_a_own_where_it_was(escaped: tuple[AgentTask
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "issue 22, open: passed in every run up to 22:00 on 2026-11-25 (suite runs included), then failed on this machine in every run, "
-    "also at the commit that introduced it: the grant is in a's settings (checked on disk) but the subagent's Bash stays read-only "
-    "for 10 s, so Claude Code 2.1.328 did not re-read its settings. Not understood yet; docs/hooks.md says so"))
+    "issue 22, open: intermittent since 22:00 on 2026-11-25 on this machine, at every commit, its own included (it passed in every "
+    "run before, and passes in some runs since): the grant is in a's settings (checked on disk) but the subagent's Bash can stay "
+    "read-only for the whole 10 s, i.e. Claude Code 2.1.328 does not always re-read its settings. Not understood yet; docs/hooks.md says so"))
 def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) -> None:
     """`isolation: worktree`: hook worktree-create makes a spark-git agent worktree for it and grants it
     to a's sandbox. Claude Code re-reads the settings through a file watcher, so the subagent's first
