@@ -45,6 +45,12 @@ def keep(store: Store, task: str, name: str, sha: str, what: str, session: str |
 def snapshot_commit(wt: Git, message: str) -> Sha:
     """A commit of the worktree's full state (index untouched), parent HEAD."""
     tree = wt.full_state_tree()
+    return _commit_on_head(wt, tree, message)
+
+
+def _commit_on_head(wt: Git, tree: str, message: str) -> Sha:
+    """A commit of `tree` whose parent is HEAD (none on an unborn branch); with spark-git's own identity
+    when the user has none configured (an archive must not fail for want of a name)."""
     head = wt.rev_parse("HEAD")
     parents: list[str] = [head] if head else []
     try:
@@ -66,14 +72,7 @@ def commit_with_files(wt: Git, files: list[str], message: str) -> Sha:
         top.run("read-tree", "HEAD", env=env)
         top.run("update-index", "--add", "-z", "--stdin", input="".join(f + "\0" for f in files), env=env)
         tree = top.run("write-tree", env=env).stdout.strip()
-    head = wt.rev_parse("HEAD")
-    parents: list[str] = [head] if head else []
-    try:
-        return wt.commit_tree(tree, parents, message, env={})
-    except GitError as e:
-        if "tell me who you are" not in e.stderr.lower() and "identity" not in e.stderr.lower():
-            raise
-        return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
+    return _commit_on_head(wt, tree, message)
 
 
 def keep_uncommitted(store: Store, task: str, label: str, path: Path, files: list[str], session: str | None = None, *,
