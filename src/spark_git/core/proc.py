@@ -292,3 +292,14 @@ def _libc() -> Any:
     import ctypes  # only a process that spawns a child pays for ctypes (start-up)
 
     return ctypes.CDLL(None, use_errno=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """A process with this id exists (one of another user counts: kill is refused, not unknown)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

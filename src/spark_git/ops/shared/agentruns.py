@@ -3,11 +3,11 @@ and the `agent_run` events of the audit trail once over. Light: `status` reads i
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.core.proc import pid_alive
 from spark_git.state.files import read_optional
 from spark_git.state.models import AuditTrail
 
@@ -30,14 +30,7 @@ def running(layout: Layout, task: str, agent: str) -> RunRecord | None:
     return rec if rec is not None and alive(rec.pid) else None
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+alive = pid_alive
 
 
 def left_behind(layout: Layout, task: str) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from spark_git.core.errors import BadInput, Blocked, CorruptState
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
+from spark_git.core.proc import pid_alive
 from spark_git.ops.ending.doctor.scan import parses
 from spark_git.ops.shared import mainlock
 from spark_git.ops.shared.remote import break_remote
@@ -61,15 +62,7 @@ def _task_owner_alive(layout: Layout, task: str) -> tuple[bool, int | None]:
 
 
 def _pid_alive(pid: int | None) -> bool | None:
-    if pid is None:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return None if pid is None else pid_alive(pid)
 
 
 def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
