@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 
 from spark_git.ops.landing.queuesim import BisectPlan, GateModel, Planner, Sim, Strategy, Task
-from spark_git.ops.landing.queuesim_day import STRATEGIES, Day, decisions, row, workload
+from spark_git.ops.landing.queuesim_day import STRATEGIES, Day, Decisions, decisions, row, workload
 from spark_git.ops.shared.queue.selection import run_length
 from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation
 
@@ -41,11 +41,14 @@ def test_bisect_plan_is_bisect_py_and_speculation_at_parallel_1() -> None:
 def test_six_tasks_one_culprit_the_decisions() -> None:
     """The batch of 6 fails; prefixes 3 (fails), 1, 2 (pass): 2 is the culprit, 0-1 land; 3-5 are the
     next batch, which passes: 5 gate runs."""
-    assert decisions(6, {2}) == ([0, 1, 3, 4, 5], [2], 5)
-    assert decisions(6, set()) == ([0, 1, 2, 3, 4, 5], [], 1)
-    assert decisions(6, {2}, batch_max=1) == ([0, 1, 3, 4, 5], [2], 6)  # serial: one run per task
-    landed, named, runs = decisions(6, {2}, parallel=2, speculative=True)
-    assert (landed, named) == ([0, 1, 3, 4, 5], [2]) and runs < 8
+    d = decisions(6, {2})
+    assert (d.landed, d.culprits, d.gate_runs) == ([0, 1, 3, 4, 5], [2], 5)
+    assert d.gated == [[0, 1, 2, 3, 4, 5], [0, 1, 2], [0], [0, 1], [3, 4, 5]]
+    assert decisions(6, set()) == Decisions([0, 1, 2, 3, 4, 5], [], 1, [[0, 1, 2, 3, 4, 5]])
+    serial = decisions(6, {2}, batch_max=1)  # one run per task
+    assert (serial.landed, serial.culprits, serial.gate_runs) == ([0, 1, 3, 4, 5], [2], 6)
+    d = decisions(6, {2}, parallel=2, speculative=True)
+    assert (d.landed, d.culprits) == ([0, 1, 3, 4, 5], [2]) and d.gate_runs < 8
 
 
 def test_run_length_is_the_drains_batch() -> None:

@@ -147,6 +147,7 @@ class Result:
     culprits: list[int] = field(default_factory=list)  # named by the queue, in order
     gate_runs: int = 0  # attempts started, retries, rechecks and cancelled runs included
     rechecks: int = 0
+    gated: list[list[int]] = field(default_factory=list)  # each candidate gated (not reused): its tasks in queue order, as started
     ungated: int = 0  # landings of a tree no gate passed (recheck "none" after another lane landed)
 
 
@@ -224,6 +225,7 @@ class Sim:
         job = Job(b, probe, f"{self.base}:{len(below)}:{ids}", tree, passed=True, starts=[], recheck=recheck)
         end = self.clock
         if tree not in self.passed_trees:
+            self.result.gated.append(ids)
             culprit = any(b.entries[i].culprit for i in probe)
             for n in range(1 + self.gate.retries):
                 dur, flaked = self.gate.attempt(job.key, n)

@@ -86,13 +86,21 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False) -> tuple[list[int], list[int], int]:
-    """What the queue decides for n tasks queued at once (a fixed gate, no flakes, no retries): the
-    tasks landed in order, the culprits named in order, the gate runs. The real queue must agree."""
+@dataclass(frozen=True)
+class Decisions:
+    landed: list[int]  # in landing order
+    culprits: list[int]  # in the order named
+    gate_runs: int
+    gated: list[list[int]]  # each candidate's tasks, in the order started
+
+
+def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False) -> Decisions:
+    """What the queue decides for n tasks queued at once (a fixed gate, no flakes, no retries). The
+    real queue must take the same decisions (tests/test_queuesim_real.py)."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
     gate = GateModel(mean_s=60.0, jitter_s=0.0, flake=0.0, retries=0)
     r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative), parallel, gate).run()
-    return [i for i, _ in r.landed], r.culprits, r.gate_runs
+    return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
