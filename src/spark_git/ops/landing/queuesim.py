@@ -35,11 +35,12 @@ class GateModel:
     flake: float = 0.02  # chance that one attempt fails by chance
     retries: int = 1  # [queue] retries
     seed: int = 1
+    per_task_s: float = 0.0  # added per task in the candidate (the equivalence test's gate: a fixed finishing order)
 
-    def attempt(self, key: str, n: int) -> tuple[float, bool]:
-        """(duration, flaked) of attempt n on the candidate `key`: the same draw whichever strategy asks."""
+    def attempt(self, key: str, size: int, n: int) -> tuple[float, bool]:
+        """(duration, flaked) of attempt n on the candidate `key` of `size` tasks: the same draw whichever strategy asks."""
         r = random.Random(f"{self.seed}:{key}:{n}")
-        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)), r.random() < self.flake
+        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)) + self.per_task_s * size, r.random() < self.flake
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class Job:
     key: str
     tree: frozenset[int]
     passed: bool
-    starts: list[float]  # when each attempt started
+    ends: list[float]  # when each attempt ends
     recheck: bool = False
     cancelled: bool = False
 
@@ -145,7 +146,8 @@ class Job:
 class Result:
     landed: list[tuple[int, float]] = field(default_factory=list)  # (task, when), in landing order
     culprits: list[int] = field(default_factory=list)  # named by the queue, in order
-    gate_runs: int = 0  # attempts started, retries, rechecks and cancelled runs included
+    gate_runs: int = 0  # runs that ended (retries and rechecks included), as the queue counts them
+    cancelled: int = 0  # runs stopped once the planner no longer needed them (not in gate_runs)
     rechecks: int = 0
     gated: list[list[int]] = field(default_factory=list)  # each candidate gated (not reused): its tasks in queue order, as started
     ungated: int = 0  # landings of a tree no gate passed (recheck "none" after another lane landed)
@@ -167,13 +169,15 @@ class Sim:
         for t in self.tasks:
             self._push(t.arrive_s, t)
         while self.events:
-            self.clock = self.events[0][0]
+            self.clock, touched = self.events[0][0], list[Batch]()
             while self.events and self.events[0][0] == self.clock:  # all that happens at once, then the drain looks
                 what = heapq.heappop(self.events)[2]
                 if isinstance(what, Task):
                     self.waiting.append(what)
-                else:
-                    self._done(what)
+                elif self._done(what) and what.batch not in touched:
+                    touched.append(what.batch)
+            for b in touched:
+                self._settle(b)
             self._schedule()
         return self.result
 
@@ -222,15 +226,15 @@ class Sim:
         ids = [b.entries[i].id for i in probe]
         below = self.landed.union(*(frozenset(x.entries[i].id for i in x.landing.land) for x in self._ahead(b) if x.landing))
         tree = below | frozenset(ids)
-        job = Job(b, probe, f"{self.base}:{len(below)}:{ids}", tree, passed=True, starts=[], recheck=recheck)
+        job = Job(b, probe, f"{self.base}:{len(below)}:{ids}", tree, passed=True, ends=[], recheck=recheck)
         end = self.clock
         if tree not in self.passed_trees:
             self.result.gated.append(ids)
             culprit = any(b.entries[i].culprit for i in probe)
             for n in range(1 + self.gate.retries):
-                dur, flaked = self.gate.attempt(job.key, n)
-                job.starts.append(end)
+                dur, flaked = self.gate.attempt(job.key, len(ids), n)
                 end += dur
+                job.ends.append(end)
                 job.passed = not culprit and not flaked
                 if job.passed:
                     break
@@ -241,18 +245,23 @@ class Sim:
             b.jobs[probe] = job
         self._push(end, job)
 
-    def _done(self, job: Job) -> None:
+    def _done(self, job: Job) -> bool:
+        """A run ended: its verdict to the planner (True), or a recheck handled (False)."""
         if job.cancelled:
-            return
-        self.result.gate_runs += len(job.starts)
+            return False
+        self.result.gate_runs += len(job.ends)
         if job.passed:
             self.passed_trees.add(job.tree)
         b = job.batch
         if job.recheck:
             self._rechecked(b, job)
-            return
+            return False
         del b.jobs[job.probe]
         b.plan.finish(job.probe, job.passed)
+        return True
+
+    def _settle(self, b: Batch) -> None:
+        """After the verdicts that came in at once, as the drain does: stop the runs no longer needed, then decide."""
         for p in b.plan.cancel():
             self._kill(b.jobs.pop(p))
         o = b.plan.outcome()
@@ -261,7 +270,9 @@ class Sim:
 
     def _kill(self, job: Job) -> None:
         job.cancelled = True
-        self.result.gate_runs += sum(1 for s in job.starts if s <= self.clock)
+        ended = sum(1 for e in job.ends if e <= self.clock)  # a retry's first run ended before the stop
+        self.result.gate_runs += ended
+        self.result.cancelled += ended < len(job.ends)
 
     def _decide(self, b: Batch, o: Outcome) -> None:
         for j in b.jobs.values():

@@ -55,6 +55,7 @@ class Row:
     wait_p50_min: float
     wait_p95_min: float
     runs_per_landed: float
+    cancelled: int  # speculative runs stopped once useless (not in runs_per_landed)
     culprits: int  # named by the queue
     wrongly_blamed: int  # named, but not a culprit (a flake that every retry reproduced)
     rechecks: int
@@ -69,17 +70,17 @@ def row(tasks: list[Task], strategy: Strategy, runners: int, gate: GateModel) ->
     culprit = {t.id for t in tasks if t.culprit}
     return Row(strategy.name, runners, len(r.landed), round(len(r.landed) / span_h, 1) if span_h > 0 else 0.0,
                round(_rank(waits, 0.5) or 0.0, 1), round(_rank(waits, 0.95) or 0.0, 1),
-               round(r.gate_runs / len(r.landed), 2) if r.landed else 0.0, len(r.culprits),
+               round(r.gate_runs / len(r.landed), 2) if r.landed else 0.0, r.cancelled, len(r.culprits),
                sum(1 for c in r.culprits if c not in culprit), r.rechecks, r.ungated)
 
 
-HEAD = ("strategy", "runners", "landed", "landed/h", "wait p50 (min)", "wait p95 (min)", "gate runs/landed", "culprits found", "wrongly blamed", "rechecks", "ungated lands")
+HEAD = ("strategy", "runners", "landed", "landed/h", "wait p50 (min)", "wait p95 (min)", "gate runs/landed", "cancelled runs", "culprits found", "wrongly blamed", "rechecks", "ungated lands")
 
 
 def table(rows: Sequence[Row]) -> str:
     """A markdown table (docs/benchmarks.md quotes it as printed)."""
     cells = [HEAD, *((r.strategy, str(r.runners), str(r.landed), f"{r.landed_per_hour:.1f}", f"{r.wait_p50_min:.1f}", f"{r.wait_p95_min:.1f}",
-                      f"{r.runs_per_landed:.2f}", str(r.culprits), str(r.wrongly_blamed), str(r.rechecks), str(r.ungated)) for r in rows)]
+                      f"{r.runs_per_landed:.2f}", str(r.cancelled), str(r.culprits), str(r.wrongly_blamed), str(r.rechecks), str(r.ungated)) for r in rows)]
     widths = [max(len(c[k]) for c in cells) for k in range(len(HEAD))]
     lines = ["| " + " | ".join(c[k].ljust(widths[k]) for k in range(len(HEAD))) + " |" for c in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
