@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,12 @@ class QueueConfig(_Strict):
                               "that tie a task touching them to every other ready task: never gated in a lane apart.")
     recheck: Literal["combined", "none"] = Field("combined", description="A lane that passed on a base another lane has since moved: "
                                                  "'combined' gates it again on the combined tree before it lands, 'none' lands it on its lane's verdict.")
+    parallel: int | None = Field(None, ge=1, le=64, description="Candidates the merge queue gates at once (the batch and speculative ones, "
+                                 "each in its own scratch worktree); unset: the CPU count. 1 gates one at a time (batch, then bisection).")
+
+    def runners(self) -> int:
+        """`parallel`, or the CPU count (at least 1) when unset."""
+        return self.parallel or max(1, os.cpu_count() or 1)
 
 
 class ArchiveConfig(_Strict):

@@ -28,6 +28,7 @@ from spark_git.core.gatebox import Sandbox
 from spark_git.core.git import clean_env
 
 RUN_TOKEN = "SPARK_RUN_TOKEN"  # in the child's environment, a token of this run (see WATCHDOG)
+WATCHDOG_MARK = "SPARK_RUN_WATCHDOG"  # in a watchdog's environment: the token of the run it guards
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -106,9 +107,9 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         if missing:  # as Popen says it: bwrap's own message (exit 1) would not read as "not found"
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {missing}", missing)
         argv = sandbox.wrap(argv)
-    with _subreaper():
+    with subreaper():
         keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
-        watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
+        watchdog = _watchdog(f"{RUN_TOKEN}={mark}", mark)
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
                                     env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
@@ -125,7 +126,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
             _kill_group(proc)
             _stop(watchdog)  # its job is done: stop it before it could signal a reused group id
-            _kill_strays(keep)
+            _kill_strays(keep, mark)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
 
@@ -158,13 +159,13 @@ for round in 1 2; do for f in /proc/[0-9]*/environ; do
 done; done"""
 
 
-def _watchdog(token: str) -> subprocess.Popen[bytes] | None:
+def _watchdog(token: str, mark: str) -> subprocess.Popen[bytes] | None:
     """Kills what the child started if we die, SIGKILL included: PDEATHSIG only reaches the child
     itself. It learns the group from the child (`_preexec`), says "armed", then waits for EOF on a
     pipe that only we hold open; the kernel closes it whenever we go away. A normal end kills the
     watchdog first (`_stop`): the /proc sweep costs nothing then."""
     try:
-        return subprocess.Popen(["/bin/sh", "-c", WATCHDOG, "spark-git-watchdog", token],
+        return subprocess.Popen(["/bin/sh", "-c", WATCHDOG, "spark-git-watchdog", token], env={**os.environ, WATCHDOG_MARK: mark},
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # no /bin/sh: PDEATHSIG still covers the child itself
         return None
@@ -176,9 +177,11 @@ def _preexec(watchdog: subprocess.Popen[bytes] | None) -> Callable[[], None]:
     of spark-git that comes right after it began."""
     tell = watchdog.stdin.fileno() if watchdog is not None and watchdog.stdin else None
     armed = watchdog.stdout.fileno() if watchdog is not None and watchdog.stdout else None
+    prctl = _prctl_fn()  # looked up before the fork: no dlopen in a child forked from a threaded parent
 
     def child() -> None:
-        _die_with_parent()
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if tell is not None and armed is not None:
             os.write(tell, f"{os.getpid()}\n".encode())
             os.read(armed, 16)  # "armed", or EOF if the watchdog died: go on either way
@@ -224,7 +227,7 @@ def _is_subreaper() -> bool | None:
 
 
 @contextmanager
-def _subreaper() -> Iterator[None]:
+def subreaper() -> Iterator[None]:
     """Orphans of the child's tree come to us (not to init) while this is open; a process that
     already was a subreaper stays one."""
     turn_on = _is_subreaper() is False and _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -253,17 +256,62 @@ def _children() -> list[tuple[int, int]]:
     return out
 
 
-def _kill_strays(keep: set[int]) -> None:
+def _kill_strays(keep: set[int], mark: str) -> None:
     """Kills and reaps the child's leftovers that were re-parented to us. They are in another
-    session than ours (the child started one), which also spares children of other threads."""
+    session than ours (the child started one), which also spares children of other threads; a run
+    going on in another thread (the queue's parallel gates) is spared by its token."""
     mine = os.getsid(0)
     for _ in range(MAX_STRAY_ROUNDS):
-        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine]
+        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not _another_run(pid, mark)]
         if not strays:
             return
         for pid in strays:
             if not _kill_and_reap(pid):
                 keep.add(pid)  # not ours to kill (e.g. setuid): leave it rather than wait forever
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _another_run(pid: int, mark: str) -> bool:
+    """The process belongs to a run other than `mark`'s (its token, or a watchdog of another run)."""
+    for e in _environ(pid):
+        key, _, value = e.partition(b"=")
+        if key in (RUN_TOKEN.encode(), WATCHDOG_MARK.encode()) and value != mark.encode():
+            return True
+    return False
+
+
+def kill_marked(entry: str) -> int:
+    """SIGKILLs every process whose environment holds `entry` ("NAME=value"), and its process group:
+    how the queue stops a gate it no longer needs while another thread waits on it. Returns how many."""
+    want, n = entry.encode(), 0
+    for pid in (p for p in _proc_pids() if p != os.getpid()):
+        if want in _environ(pid):
+            n += _kill_group_of(pid)
+    return n
+
+
+def _proc_pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def _kill_group_of(pid: int) -> int:
+    try:
+        pgid = os.getpgid(pid)
+        if pgid != os.getpgrp():
+            os.killpg(pgid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+        return 1
+    except (ProcessLookupError, PermissionError):
+        return 0
 
 
 def _kill_and_reap(pid: int) -> bool:
@@ -286,6 +334,13 @@ def _kill_and_reap(pid: int) -> bool:
     except ChildProcessError:
         pass
     return True
+
+
+def _prctl_fn() -> Callable[..., int] | None:
+    try:
+        return _libc().prctl  # type: ignore[no-any-return]
+    except Exception:  # not Linux
+        return None
 
 
 def _libc() -> Any:
