@@ -12,6 +12,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from fixtures.repo import git, spark_argv
 
 from tests.queuekit import Queue, gate_cmd
@@ -155,3 +156,38 @@ def test_ctrl_c_while_two_candidates_gate_leaves_no_gate_process(tmp_path: Path)
     assert q.scratch() == [] and q.queue_log()["running"] == []
     assert len(q.queue_refs()) == 3
     landed_after(q, b, heads)
+
+
+def gated_batches(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def logging_culprit_gate(log: Path) -> list[str]:
+    """Fails on bad.txt; logs each candidate's tasks (SPARK_QUEUE_BATCH) and whether it passed."""
+    return gate_cmd("import os, sys\nbad = os.path.exists('bad.txt')\n"
+                    f"open({str(log)!r}, 'a').write(os.environ['SPARK_QUEUE_BATCH'] + (' FAIL' if bad else ' ok') + '\\n')\n"
+                    "sys.exit(1 if bad else 0)\n")
+
+
+@pytest.mark.parametrize("recheck", ["combined", "none"])
+def test_lanes_land_apart_and_a_moved_lane_is_rechecked_on_the_combined_tree(tmp_path: Path, recheck: str) -> None:
+    """Four tasks on disjoint files, two runners: lanes {t0, t2} and {t1, t3} (one group per runner).
+    t1 breaks the gate: {t0, t2} lands on its own; t3 is named free of it by the planner and, the base
+    having moved, merged again on it and (recheck "combined") gated on the combined tree first."""
+    log = tmp_path / "gated.log"
+    q = Queue(tmp_path, 4, culprit=1, final=logging_culprit_gate(log), parallel=2, extra=f'[queue]\nlanes = true\nrecheck = "{recheck}"')
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    r = q.spark("t0", "--json", "queue", "run")
+    assert r.returncode == 0, r
+    got = {o["task"]: o for o in r.json["data"]["outcomes"]}
+    assert got["t1"]["result"] == "failed" and got["t1"]["sent_back"] is True and got["t1"]["batch"] == ["t1", "t3"]
+    assert got["t0"]["batch"] == got["t2"]["batch"] == ["t0", "t2"] and got["t3"]["batch"] == ["t3"]
+    assert got["t3"]["old_base"] == got["t2"]["new_base"], "t3 landed on top of the other lane"
+    assert sorted(landed_tasks(q)) == ["t0", "t2", "t3"] and "bad.txt" not in q.landed_files()
+    lines = gated_batches(log)
+    assert "t0,t2 ok" in lines and "t1,t3 FAIL" in lines and "t1 FAIL" in lines
+    assert lines.count("t3 ok") == (2 if recheck == "combined" else 1), lines  # the lane's run, then the combined tree's
+    assert passed_verdict(q, "main") is (recheck == "combined")  # "none": main's tree itself was never gated
+    q.assert_landed_as_merges()
+    assert q.scratch() == [] and q.queue_log()["running"] == [] and q.queue_refs() == []
