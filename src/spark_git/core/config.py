@@ -192,6 +192,9 @@ class QueueConfig(_Strict):
     parallel: int | None = Field(None, ge=1, le=64, description="Candidates the merge queue gates at once (the batch and speculative ones, "
                                  "each in its own scratch worktree); unset: the CPU count. 1 gates one at a time (batch, then bisection).")
 
+    lanes: bool = Field(False, description="With more than one runner, gate tasks whose changed paths do not overlap in separate lanes "
+                        "(at most one per runner) that land without waiting for each other; see `shared` and `recheck`.")
+
     def runners(self) -> int:
         """`parallel`, or the CPU count (at least 1) when unset."""
         return self.parallel or max(1, os.cpu_count() or 1)

@@ -18,7 +18,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -28,7 +29,6 @@ from spark_git.core.gatebox import Sandbox
 from spark_git.core.git import clean_env
 
 RUN_TOKEN = "SPARK_RUN_TOKEN"  # in the child's environment, a token of this run (see WATCHDOG)
-WATCHDOG_MARK = "SPARK_RUN_WATCHDOG"  # in a watchdog's environment: the token of the run it guards
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -107,15 +107,20 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         if missing:  # as Popen says it: bwrap's own message (exit 1) would not read as "not found"
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {missing}", missing)
         argv = sandbox.wrap(argv)
+    sib = SIBLINGS.get()
     with subreaper():
-        keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
-        watchdog = _watchdog(f"{RUN_TOKEN}={mark}", mark)
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
-                                    env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
-        except OSError as e:  # command not found, not executable, no such cwd
-            _stop(watchdog)
-            return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
+        with _sweeping(sib):  # a sibling's sweep must not see our child between fork and exec, unregistered
+            keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
+            watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
+                                        env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
+            except OSError as e:  # command not found, not executable, no such cwd
+                _stop(watchdog)
+                return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
+            mine = {proc.pid, *([watchdog.pid] if watchdog else [])}
+            if sib is not None:
+                sib.pids |= mine
         timed_out = False
         try:
             raise_if_dropped()  # a Ctrl-C during the fork is lost by Python: raised here, the child is stopped
@@ -126,9 +131,36 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
             _kill_group(proc)
             _stop(watchdog)  # its job is done: stop it before it could signal a reused group id
-            _kill_strays(keep, mark)
+            with _sweeping(sib):
+                if sib is not None:
+                    sib.pids -= mine
+                _kill_strays(keep | (sib.pids if sib is not None else set()), mark)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
+
+
+@dataclass
+class Siblings:
+    """Runs going on at once in threads of this process (the queue's parallel gates). A sweep for
+    strays must spare the others' children: killing and reaping one would make its thread's Popen
+    see exit code 0 (ECHILD), i.e. a gate that "passed". So their pids are listed here, and forks
+    and sweeps take turns under the lock."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pids: set[int] = field(default_factory=set)
+
+
+# Set in each runner thread of the queue (ops/shared/queue/runners.py); None: runs never overlap.
+SIBLINGS: ContextVar[Siblings | None] = ContextVar("spark_proc_siblings", default=None)
+
+
+@contextmanager
+def _sweeping(sib: Siblings | None) -> Iterator[None]:
+    if sib is None:
+        yield
+        return
+    with sib.lock:
+        yield
 
 
 def _not_found(program: str, cwd: Path, env: dict[str, str]) -> str | None:
@@ -159,13 +191,13 @@ for round in 1 2; do for f in /proc/[0-9]*/environ; do
 done; done"""
 
 
-def _watchdog(token: str, mark: str) -> subprocess.Popen[bytes] | None:
+def _watchdog(token: str) -> subprocess.Popen[bytes] | None:
     """Kills what the child started if we die, SIGKILL included: PDEATHSIG only reaches the child
     itself. It learns the group from the child (`_preexec`), says "armed", then waits for EOF on a
     pipe that only we hold open; the kernel closes it whenever we go away. A normal end kills the
     watchdog first (`_stop`): the /proc sweep costs nothing then."""
     try:
-        return subprocess.Popen(["/bin/sh", "-c", WATCHDOG, "spark-git-watchdog", token], env={**os.environ, WATCHDOG_MARK: mark},
+        return subprocess.Popen(["/bin/sh", "-c", WATCHDOG, "spark-git-watchdog", token],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:  # no /bin/sh: PDEATHSIG still covers the child itself
         return None
@@ -278,12 +310,9 @@ def _environ(pid: int) -> list[bytes]:
 
 
 def _another_run(pid: int, mark: str) -> bool:
-    """The process belongs to a run other than `mark`'s (its token, or a watchdog of another run)."""
-    for e in _environ(pid):
-        key, _, value = e.partition(b"=")
-        if key in (RUN_TOKEN.encode(), WATCHDOG_MARK.encode()) and value != mark.encode():
-            return True
-    return False
+    """A process left by a run other than `mark`'s (its token): that run's sweep takes it."""
+    token = RUN_TOKEN.encode() + b"="
+    return any(e.startswith(token) and e != token + mark.encode() for e in _environ(pid))
 
 
 def kill_marked(entry: str) -> int:

@@ -16,13 +16,13 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.shared.queue import candidate, gate, probes
+from spark_git.ops.shared.queue import candidate, gate, lanedrive, probes
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
 from spark_git.ops.shared.queue.speculate import prefix
-from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
+from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueEntry, QueueOutcome
 from spark_git.state.store import Store
 
 DRAIN = "queue-drain"
@@ -157,12 +157,42 @@ def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: 
         _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
         _save_candidate(store, None)
         return
+    if _in_lanes(layout, store, cand, entries, session, opts):
+        return
     g = probes.gate_batch(layout, store, cand, opts)
     for c in g.outcome.culprits:
         _fail(layout, store, entries[tasks[c]], g.evs[prefix(c + 1)], tasks, back=True)
     if g.outcome.land:
         _land(layout, store, g.cands[g.outcome.land], g.evs[g.outcome.land], session)
     _save_candidate(store, None)  # the rest stay queued for the next batch
+
+
+def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, entries: dict[str, QueueEntry], session: str,
+              opts: gate.GateOpts) -> bool:
+    """`[queue] lanes` with more than one runner: the batch gated as independent lanes, each landed
+    as soon as it is decided (lanedrive.py). False when the batch is one lane (then as one batch)."""
+    cfg = layout.config.queue
+    if not cfg.lanes or cfg.runners() == 1:
+        return False
+    split = [probes.rebuild(layout, cand.model_copy(update={"parts": [cand.parts[i] for i in g]}), cand.old_base)
+             for g in lanedrive.groups(layout, cand)]
+    cands = [c for c in split if c is not None]
+    if len(cands) < 2 or len(cands) != len(split):
+        return False
+
+    def fail(part: CandidatePart, ev: gates.GateEvidence, tasks: list[str]) -> None:
+        _fail(layout, store, entries[part.task], ev, tasks, back=True)
+
+    def land(c: QueueCandidate, ev: gates.GateEvidence) -> bool:
+        try:
+            _land(layout, store, c, ev, session)
+        except BaseMoved:  # the base moved under it (another process) or a task may no longer land: they stay queued
+            return False
+        return True
+
+    lanedrive.gate_lanes(layout, store, cands, opts, fail, land)
+    _save_candidate(store, None)
+    return True
 
 
 def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:

@@ -20,7 +20,8 @@ RE_KILL_S = 0.2  # a stopped run's thread may still be starting its gate: kill i
 
 class Runners(Generic[K, R]):
     def __init__(self, n: int) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="spark-queue-gate")
+        sib = proc.Siblings()  # each thread's runs spare the others' children (core/proc.py)
+        self.pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="spark-queue-gate", initializer=proc.SIBLINGS.set, initargs=(sib,))
         self.live: dict[Future[R], tuple[K, str]] = {}
         self.stopped: dict[Future[R], str] = {}  # runs being killed: waited for, their results dropped
 

@@ -44,11 +44,12 @@ class Speculation:
         self.running: list[Probe] = []
         self.dropped: set[Probe] = set()  # cancelled: never started again
 
-    def start(self) -> list[Probe]:
+    def start(self, limit: int | None = None) -> list[Probe]:
+        """`limit`: at most this many now (runners shared with other lanes)."""
         if self.outcome() is not None:
             return []
         new: list[Probe] = []
-        while len(self.running) < self.parallel:
+        while len(self.running) < self.parallel and (limit is None or len(new) < limit):
             p = self._next()
             if p is None:
                 break
