@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from spark_git.ops.shared.queue.lanes import partition, touches_shared
+from spark_git.ops.shared.queue.lanes import grouped, partition, touches_shared
 
 
 def fs(*paths: str) -> frozenset[str]:
@@ -73,3 +73,11 @@ def test_matches_the_definition_on_random_inputs() -> None:
                         seen.add(j)
                         todo.append(j)
             assert seen == set(lane), (changed, lanes)
+
+
+def test_lanes_grouped_one_group_per_runner() -> None:
+    """Past `most` groups a lane joins the smallest group so far (the first of equals); queue order kept."""
+    assert grouped([[0], [1, 2], [3], [4]], 2) == [[0, 3, 4], [1, 2]]
+    assert grouped([[0, 5], [1], [2]], 4) == [[0, 5], [1], [2]]
+    assert grouped([[0], [1], [2]], 1) == [[0, 1, 2]]
+    assert grouped([], 3) == []

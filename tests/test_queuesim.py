@@ -84,12 +84,12 @@ def test_flakes_cost_runs_not_tasks_with_a_retry() -> None:
 
 
 def test_lanes_land_disjoint_work_without_waiting() -> None:
-    """Two tasks on disjoint paths, the first slow to decide (a culprit behind it): with lanes the
-    second lands after one gate time; in one batch it waits for the bisection."""
+    """A task on paths of its own lands after one gate time in its lane; in one batch with a culprit
+    it waits until the planner has found the culprit."""
     tasks = [Task(0, 0.0, frozenset({"a.py"}), False), Task(1, 0.0, frozenset({"a.py", "x"}), True), Task(2, 0.0, frozenset({"b.py"}), False)]
     gate = GateModel(mean_s=60.0, jitter_s=0.0, flake=0.0, retries=0)
-    one = Sim(tasks, Strategy("s", speculative=False), 1, gate).run()
-    lanes = Sim(tasks, Strategy("l", speculative=False, lanes=True), 2, gate).run()
+    one = Sim(tasks, Strategy("s"), 2, gate).run()
+    lanes = Sim(tasks, Strategy("l", lanes="batch"), 2, gate).run()
     assert dict(lanes.landed)[2] == 60.0 < dict(one.landed)[2]
 
 

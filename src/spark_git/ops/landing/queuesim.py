@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from spark_git.gates.evidence import GateEvidence
 from spark_git.ops.shared.queue import bisect as bisecting
-from spark_git.ops.shared.queue.lanes import partition
+from spark_git.ops.shared.queue.lanes import grouped, partition
 from spark_git.ops.shared.queue.selection import run_length
 from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation, prefix
 
@@ -48,7 +48,7 @@ class Strategy:
     name: str
     batch_max: int = 8
     speculative: bool = True  # Speculation(n, runners) instead of today's bisect.py (one runner)
-    lanes: bool = False
+    lanes: Literal["no", "batch", "queue"] = "no"  # batch: the drain's ([queue] lanes); queue: across batches (a proposal)
     recheck: Literal["combined", "none"] = "combined"
     chain: bool = False  # combined rechecks each on top of the ones ahead (not the drain's way: a proposal), else restarted when the base moves
     shared: tuple[str, ...] = ()
@@ -56,7 +56,7 @@ class Strategy:
 
 
 class Planner(Protocol):
-    def start(self) -> list[Probe]: ...
+    def start(self, limit: int | None = None) -> list[Probe]: ...
     def finish(self, probe: Probe, passed: bool) -> None: ...
     def cancel(self) -> list[Probe]: ...
     def outcome(self) -> Outcome | None: ...
@@ -81,7 +81,7 @@ class BisectPlan:
         self.verdicts: dict[int, bool] = {}  # prefix length -> passed
         self.running: Probe | None = None
 
-    def start(self) -> list[Probe]:
+    def start(self, limit: int | None = None) -> list[Probe]:
         step = self._replay()
         if self.running is not None or isinstance(step, Outcome):
             return []
@@ -122,7 +122,6 @@ class BisectPlan:
 class Batch:
     entries: list[Task]
     plan: Planner
-    slots: int  # runners reserved for it until it is decided and landed
     base: int  # how often the base had moved when it was built (or last rechecked)
     jobs: dict[Probe, Job] = field(default_factory=dict)
     landing: Outcome | None = None
@@ -156,7 +155,7 @@ class Result:
 class Sim:
     def __init__(self, tasks: list[Task], strategy: Strategy, runners: int, gate: GateModel) -> None:
         self.tasks, self.s, self.runners, self.gate = tasks, strategy, runners, gate
-        self.clock, self.seq, self.base = 0.0, 0, 0
+        self.clock, self.seq, self.base, self.running = 0.0, 0, 0, 0
         self.events: list[tuple[float, int, Task | Job]] = []
         self.waiting: list[Task] = []
         self.batches: list[Batch] = []
@@ -186,41 +185,58 @@ class Sim:
         heapq.heappush(self.events, (at, self.seq, what))
 
     def _schedule(self) -> None:
-        for b in list(self.batches):
-            self._feed(b)
-        for b in self._new_batches():
-            self.batches.append(b)
-            self._feed(b)
+        if self.s.lanes == "queue":
+            self._open_queue_lanes()
+        elif not self.batches and self.waiting:
+            self._open_batch()
+        self._fill()
 
-    def _feed(self, b: Batch) -> None:
-        if b.landing is None:
-            for p in b.plan.start():
-                self._launch(b, p)
+    def _cap(self) -> int:
+        return self.runners if self.s.speculative else 1  # today's drain gates one candidate at a time
 
-    def _new_batches(self) -> list[Batch]:
-        if not self.waiting:
-            return []
-        if not self.s.lanes:
-            return [] if self.batches else [self._take(list(self.waiting), self.runners if self.s.speculative else 1)]
+    def _fill(self) -> None:
+        """The free runners, one probe per undecided batch in turn (probes.Drive._start)."""
+        while self.running < self._cap():
+            started = 0
+            for b in [x for x in self.batches if x.landing is None]:
+                for p in b.plan.start(limit=1) if self.running < self._cap() else []:
+                    self._launch(b, p)
+                    started += 1
+            if not started:
+                return
+
+    def _open_batch(self) -> None:
+        """The next batch of ready entries, as the drain takes it; with lanes ("batch", more than one
+        runner) split into its lane groups (lanedrive.groups), each gated as its own batch."""
+        entries = self._take(self.waiting)
+        groups = [list(range(len(entries)))]
+        if self.s.lanes == "batch" and self.runners > 1:
+            found = grouped(partition([t.paths for t in entries], self.s.shared), self.runners)
+            groups = found if len(found) > 1 else groups
+        self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base) for g in groups]
+
+    def _open_queue_lanes(self) -> None:
+        """Lanes across batches (a proposal): a new batch for every lane of the waiting window that has
+        none in flight, while runners are free."""
         busy = {t.id for b in self.batches for t in b.entries}
         pool = sorted([*(t for b in self.batches for t in b.entries), *self.waiting[: self.s.window]], key=lambda t: t.id)
-        free_lanes = [[pool[i] for i in lane] for lane in partition([t.paths for t in pool], self.s.shared) if not busy & {pool[i].id for i in lane}]
-        free, out = self.runners - sum(b.slots for b in self.batches), []
-        for k, lane in enumerate(free_lanes):
-            if free <= 0:
-                break
-            out.append(self._take(lane, max(1, free // (len(free_lanes) - k))))
-            free -= out[-1].slots
-        return out
+        opened = 0
+        for lane in partition([t.paths for t in pool], self.s.shared):
+            if self.running + opened >= self.runners:
+                return
+            if not busy & {pool[i].id for i in lane}:
+                entries = self._take([pool[i] for i in lane])
+                self.batches.append(Batch(entries, self._plan(len(entries)), self.base))
+                opened += 1
 
-    def _take(self, ready: list[Task], slots: int) -> Batch:
-        """The next batch of a run of ready entries (queue order), as the drain takes it."""
+    def _take(self, ready: list[Task]) -> list[Task]:
         entries = ready[: run_length([BASE] * len(ready), self.s.batch_max)]
         taken = {t.id for t in entries}
         self.waiting = [t for t in self.waiting if t.id not in taken]
-        slots = min(slots, max(1, len(entries))) if self.s.speculative else 1
-        plan: Planner = Speculation(len(entries), slots) if self.s.speculative else BisectPlan(len(entries))
-        return Batch(entries, plan, slots, self.base)
+        return entries
+
+    def _plan(self, n: int) -> Planner:
+        return Speculation(n, self.runners) if self.s.speculative else BisectPlan(n)
 
     def _launch(self, b: Batch, probe: Probe, recheck: bool = False) -> None:
         ids = [b.entries[i].id for i in probe]
@@ -228,6 +244,7 @@ class Sim:
         tree = below | frozenset(ids)
         job = Job(b, probe, f"{self.base}:{len(below)}:{ids}", tree, passed=True, ends=[], recheck=recheck)
         end = self.clock
+        self.running += 1
         if tree not in self.passed_trees:
             self.result.gated.append(ids)
             culprit = any(b.entries[i].culprit for i in probe)
@@ -249,6 +266,7 @@ class Sim:
         """A run ended: its verdict to the planner (True), or a recheck handled (False)."""
         if job.cancelled:
             return False
+        self.running -= 1
         self.result.gate_runs += len(job.ends)
         if job.passed:
             self.passed_trees.add(job.tree)
@@ -270,6 +288,7 @@ class Sim:
 
     def _kill(self, job: Job) -> None:
         job.cancelled = True
+        self.running -= 1
         ended = sum(1 for e in job.ends if e <= self.clock)  # a retry's first run ended before the stop
         self.result.gate_runs += ended
         self.result.cancelled += ended < len(job.ends)
@@ -278,7 +297,7 @@ class Sim:
         for j in b.jobs.values():
             self._kill(j)
         b.jobs.clear()
-        b.landing, b.slots = o, 1  # a recheck needs one runner; the others go to the next batches
+        b.landing = o
         self.result.culprits += [b.entries[i].id for i in o.culprits]
         self.waiting = sorted([*self.waiting, *(b.entries[i] for i in o.requeue)], key=lambda t: t.id)
         if not o.land:

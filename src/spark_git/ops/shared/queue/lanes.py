@@ -38,6 +38,19 @@ def partition(changed: Sequence[frozenset[str]], shared: Sequence[str] = ()) -> 
     return sorted(lanes.values(), key=lambda lane: lane[0])
 
 
+def grouped(found: Sequence[Lane], most: int) -> list[Lane]:
+    """The lanes merged into at most `most` groups (one per runner): each lane after the first `most`
+    joins the smallest group so far (the first of equals); each group in queue order. A group of
+    lanes is still independent of the other groups."""
+    out: list[Lane] = []
+    for lane in found:
+        if len(out) < most:
+            out.append(list(lane))
+        else:
+            min(out, key=len).extend(lane)
+    return [sorted(g) for g in out]
+
+
 def touches_shared(paths: frozenset[str], shared: Sequence[str]) -> bool:
     """A glob matches the whole repository path (fnmatch: `*` also crosses `/`)."""
     return any(fnmatchcase(p, g) for p in paths for g in shared)
