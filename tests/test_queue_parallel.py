@@ -158,6 +158,19 @@ def test_ctrl_c_while_two_candidates_gate_leaves_no_gate_process(tmp_path: Path)
     landed_after(q, b, heads)
 
 
+def test_sigterm_while_two_candidates_gate_kills_both_gates_and_the_next_run_repairs(tmp_path: Path) -> None:
+    """SIGTERM runs no cleanup in the drain (Python's default): each run's watchdog kills its gate's
+    process group; the next `queue run` recovers the scratch worktrees and running candidates first."""
+    q, b, p, heads = drain_with_two_gates_running(tmp_path)
+    p.terminate()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM
+    b.wait_all_gone()
+    assert len(q.scratch()) == 2 and len(q.queue_log()["running"]) == 2  # what doctor would report
+    landed_after(q, b, heads)
+    assert q.scratch() == [] and q.queue_log()["running"] == []
+
+
 def gated_batches(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
