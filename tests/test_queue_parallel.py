@@ -115,7 +115,9 @@ def drain_with_two_gates_running(tmp_path: Path) -> tuple[Queue, Blocking, subpr
 
 
 def landed_after(q: Queue, b: Blocking, heads: dict[str, str]) -> None:
-    """With the gate unblocked, the next `queue run` lands everything; nothing was lost."""
+    """With the gate unblocked, the next `queue run` lands everything; nothing was lost, and main was
+    only ever moved to a tree that passed (every value in its reflog since the base)."""
+    base = git(q.repo, "rev-parse", "main")
     b.close()
     r = q.spark("t1", "--json", "queue", "run")
     assert r.returncode == 0, r
@@ -123,7 +125,9 @@ def landed_after(q: Queue, b: Blocking, heads: dict[str, str]) -> None:
     for t, head in heads.items():
         assert git(q.repo, "merge-base", "--is-ancestor", head, "main", check=False) == "", t
         assert [x["to"] for x in q.task_json(t)["transition_log"]].count("COMPLETE") == 1
-    assert passed_verdict(q, "main")
+    moves = git(q.repo, "reflog", "show", "--format=%H", "refs/heads/main").split()
+    assert moves[0] != base and base in moves  # newest first
+    assert all(passed_verdict(q, m) for m in moves[: moves.index(base)])
     q.assert_landed_as_merges()
     assert git(q.repo, "status", "--porcelain") == ""
     assert git(q.repo, "fsck", "--no-progress", "--no-dangling", "--connectivity-only") == ""
@@ -156,6 +160,19 @@ def test_ctrl_c_while_two_candidates_gate_leaves_no_gate_process(tmp_path: Path)
     assert q.scratch() == [] and q.queue_log()["running"] == []
     assert len(q.queue_refs()) == 3
     landed_after(q, b, heads)
+
+
+def test_sigterm_while_two_candidates_gate_kills_both_gates_and_the_next_run_repairs(tmp_path: Path) -> None:
+    """SIGTERM runs no cleanup in the drain (Python's default): each run's watchdog kills its gate's
+    process group; the next `queue run` recovers the scratch worktrees and running candidates first."""
+    q, b, p, heads = drain_with_two_gates_running(tmp_path)
+    p.terminate()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM
+    b.wait_all_gone()
+    assert len(q.scratch()) == 2 and len(q.queue_log()["running"]) == 2  # what doctor would report
+    landed_after(q, b, heads)
+    assert q.scratch() == [] and q.queue_log()["running"] == []
 
 
 def gated_batches(log: Path) -> list[str]:
