@@ -1,5 +1,5 @@
 """The merge queue on a virtual clock (scripts/sim_queue): the real decision code (bisect.py through
-`BisectPlan`, speculate.Speculation, lanes.partition, selection.run_length) against a simulated gate:
+`BisectPlan`, speculate.Speculation, lanes.partition and grouped, selection.run_length) against a simulated gate:
 an event queue, no sleeps, no git. A candidate is the set of tasks landed so far plus a probe's
 entries; it fails when it holds a culprit, or by chance (a flake) on one attempt; `[queue] retries`
 re-runs a failing attempt as retry.py does. Deterministic for a seed."""
