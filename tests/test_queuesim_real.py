@@ -17,7 +17,7 @@ from tests.queuekit import Queue, gate_cmd
 N = 6
 
 
-PER_TASK_S = 1.0  # parallel runs: a candidate of k tasks gates k seconds, so the runs end in the order the model has them end
+PER_TASK_S = 1.0  # parallel runs: a candidate of k tasks gates k seconds (plus ~1 s of start-up), so the runs end in the order the model has them end
 
 
 def culprit_gate(log: Path, bad: set[str], per_task_s: float) -> list[str]:
@@ -28,11 +28,11 @@ def culprit_gate(log: Path, bad: set[str], per_task_s: float) -> list[str]:
                     f"sys.exit(1 if set(b.split(',')) & set({sorted(bad)!r}) else 0)\n")
 
 
-def real_queue(tmp: Path, culprits: set[int], batch_max: int, parallel: int) -> Decisions:
+def real_queue(tmp: Path, culprits: set[int], batch_max: int, parallel: int, lanes: bool = False, n: int = N) -> Decisions:
     """Every task `complete --no-wait`, then one `queue run` (a real process) drains the queue."""
     log = tmp / "gated.log"
     gate = culprit_gate(log, {f"t{i}" for i in culprits}, PER_TASK_S if parallel > 1 else 0.0)
-    q = Queue(tmp, N, final=gate, extra=f"[queue]\nbatch_max = {batch_max}", parallel=parallel)
+    q = Queue(tmp, n, final=gate, extra=f"[queue]\nbatch_max = {batch_max}\nlanes = {str(lanes).lower()}", parallel=parallel)
     base = git(q.repo, "rev-parse", "main")
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0
@@ -73,3 +73,16 @@ def test_with_two_runners_too(tmp_path: Path, culprits: set[int]) -> None:
 @pytest.fixture
 def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_BWRAP", "")  # the gate logs its candidates outside the tree (a sandboxed gate cannot)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize("culprits", [set(), {2}])
+def test_with_lanes_too(tmp_path: Path, culprits: set[int]) -> None:
+    """[queue] lanes = true, 2 runners: 5 tasks on files of their own are 5 lanes in 2 groups (0 2 4 and
+    1 3), each gated by its own planner and landed when decided; the group landing second is gated
+    again on the combined tree (recheck = "combined")."""
+    real = real_queue(tmp_path, culprits, 8, parallel=2, lanes=True, n=5)
+    sim = decisions(5, culprits, parallel=2, speculative=True, per_task_s=PER_TASK_S, lanes=True)
+    assert (real.landed, real.culprits, real.gate_runs) == (sim.landed, sim.culprits, sim.gate_runs), (real, sim)
+    assert sorted(real.gated) == sorted(sim.gated), (real, sim)
+    assert sorted(real.landed + real.culprits) == list(range(5)) and not culprits & set(real.landed)

@@ -37,10 +37,10 @@ class GateModel:
     seed: int = 1
     per_task_s: float = 0.0  # added per task in the candidate (the equivalence test's gate: a fixed finishing order)
 
-    def attempt(self, key: str, size: int, n: int) -> tuple[float, bool]:
-        """(duration, flaked) of attempt n on the candidate `key` of `size` tasks: the same draw whichever strategy asks."""
+    def attempt(self, key: str, ids: list[int], n: int) -> tuple[float, bool]:
+        """(duration, flaked) of attempt n on the candidate `key` holding the tasks `ids`: the same draw whichever strategy asks."""
         r = random.Random(f"{self.seed}:{key}:{n}")
-        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)) + self.per_task_s * size, r.random() < self.flake
+        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)) + self.per_task_s * len(ids), r.random() < self.flake
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,7 @@ class Batch:
     entries: list[Task]
     plan: Planner
     base: int  # how often the base had moved when it was built (or last rechecked)
+    below: frozenset[int]  # the tasks landed when it was built: its probes' base
     jobs: dict[Probe, Job] = field(default_factory=dict)
     landing: Outcome | None = None
     recheck: Job | None = None
@@ -162,6 +163,7 @@ class Sim:
         self.train: list[Batch] = []  # chained rechecks: decided batches in landing order
         self.landed: frozenset[int] = frozenset()
         self.passed_trees: set[frozenset[int]] = set()  # verdict reuse: a tree that passed is not gated again
+        self.draws: dict[str, int] = {}
         self.result = Result()
 
     def run(self) -> Result:
@@ -213,7 +215,7 @@ class Sim:
         if self.s.lanes == "batch" and self.runners > 1:
             found = grouped(partition([t.paths for t in entries], self.s.shared), self.runners)
             groups = found if len(found) > 1 else groups
-        self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base) for g in groups]
+        self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base, self.landed) for g in groups]
 
     def _open_queue_lanes(self) -> None:
         """Lanes across batches (a proposal): a new batch for every lane of the waiting window that has
@@ -226,7 +228,7 @@ class Sim:
                 return
             if not busy & {pool[i].id for i in lane}:
                 entries = self._take([pool[i] for i in lane])
-                self.batches.append(Batch(entries, self._plan(len(entries)), self.base))
+                self.batches.append(Batch(entries, self._plan(len(entries)), self.base, self.landed))
                 opened += 1
 
     def _take(self, ready: list[Task]) -> list[Task]:
@@ -240,16 +242,19 @@ class Sim:
 
     def _launch(self, b: Batch, probe: Probe, recheck: bool = False) -> None:
         ids = [b.entries[i].id for i in probe]
-        below = self.landed.union(*(frozenset(x.entries[i].id for i in x.landing.land) for x in self._ahead(b) if x.landing))
+        # a probe is built on its batch's base; a recheck on the base now, and the rechecks chained ahead of it
+        below = self.landed.union(*(frozenset(x.entries[i].id for i in x.landing.land) for x in self._ahead(b) if x.landing)) if recheck else b.below
         tree = below | frozenset(ids)
-        job = Job(b, probe, f"{self.base}:{len(below)}:{ids}", tree, passed=True, ends=[], recheck=recheck)
+        key = f"{'r' if recheck else ''}{self.base if recheck else b.base}:{len(below)}:{ids}"
+        self.draws[key] = self.draws.get(key, 0) + 1  # the same candidate gated again draws anew
+        job = Job(b, probe, f"{key}:{self.draws[key]}", tree, passed=True, ends=[], recheck=recheck)
         end = self.clock
         self.running += 1
         if tree not in self.passed_trees:
             self.result.gated.append(ids)
             culprit = any(b.entries[i].culprit for i in probe)
             for n in range(1 + self.gate.retries):
-                dur, flaked = self.gate.attempt(job.key, len(ids), n)
+                dur, flaked = self.gate.attempt(job.key, ids, n)
                 end += dur
                 job.ends.append(end)
                 job.passed = not culprit and not flaked
