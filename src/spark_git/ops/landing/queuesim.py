@@ -36,6 +36,7 @@ class GateModel:
     retries: int = 1  # [queue] retries
     seed: int = 1
     per_task_s: float = 0.0  # added per task in the candidate (the equivalence test's gate: a fixed finishing order)
+    flaky_tasks: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails (the equivalence test's flaky gate)
 
     def attempt(self, key: str, ids: list[int], n: int) -> tuple[float, bool]:
         """(duration, flaked) of attempt n on the candidate `key` holding the tasks `ids`: the same draw whichever strategy asks."""
@@ -149,7 +150,7 @@ class Result:
     gate_runs: int = 0  # runs that ended (retries and rechecks included), as the queue counts them
     cancelled: int = 0  # runs stopped once the planner no longer needed them (not in gate_runs)
     rechecks: int = 0
-    gated: list[list[int]] = field(default_factory=list)  # each candidate gated (not reused): its tasks in queue order, as started
+    gated: list[list[int]] = field(default_factory=list)  # each run (a reused verdict is none): its candidate's tasks in queue order, as started
     ungated: int = 0  # landings of a tree no gate passed (recheck "none" after another lane landed)
 
 
@@ -164,6 +165,7 @@ class Sim:
         self.landed: frozenset[int] = frozenset()
         self.passed_trees: set[frozenset[int]] = set()  # verdict reuse: a tree that passed is not gated again
         self.draws: dict[str, int] = {}
+        self.flaked: set[frozenset[int]] = set()  # trees a flaky task has failed once
         self.result = Result()
 
     def run(self) -> Result:
@@ -248,24 +250,30 @@ class Sim:
         key = f"{'r' if recheck else ''}{self.base if recheck else b.base}:{len(below)}:{ids}"
         self.draws[key] = self.draws.get(key, 0) + 1  # the same candidate gated again draws anew
         job = Job(b, probe, f"{key}:{self.draws[key]}", tree, passed=True, ends=[], recheck=recheck)
-        end = self.clock
         self.running += 1
-        if tree not in self.passed_trees:
-            self.result.gated.append(ids)
-            culprit = any(b.entries[i].culprit for i in probe)
-            for n in range(1 + self.gate.retries):
-                dur, flaked = self.gate.attempt(job.key, ids, n)
-                end += dur
-                job.ends.append(end)
-                job.passed = not culprit and not flaked
-                if job.passed:
-                    break
+        end = self._attempts(job, ids, any(b.entries[i].culprit for i in probe)) if tree not in self.passed_trees else self.clock
         if recheck:
             self.result.rechecks += 1
             b.recheck = job
         else:
             b.jobs[probe] = job
         self._push(end, job)
+
+    def _attempts(self, job: Job, ids: list[int], culprit: bool) -> float:
+        """Runs the gate on the job's tree, again on a failure up to `retries` times; when the last run ends."""
+        end = self.clock
+        for n in range(1 + self.gate.retries):
+            self.result.gated.append(ids)
+            dur, flaked = self.gate.attempt(job.key, ids, n)
+            if self.gate.flaky_tasks & set(ids) and job.tree not in self.flaked:  # its first run on this tree fails
+                self.flaked.add(job.tree)
+                flaked = True
+            end += dur
+            job.ends.append(end)
+            job.passed = not culprit and not flaked
+            if job.passed:
+                break
+        return end
 
     def _done(self, job: Job) -> bool:
         """A run ended: its verdict to the planner (True), or a recheck handled (False)."""

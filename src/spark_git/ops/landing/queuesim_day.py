@@ -93,16 +93,17 @@ class Decisions:
     landed: list[int]  # in landing order
     culprits: list[int]  # in the order named
     gate_runs: int
-    gated: list[list[int]]  # each candidate's tasks, in the order started
+    gated: list[list[int]]  # each run's candidate: its tasks, in the order started
 
 
 def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False, per_task_s: float = 0.0,
-              lanes: bool = False) -> Decisions:
+              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0) -> Decisions:
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
-    1 s plus per_task_s per task in the candidate, no flakes, no retries; `lanes`: [queue] lanes =
-    true). The real queue must take the same decisions (tests/test_queuesim_real.py)."""
+    1 s plus per_task_s per task in the candidate, no random flakes; the first run on a tree holding
+    a `flaky` task fails; `lanes`: [queue] lanes = true). The real queue must take the same decisions
+    (tests/test_queuesim_real.py)."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
-    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=0, per_task_s=per_task_s)
+    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky)
     r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes="batch" if lanes else "no"), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
