@@ -106,3 +106,9 @@ def test_the_script_prints_the_table() -> None:
     lines = r.stdout.splitlines()
     assert lines[1].startswith("| strategy") and len(lines) == 3 + len(STRATEGIES), r.stdout
     assert [ln.split("|")[1].strip() for ln in lines[3:]] == [s.name for s in STRATEGIES]
+
+
+def test_bad_options_exit_2_and_say_which() -> None:
+    for args, word in ((["--runners", "0"], "--runners"), (["--runners", "x"], "--runners"), (["--flake", "2"], "--flake"), (["--tasks", "0"], "--tasks")):
+        r = subprocess.run([sys.executable, "-m", "spark_git.ops.landing.queuesim_day", *args], capture_output=True, text=True)
+        assert r.returncode == 2 and word in r.stderr and not r.stdout, (args, r)

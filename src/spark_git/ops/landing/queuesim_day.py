@@ -122,15 +122,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--batch-max", type=int, default=8, help="[queue] batch_max of every strategy but serial")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
+    runners = _runners(ap, a.runners)
+    bad = [f"--{k.replace('_', '-')}" for k, ok in (("tasks", a.tasks >= 1), ("hours", a.hours > 0), ("gate_min", a.gate_min > 0), ("jitter_min", a.jitter_min >= 0),
+                                                    ("culprit", 0 <= a.culprit <= 1), ("flake", 0 <= a.flake <= 1), ("shared", 0 <= a.shared <= 1),
+                                                    ("retries", 0 <= a.retries <= 5), ("batch_max", 1 <= a.batch_max <= 64)) if not ok]
+    if bad:
+        ap.error(f"out of range: {', '.join(bad)} (chances are 0..1, retries 0..5, batch-max 1..64, the rest positive)")
     tasks = workload(Day(tasks=a.tasks, hours=a.hours, shared_p=a.shared, culprit_p=a.culprit, seed=a.seed))
     gate = GateModel(mean_s=a.gate_min * 60, jitter_s=a.jitter_min * 60, flake=a.flake, retries=a.retries, seed=a.seed)
-    runners = [int(x) for x in a.runners.split(",") if x.strip()]
     strategies = [s if s.batch_max == 1 else replace(s, batch_max=a.batch_max, window=2 * a.batch_max) for s in STRATEGIES]
     rows = [row(tasks, s, n, gate) for s in strategies for n in runners]
     print(f"{a.tasks} tasks over {a.hours:g} h (seed {a.seed}); gate {a.gate_min:g} ± {a.jitter_min:g} min; culprits {a.culprit:.0%}, "
           f"flakes {a.flake:.0%} per run, retries {a.retries}; {sum(t.culprit for t in tasks)} culprits drawn; batch_max {a.batch_max}, lanes over the first {2 * a.batch_max} waiting")
     print(table(rows))
     return 0
+
+
+def _runners(ap: argparse.ArgumentParser, spec: str) -> list[int]:
+    try:
+        runners = [int(x) for x in spec.split(",") if x.strip()]
+    except ValueError:
+        runners = []
+    if not runners or min(runners) < 1:
+        ap.error(f"--runners {spec!r}: comma-separated numbers of at least 1, e.g. 4,16")
+    return runners
 
 
 if __name__ == "__main__":
