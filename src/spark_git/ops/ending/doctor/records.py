@@ -10,7 +10,6 @@ from typing import Any
 from spark_git.core.errors import SparkError
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
 from spark_git.ops.shared import signed
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import ARCHIVE_PREFIX
 
@@ -44,7 +43,7 @@ def named_archives(events: list[dict[str, Any]]) -> dict[str, str]:
 
 def check_archives(ctx: Ctx, task: str) -> None:
     try:
-        trail = open_store(ctx.layout).read_audit(task)
+        trail = ctx.store.read_audit(task)
     except SparkError:  # an unreadable trail is check_files' finding
         return
     named = named_archives(trail.events if trail else [])
