@@ -2,7 +2,7 @@
 task.json, copied from another task, edited, or signed with a key that is not an allowed approver's
 (an agent's own) takes no task from SYNTHESIS to IMPLEMENTATION, nor lets an agent merge in the short
 variant's SYNTHESIS. Each refusal changes nothing on disk or in git and names the command that would
-be accepted; `doctor` reports the record; the human's real `approve --plan` still goes through."""
+be accepted; `doctor`, `audit` and `status` report the record; the human's real `approve --plan` still goes through."""
 
 from __future__ import annotations
 
@@ -83,6 +83,8 @@ def test_forged_plan_approvals_are_refused_and_the_real_one_passes(tmp_path: Pat
     assert doc.returncode == 1, doc  # a problem remains: the human's to repair
     findings = [f for f in doc.json["data"]["findings"] if f["kind"] == "approval-invalid"]
     assert len(findings) == 1 and findings[0]["details"]["approval"] == "plan" and "spark-git approve t1 --plan" in findings[0]["repair"], findings
+    smells = p.ok("audit", "t1")["data"]["smells"]
+    assert any("approval of the plan does not count" in s for s in smells), smells
     view = next(t for t in p.ok("status", "t1")["data"]["tasks"] if t["task"] == "t1")
     blockers = {s["state"]: s["blockers"] for s in view["next_states"]}
     assert any("plan approval does not count" in b for b in blockers["IMPLEMENTATION"]), blockers
