@@ -14,7 +14,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.shared import radar
+from spark_git.ops.shared import radar, signed
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.prepare import prepare, unmet_blocked
 from spark_git.ops.shared.merging.record import LandedCommit, land, record, record_unrecorded_landing
@@ -98,7 +98,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     store = open_store(layout)
     tf = load_task(store, task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-    unmet = protocol.merge_conditions(layout, tf)
+    unmet = protocol.merge_conditions(layout, tf, signed.plan_problem)
     if unmet:
         raise unmet_blocked(f"cannot merge the agents of {task}", unmet, task)
     data = MergeAllData(task=task, merged=[], refused=[])

@@ -363,7 +363,7 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     if light:
         return
     try:
-        for state, unmet in protocol.blockers(store, tf, None).items():
+        for state, unmet in protocol.blockers(store, tf, None, signed.plan_problem).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
     except SparkError as e:  # status never fails because of one task's protocol view
         view.problem = f"cannot evaluate the protocol conditions: {e.message}"
