@@ -6,6 +6,7 @@ sandbox as spark-git configures it (clients/sandbox.py; commands the hook cannot
 from __future__ import annotations
 
 import base64
+import os
 import shlex
 import shutil
 import tempfile
@@ -203,3 +204,25 @@ def test_main_worktree_settings_that_switch_protection_off_reach_the_agent_and_f
     assert out.returncode == 0 and target.exists(), out.calls  # what the check must catch
     r = spark(t.repo, "hooks", "check", "--json", env=t.env)
     assert r.returncode == 1 and all(c["switched_off"] for c in r.json["data"]["checks"]), r
+
+
+# A spark-git that fails before it can answer: Python's exit on a broken install, a silent exit 2, a signal.
+CRASHES = {"exit 1": "echo 'Traceback: ImportError' >&2\nexit 1\n", "exit 2 silently": "exit 2\n", "killed by a signal": "kill -9 $$\n"}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_hook_that_crashes_blocks(base: Path, crash: str) -> None:
+    """Claude Code blocks on each of these itself (`onFailure: block`, measured): its entries need no
+    wrapper (Gemini's and Codex's do: clients/jsonhooks.py WRAP)."""
+    t = fresh(base, f"crash-{crash.replace(' ', '-')}")
+    fake = t.base / "fakebin"
+    fake.mkdir()
+    (fake / "spark-git").write_text("#!/bin/sh\n" + CRASHES[crash])
+    (fake / "spark-git").chmod(0o755)
+    a, b = t.worktree("a"), t.worktree("b")
+    crashing = AgentTask(t.base, t.repo, {**t.env, "PATH": f"{fake}{os.pathsep}{t.env['PATH']}"})
+    out = run_claude(crashing, "a", [write(b / "x.py", "x = 1\n"), bash("echo x > mine.txt"), Say("done")])
+    assert out.returncode == 0 and [c.is_error for c in out.calls] == [True, True], (out.stderr, out.calls)
+    assert all("PreToolUse" in c.text and "hook error" in c.text for c in out.calls), out.calls
+    assert not (b / "x.py").exists() and not (a / "mine.txt").exists()
+    assert out.after[-1]["b"] == out.before["b"]

@@ -148,8 +148,27 @@ def test_without_spark_git_on_path_every_call_is_refused(ct: CodexTask) -> None:
     path = os.pathsep.join(p for p in ct.env["PATH"].split(os.pathsep) if not (Path(p) / "spark-git").exists())
     r = run(ct, [sh("echo hello > hello.txt"), patch("*** Add File: more.txt\n+x\n")], env={**ct.env, "PATH": path})
     assert [r.layer(0), r.layer(1)] == ["hook", "hook"], r.outputs
-    assert "not on PATH" in r.outputs[0], r.outputs[0]
+    assert "exit status 127" in r.outputs[0] and "spark-git: command not found" in r.outputs[0], r.outputs[0]
     assert not (ct.a / "hello.txt").exists() and not (ct.a / "more.txt").exists()
+
+
+# A spark-git that fails before it can answer: Python's exit on a broken install, a silent exit 2, a signal.
+CRASHES = {"exit 1": "echo 'Traceback: ImportError' >&2\nexit 1\n", "exit 2 silently": "exit 2\n", "killed by a signal": "kill -9 $$\n"}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_hook_that_crashes_refuses_every_call(ct: CodexTask, crash: str) -> None:
+    """Codex lets a call through on each of these (measured); the entry's wrapper (jsonhooks.WRAP) blocks it."""
+    fake = ct.root / "fakebin"
+    fake.mkdir()
+    (fake / "spark-git").write_text("#!/bin/sh\n" + CRASHES[crash])
+    (fake / "spark-git").chmod(0o755)
+    b_before = _files(ct.b)
+    r = run(ct, [sh("echo hello > hello.txt"), patch("*** Add File: more.txt\n+x\n")], env={**ct.env, "PATH": f"{fake}{os.pathsep}{ct.env['PATH']}"})
+    assert [r.layer(0), r.layer(1)] == ["hook", "hook"], r.outputs
+    assert "the spark-git hook failed (exit status" in r.outputs[0], r.outputs[0]
+    assert not (ct.a / "hello.txt").exists() and not (ct.a / "more.txt").exists()
+    assert _files(ct.b) == b_before
 
 
 def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: CodexTask) -> None:
