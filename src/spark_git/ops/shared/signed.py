@@ -74,7 +74,10 @@ def allowed_signers(layout: Layout, base_branch: str) -> str:
     """The user's recorded approvers (unless the state dir is inside the repository) and the team's
     file committed on the base branch."""
     own = sshsig.allowed_path()
-    text = own.read_text(errors="replace") if own.is_file() and not inside_repo(layout) else ""
+    try:
+        text = own.read_text(errors="replace") if not inside_repo(layout) and own.is_file() else ""
+    except OSError:  # unreadable here (an agent's sandbox denies the state directory): none of this user's approvers counts
+        text = ""
     team = layout.config.approval.allowed_signers
     if team:
         text += "\n" + (layout.git().blob_at(branch_ref(base_branch), team) or "")
