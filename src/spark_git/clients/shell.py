@@ -16,7 +16,7 @@ from pathlib import Path
 
 from spark_git.clients import gitcmd, runtime, shwrites
 from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, keys_dir, keys_refused
+from spark_git.clients.writes import Who, keys_refused
 from spark_git.core import paths
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
@@ -110,7 +110,13 @@ def _names_keys(who: Who, seg: Seg) -> Decision | None:
     spelled = _keys_spelled()
     for w in seg.words[1:]:
         w = os.path.expandvars(os.path.expanduser(w))  # `$XDG_STATE_HOME/…`, `~/.local/state/…` as the agent's shell sees them
-        if "\0" not in w and (any(s in w for s in spelled) or keys_dir(paths.real(seg.here / w))):
+        if "\0" in w:
+            continue
+        hit = any(s in w for s in spelled)
+        if not hit and os.path.lexists(seg.here / w):  # through a link: only a path that exists can be one
+            there = os.path.realpath(seg.here / w)
+            hit = any(there == s or there.startswith(s + os.sep) for s in spelled)
+        if hit:
             return keys_refused(who.me.agent or "", w)
     return None
 
