@@ -145,8 +145,8 @@ def unguarded(main: Path) -> list[str]:
     for c in used:
         sb = c.facts.sandbox
         if sb is None:
-            out.append(f"{c.facts.title}: spark-git gives its agent sessions no OS sandbox, so nothing keeps them from reading "
-                       f"the approval key in {sshsig.state_dir()}")
+            out.append(f"{c.facts.title}: spark-git starts no OS sandbox it can vouch for with its agent sessions (none, or one a launch "
+                       f"flag switches off), so nothing guarantees they cannot read the approval key in {sshsig.state_dir()}")
             continue
         missing = [n for n in sb.needs if shutil.which(n) is None] if sys.platform.startswith("linux") else []
         if missing:
