@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,33 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
     # Gemini rewrites the user's settings file itself (its own formatting): compared by content
     assert "hooksConfig" not in json.loads((t.home / ".gemini" / "settings.json").read_text())
     assert json.loads((t.home / ".gemini" / "trustedFolders.json").read_text()) == trusted
+
+
+def test_the_keys_what_stops_a_gemini_agent_and_what_not(t: GeminiTask) -> None:
+    """Issue 23 with the real Gemini CLI, which spark-git gives no OS boundary: its file tools stop at
+    the workspace, and the hook refuses command lines naming the state directory (a link to it too).
+    A script the hook does not read still prints the key: measured here, documented as open
+    (docs/merging.md, trust model); `status` and `approve` say NOT GUARANTEED for Gemini."""
+    state = Path(t.env["XDG_STATE_HOME"]) / "spark-git"
+    state.mkdir(parents=True, exist_ok=True)
+    key, allowed = state / "approval_ed25519", state / "allowed_signers"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    (t.a / "k.txt").symlink_to(key)
+    body = [ln for ln in key.read_text().splitlines() if not ln.startswith("-----")]
+    closed = [
+        (Tool("read_file", {"file_path": str(key)}), WORKSPACE),
+        (write(allowed, "agent ssh-ed25519 AAAA\n"), WORKSPACE),
+        (sh(f"cat {key}"), HOOK),
+        (sh("cat k.txt"), HOOK),
+        (sh("cat $XDG_STATE_HOME/spark-git/approval_ed25519"), HOOK),
+        (sh(f"echo agent >> {allowed}"), HOOK),
+    ]
+    run = play(t, *(c for c, _ in closed), sh("printf 'cat k.txt\\n' > s.sh && sh s.sh"))
+    *results, script = run.results()
+    for (call, layer), result in zip(closed, results, strict=True):
+        assert layer in result and not any(b in result for b in body), f"{call}: {result}"
+    assert not allowed.exists()
+    assert body[0] in script, script  # open: the hook does not read scripts, and no sandbox stands behind it
 
 
 def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:

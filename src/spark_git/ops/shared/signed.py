@@ -74,7 +74,10 @@ def allowed_signers(layout: Layout, base_branch: str) -> str:
     """The user's recorded approvers (unless the state dir is inside the repository) and the team's
     file committed on the base branch."""
     own = sshsig.allowed_path()
-    text = own.read_text(errors="replace") if own.is_file() and not inside_repo(layout) else ""
+    try:
+        text = own.read_text(errors="replace") if not inside_repo(layout) and own.is_file() else ""
+    except OSError:  # unreadable here (an agent's sandbox denies the state directory): none of this user's approvers counts
+        text = ""
     team = layout.config.approval.allowed_signers
     if team:
         text += "\n" + (layout.git().blob_at(branch_ref(base_branch), team) or "")
@@ -142,8 +145,8 @@ def unguarded(main: Path) -> list[str]:
     for c in used:
         sb = c.facts.sandbox
         if sb is None:
-            out.append(f"{c.facts.title}: spark-git gives its agent sessions no OS sandbox, so nothing keeps them from reading "
-                       f"the approval key in {sshsig.state_dir()}")
+            out.append(f"{c.facts.title}: spark-git starts no OS sandbox it can vouch for with its agent sessions (none, or one a launch "
+                       f"flag switches off), so nothing guarantees they cannot read the approval key in {sshsig.state_dir()}")
             continue
         missing = [n for n in sb.needs if shutil.which(n) is None] if sys.platform.startswith("linux") else []
         if missing:
