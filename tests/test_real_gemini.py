@@ -149,7 +149,7 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
 def test_the_keys_what_stops_a_gemini_agent_and_what_not(t: GeminiTask) -> None:
     """Issue 23 with the real Gemini CLI, which spark-git gives no OS boundary: its file tools stop at
     the workspace, and the hook refuses command lines naming the state directory (a link to it too).
-    A script the hook does not read still prints the key: measured here, documented as open
+    A script the hook does not read still prints the key and adds an approver: measured here, documented as open
     (docs/merging.md, trust model); `status` and `approve` say NOT GUARANTEED for Gemini."""
     state = Path(t.env["XDG_STATE_HOME"]) / "spark-git"
     state.mkdir(parents=True, exist_ok=True)
@@ -165,12 +165,14 @@ def test_the_keys_what_stops_a_gemini_agent_and_what_not(t: GeminiTask) -> None:
         (sh("cat $XDG_STATE_HOME/spark-git/approval_ed25519"), HOOK),
         (sh(f"echo agent >> {allowed}"), HOOK),
     ]
-    run = play(t, *(c for c, _ in closed), sh("printf 'cat k.txt\\n' > s.sh && sh s.sh"))
-    *results, script = run.results()
+    (t.a / "add.sh").write_text(f"echo 'from a script' >> {allowed}\n")  # written unseen, as a script could be
+    run = play(t, *(c for c, _ in closed), sh("printf 'cat k.txt\\n' > s.sh && sh s.sh"), sh("sh add.sh"))
+    *results, script, _ = run.results()
     for (call, layer), result in zip(closed, results, strict=True):
         assert layer in result and not any(b in result for b in body), f"{call}: {result}"
-    assert not allowed.exists()
-    assert body[0] in script, script  # open: the hook does not read scripts, and no sandbox stands behind it
+    # open: the hook does not read scripts, and no sandbox stands behind it
+    assert body[0] in script, script
+    assert allowed.read_text() == "from a script\n"
 
 
 def _a_moved(t: GeminiTask, before: str) -> tuple[str, str]:
