@@ -121,6 +121,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
             mine = {proc.pid, *([watchdog.pid] if watchdog else [])}
             if sib is not None:
                 sib.pids |= mine
+                sib.marks.add(mark)
         timed_out = False
         try:
             raise_if_dropped()  # a Ctrl-C during the fork is lost by Python: raised here, the child is stopped
@@ -134,7 +135,8 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
             with _sweeping(sib):
                 if sib is not None:
                     sib.pids -= mine
-                _kill_strays(keep | (sib.pids if sib is not None else set()), mark)
+                    sib.marks.discard(mark)
+                _kill_strays(keep | (sib.pids if sib is not None else set()), sib.marks if sib is not None else set())
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
 
@@ -148,6 +150,7 @@ class Siblings:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     pids: set[int] = field(default_factory=set)
+    marks: set[str] = field(default_factory=set)  # the runs' tokens: a sibling's orphans carry its own
 
 
 # Set in each runner thread of the queue (ops/shared/queue/runners.py); None: runs never overlap.
@@ -288,13 +291,13 @@ def _children() -> list[tuple[int, int]]:
     return out
 
 
-def _kill_strays(keep: set[int], mark: str) -> None:
+def _kill_strays(keep: set[int], others: set[str]) -> None:
     """Kills and reaps the child's leftovers that were re-parented to us. They are in another
-    session than ours (the child started one), which also spares children of other threads; a run
-    going on in another thread (the queue's parallel gates) is spared by its token."""
+    session than ours (the child started one), which also spares children of other threads; the
+    leftovers of a sibling run still going (the queue's parallel gates) carry its token in `others`."""
     mine = os.getsid(0)
     for _ in range(MAX_STRAY_ROUNDS):
-        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not _another_run(pid, mark)]
+        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not (others and _of_run(pid, others))]
         if not strays:
             return
         for pid in strays:
@@ -309,10 +312,10 @@ def _environ(pid: int) -> list[bytes]:
         return []
 
 
-def _another_run(pid: int, mark: str) -> bool:
-    """A process left by a run other than `mark`'s (its token): that run's sweep takes it."""
-    token = RUN_TOKEN.encode() + b"="
-    return any(e.startswith(token) and e != token + mark.encode() for e in _environ(pid))
+def _of_run(pid: int, marks: set[str]) -> bool:
+    """The process carries the token of one of these runs: that run's own sweep takes it."""
+    tokens = {f"{RUN_TOKEN}={m}".encode() for m in marks}
+    return any(e in tokens for e in _environ(pid))
 
 
 def kill_marked(entry: str) -> int:
