@@ -111,6 +111,9 @@ def drain_with_two_gates_running(tmp_path: Path) -> tuple[Queue, Blocking, subpr
     assert len(b.wait_started(2)) == 2  # the batch and prefix 1, at once
     running = q.queue_log()["running"]
     assert sorted(len(c["parts"]) for c in running) == [1, 3] and len(q.scratch()) == 2, running
+    r = q.spark("t1", "--json", "queue")
+    assert r.json["data"]["draining"] is True and r.json["data"]["parallel"] == 2 and len(r.json["data"]["running"]) == 2, r
+    assert "gating: t0 in scratch-" in q.spark("t1", "queue").stdout
     return q, b, p, heads
 
 
