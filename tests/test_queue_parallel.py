@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fixtures.repo import git, spark_argv
+from fixtures.repo import commit, git, spark_argv
 
 from tests.queuekit import Queue, gate_cmd
 
@@ -111,6 +111,9 @@ def drain_with_two_gates_running(tmp_path: Path) -> tuple[Queue, Blocking, subpr
     assert len(b.wait_started(2)) == 2  # the batch and prefix 1, at once
     running = q.queue_log()["running"]
     assert sorted(len(c["parts"]) for c in running) == [1, 3] and len(q.scratch()) == 2, running
+    r = q.spark("t1", "--json", "queue")
+    assert r.json["data"]["draining"] is True and r.json["data"]["parallel"] == 2 and len(r.json["data"]["running"]) == 2, r
+    assert "gating: t0 in scratch-" in q.spark("t1", "queue").stdout
     return q, b, p, heads
 
 
@@ -208,3 +211,17 @@ def test_lanes_land_apart_and_a_moved_lane_is_rechecked_on_the_combined_tree(tmp
     assert passed_verdict(q, "main") is (recheck == "combined")  # "none": main's tree itself was never gated
     q.assert_landed_as_merges()
     assert q.scratch() == [] and q.queue_log()["running"] == [] and q.queue_refs() == []
+
+
+def test_a_task_touching_a_shared_path_ties_the_batch_into_one_lane(tmp_path: Path) -> None:
+    log = tmp_path / "gated.log"
+    q = Queue(tmp_path, 3, final=logging_culprit_gate(log), parallel=2, extra='[queue]\nlanes = true\nshared = ["uv.lock"]')
+    commit(q.root / "t1" / "code", {"uv.lock": "pinned\n"}, "t1: lock")
+    assert q.spark("t1", "approve", "t1", "--changes").returncode == 0
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    r = q.spark("t0", "--json", "queue", "run")
+    assert r.returncode == 0, r
+    assert {o["result"] for o in r.json["data"]["outcomes"]} == {"landed"} and len({o["new_base"] for o in r.json["data"]["outcomes"]}) == 1
+    lines = gated_batches(log)
+    assert "t0,t1,t2 ok" in lines and set(lines) <= {"t0 ok", "t0,t1 ok", "t0,t1,t2 ok"}, lines  # the batch and its prefixes: no lane apart

@@ -109,18 +109,10 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         argv = sandbox.wrap(argv)
     sib = SIBLINGS.get()
     with subreaper():
-        with _sweeping(sib):  # a sibling's sweep must not see our child between fork and exec, unregistered
-            keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
-            watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
-            try:
-                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
-                                        env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
-            except OSError as e:  # command not found, not executable, no such cwd
-                _stop(watchdog)
-                return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
-            mine = {proc.pid, *([watchdog.pid] if watchdog else [])}
-            if sib is not None:
-                sib.pids |= mine
+        try:
+            proc, watchdog, keep = _spawn(argv, cwd, log, err, child_env, mark, sib)
+        except OSError as e:  # command not found, not executable, no such cwd
+            return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
         timed_out = False
         try:
             raise_if_dropped()  # a Ctrl-C during the fork is lost by Python: raised here, the child is stopped
@@ -131,12 +123,37 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
             _kill_group(proc)
             _stop(watchdog)  # its job is done: stop it before it could signal a reused group id
-            with _sweeping(sib):
-                if sib is not None:
-                    sib.pids -= mine
-                _kill_strays(keep | (sib.pids if sib is not None else set()), mark)
+            _sweep(sib, keep, {proc.pid, *([watchdog.pid] if watchdog else [])}, mark)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
+
+
+def _spawn(argv: list[str], cwd: Path, log: BinaryIO, err: BinaryIO | None, env: dict[str, str], mark: str,
+           sib: Siblings | None) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes] | None, set[int]]:
+    """The child and its watchdog, and our children before them (not the run's to clean up). With
+    siblings, under their lock: a sibling's sweep must not see our child between fork and exec."""
+    with _sweeping(sib):
+        keep = {pid for pid, _ in _children()}
+        watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
+                                    env=env, start_new_session=True, preexec_fn=_preexec(watchdog))
+        except OSError:
+            _stop(watchdog)
+            raise
+        if sib is not None:
+            sib.pids |= {proc.pid, *([watchdog.pid] if watchdog else [])}
+            sib.marks.add(mark)
+    return proc, watchdog, keep
+
+
+def _sweep(sib: Siblings | None, keep: set[int], mine: set[int], mark: str) -> None:
+    """Kills what the run left (re-parented to us), sparing the siblings' children and leftovers."""
+    with _sweeping(sib):
+        if sib is not None:
+            sib.pids -= mine
+            sib.marks.discard(mark)
+        _kill_strays(keep | (sib.pids if sib is not None else set()), sib.marks if sib is not None else set())
 
 
 @dataclass
@@ -148,6 +165,7 @@ class Siblings:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     pids: set[int] = field(default_factory=set)
+    marks: set[str] = field(default_factory=set)  # the runs' tokens: a sibling's orphans carry its own
 
 
 # Set in each runner thread of the queue (ops/shared/queue/runners.py); None: runs never overlap.
@@ -288,13 +306,13 @@ def _children() -> list[tuple[int, int]]:
     return out
 
 
-def _kill_strays(keep: set[int], mark: str) -> None:
+def _kill_strays(keep: set[int], others: set[str]) -> None:
     """Kills and reaps the child's leftovers that were re-parented to us. They are in another
-    session than ours (the child started one), which also spares children of other threads; a run
-    going on in another thread (the queue's parallel gates) is spared by its token."""
+    session than ours (the child started one), which also spares children of other threads; the
+    leftovers of a sibling run still going (the queue's parallel gates) carry its token in `others`."""
     mine = os.getsid(0)
     for _ in range(MAX_STRAY_ROUNDS):
-        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not _another_run(pid, mark)]
+        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not (others and _of_run(pid, others))]
         if not strays:
             return
         for pid in strays:
@@ -309,10 +327,10 @@ def _environ(pid: int) -> list[bytes]:
         return []
 
 
-def _another_run(pid: int, mark: str) -> bool:
-    """A process left by a run other than `mark`'s (its token): that run's sweep takes it."""
-    token = RUN_TOKEN.encode() + b"="
-    return any(e.startswith(token) and e != token + mark.encode() for e in _environ(pid))
+def _of_run(pid: int, marks: set[str]) -> bool:
+    """The process carries the token of one of these runs: that run's own sweep takes it."""
+    tokens = {f"{RUN_TOKEN}={m}".encode() for m in marks}
+    return any(e in tokens for e in _environ(pid))
 
 
 def kill_marked(entry: str) -> int:

@@ -75,11 +75,13 @@ class Drive:
         raise AssertionError("no recheck without lanes")
 
     def _start(self) -> None:
-        """Fills the free runners, one probe per lane in turn (each lane's batch first)."""
+        """Fills the free runners, one probe per lane in turn (each lane's batch first; a lane with a
+        failure to find before one whose batch may still pass)."""
         free = self.n - len(self.runners.running())
+        order = sorted((x for x in self.lanes if not x.decided), key=lambda x: all(ev.passed for ev in x.gated.evs.values()))
         while free > 0:
             started = 0
-            for lane in (x for x in self.lanes if not x.decided):
+            for lane in order:
                 for p in lane.sp.start(limit=1) if free > started else []:
                     started += self._probe(lane, p)
             free -= started
