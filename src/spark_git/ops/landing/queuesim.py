@@ -129,6 +129,7 @@ class Batch:
     landing: Outcome | None = None
     recheck: Job | None = None
     rechecked: bool = False
+    failed: bool = False  # one of its probes failed: a culprit to find
 
 
 @dataclass(eq=False)
@@ -199,10 +200,12 @@ class Sim:
         return self.runners if self.s.speculative else 1  # today's drain gates one candidate at a time
 
     def _fill(self) -> None:
-        """The free runners, one probe per undecided batch in turn (probes.Drive._start)."""
+        """The free runners, one probe per undecided batch in turn, a batch with a failure to find
+        first (probes.Drive._start)."""
+        order = sorted((x for x in self.batches if x.landing is None), key=lambda x: not x.failed)
         while self.running < self._cap():
             started = 0
-            for b in [x for x in self.batches if x.landing is None]:
+            for b in order:
                 for p in b.plan.start(limit=1) if self.running < self._cap() else []:
                     self._launch(b, p)
                     started += 1
@@ -289,6 +292,7 @@ class Sim:
             return False
         del b.jobs[job.probe]
         b.plan.finish(job.probe, job.passed)
+        b.failed = b.failed or not job.passed
         return True
 
     def _settle(self, b: Batch) -> None:
