@@ -1,0 +1,66 @@
+"""spark-git's own OS boundary for a client that has none it can configure (its facts: `own_box`
+False, e.g. Gemini CLI 0.61), when `agent run` starts it: the whole client inside bubblewrap, built
+by the gates' builder (core/gatebox.py). What the client, and everything it runs, sees:
+- the whole file system read-only (devices kept), /tmp an empty private tmpfs (TMPDIR points there);
+- writable: the agent's worktree; the git writes its commit needs, exactly those clients/gitgrants.py
+  grants Claude Code's sandbox (objects, its admin dir, its own branch ref and reflog; every other
+  existing branch pinned read-only, the admin dir's commondir and gitdir too); the client's own home
+  state (`state` in its facts, e.g. ~/.gemini);
+- the user's spark-git state dir (approval key, approvers, verdict keys) not there at all (a tmpfs);
+- the network as it is (the model server may be on 127.0.0.1).
+Without bubblewrap there is no box: `agent run` refuses unless told to run unboxed (docs/decisions.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spark_git.clients import gitgrants
+from spark_git.clients.base import Client
+from spark_git.core import gatebox, paths
+from spark_git.core.layout import Layout
+
+PINNED = ("commondir", "gitdir")  # of the agent's admin dir: where its worktree points stays as it is
+PRIVATE_TMP = Path("/tmp")
+
+
+def wanted(c: Client) -> bool:
+    """spark-git must box this client itself: it declares no OS sandbox of its own."""
+    return not c.facts.own_box
+
+
+def _real(p: Path | str) -> Path:
+    return Path(os.path.realpath(p))
+
+
+def _inside(p: Path, roots: list[Path]) -> bool:
+    return any(p == r or r in p.parents for r in roots)
+
+
+def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str]) -> gatebox.Sandbox | None:
+    """The box `c` runs in as the agent of `worktree` (with `env`, whose HOME holds its state); None
+    without bubblewrap."""
+    program = gatebox.bwrap()
+    if program is None:
+        return None
+    allow, deny = gitgrants.grants([(worktree, None)])
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    state = [home / s[2:] for s in c.facts.state if s.startswith("~/")]
+    for d in state:
+        d.mkdir(parents=True, exist_ok=True)  # a bind needs it to exist; the client would create it anyway
+    writable = [_real(worktree), *(_real(p) for p in allow), *(_real(p) for p in state)]
+    dirs = gitgrants.git_dirs(worktree)
+    pinned = [_real(p) for p in deny if _inside(_real(p), writable)]
+    pinned += [dirs[0] / n for n in PINNED if dirs and (dirs[0] / n).exists()]
+    secret = paths.state_dir()
+    secret.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden even if it is created while the agent runs
+    # shown again (read-only) over the private /tmp, in case they live there
+    shown: list[Path] = [layout.main_worktree, Path(layout.repo.common_dir), layout.tasks_root, home]
+    return gatebox.Sandbox(program=program, readonly=tuple(dict.fromkeys(_real(p) for p in shown if os.path.exists(p))),
+                           writable=tuple(dict.fromkeys(writable)), pinned=tuple(dict.fromkeys(pinned)), hidden=(_real(secret),),
+                           all_readonly=True, fresh=(PRIVATE_TMP,))
+
+
+def boxed_env(env: dict[str, str]) -> dict[str, str]:
+    """The client's environment inside the box: its temp files in the private /tmp."""
+    return {**env, "TMPDIR": str(PRIVATE_TMP)}
