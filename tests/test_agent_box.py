@@ -68,8 +68,10 @@ def test_scripts_cannot_leave_the_box_and_normal_work_succeeds(t: GeminiTask) ->
     main, b_ref, b_tree, approvers = git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b"), tree(t.b), allowed.read_bytes()
     escapes = [sh("python3 to_b.py; echo rc=$?"), sh("python3 to_main.py; echo rc=$?"), sh("sh update_main.sh; echo rc=$?"),
                sh("sh key.sh; echo rc=$?"), sh("sh add.sh; echo rc=$?")]
+    task_tip = commit(t.task, {"task.txt": "from the task\n"}, "the task moves on")
     work = [Tool("write_file", {"file_path": str(t.a / "app.py"), "content": "def f():\n    return 1\n"}),
-            sh("python -m pytest -q -p no:cacheprovider test_app.py"), sh("git add app.py && git commit -q -m '[a] app' && echo committed")]
+            sh("python -m pytest -q -p no:cacheprovider test_app.py"), sh("git switch -q -c a-scratch && git switch -q task-t1-agent-a && echo switched"),
+            sh("git rebase -q t1 && echo rebased"), sh("git add app.py && git commit -q -m '[a] app' && echo committed")]
     r, run = agent_run(t, [*escapes, *work, Say(json.dumps(OUTPUT))])
     assert r.returncode == 0, r
     data = json.loads(r.stdout)["data"]
@@ -86,7 +88,8 @@ def test_scripts_cannot_leave_the_box_and_normal_work_succeeds(t: GeminiTask) ->
     sent = json.dumps([q["body"] for q in run.script.requests])
     assert not [b for b in body if b in sent]
     # normal work inside the box
-    assert "1 passed" in out[len(escapes) + 1] and "committed" in out[-1], out
+    assert "1 passed" in out[len(escapes) + 1] and "switched" in out[-3] and "rebased" in out[-2] and "committed" in out[-1], "\n".join(out)
+    assert git(t.a, "merge-base", "--is-ancestor", task_tip, "HEAD") == ""
     assert git(t.a, "log", "-1", "--format=%s") == "[a] app" and git(t.a, "show", "HEAD:app.py").startswith("def f():")
     assert git(t.a, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)__pycache__") == ""
 

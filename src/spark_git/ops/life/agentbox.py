@@ -2,10 +2,11 @@
 False, e.g. Gemini CLI 0.61), when `agent run` starts it: the whole client inside bubblewrap, built
 by the gates' builder (core/gatebox.py). What the client, and everything it runs, sees:
 - the whole file system read-only (devices kept), /tmp an empty private tmpfs (TMPDIR points there);
-- writable: the agent's worktree; the git writes its commit needs, exactly those clients/gitgrants.py
-  grants Claude Code's sandbox (objects, its admin dir, its own branch ref and reflog; every other
-  existing branch pinned read-only, the admin dir's commondir and gitdir too); the client's own home
-  state (`state` in its facts, e.g. ~/.gemini);
+- writable: the agent's worktree; the git writes its commit needs, those clients/gitgrants.py grants
+  Claude Code's sandbox (objects, its admin dir, refs and logs with its own branch and reflog; every
+  other existing ref and reflog pinned read-only, the admin dir's commondir and gitdir too; a NEW
+  name can be created, as there: a branch that exists only in packed-refs could be shadowed); the
+  client's own home state (`state` in its facts, e.g. ~/.gemini);
 - the user's spark-git state dir (approval key, approvers, verdict keys) not there at all (a tmpfs);
 - the network as it is (the model server may be on 127.0.0.1).
 Without bubblewrap there is no box: `agent run` refuses unless told to run unboxed (docs/decisions.md)."""
@@ -21,6 +22,10 @@ from spark_git.core import gatebox, paths
 from spark_git.core.layout import Layout
 
 PINNED = ("commondir", "gitdir")  # of the agent's admin dir: where its worktree points stays as it is
+# Writable as in Claude Code's sandbox, every existing name in them but the agent's own pinned: a new
+# branch (refs/heads/x and its reflog) and `git stash` (refs/stash) work; main, the task's and the
+# other agents' branches, tags, notes, replace refs and spark-git's refs stay read-only.
+WALKED = ("refs", "logs")
 PRIVATE_TMP = Path("/tmp")
 
 
@@ -43,13 +48,17 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str]) ->
     program = gatebox.bwrap()
     if program is None:
         return None
+    dirs = gitgrants.git_dirs(worktree)
+    walked = [dirs[1] / d for d in WALKED] if dirs else []
+    if dirs:
+        gitgrants.prepare(dirs[1])  # the namespaces everybody reads exist, so that they are pinned
     allow, deny = gitgrants.grants([(worktree, None)])
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     state = [home / s[2:] for s in c.facts.state if s.startswith("~/")]
     for d in state:
         d.mkdir(parents=True, exist_ok=True)  # a bind needs it to exist; the client would create it anyway
-    writable = [_real(worktree), *(_real(p) for p in allow), *(_real(p) for p in state)]
-    dirs = gitgrants.git_dirs(worktree)
+    grant: list[Path] = [*walked, *map(Path, allow), *state]
+    writable = [_real(worktree), *(_real(p) for p in grant if p.exists())]
     pinned = [_real(p) for p in deny if _inside(_real(p), writable)]
     pinned += [dirs[0] / n for n in PINNED if dirs and (dirs[0] / n).exists()]
     secret = paths.state_dir()
