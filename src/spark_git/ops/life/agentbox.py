@@ -1,7 +1,8 @@
 """spark-git's own OS boundary for a client that has none it can configure (its facts: `own_box`
 False, e.g. Gemini CLI 0.61), when `agent run` starts it: the whole client inside bubblewrap, built
 by the gates' builder (core/gatebox.py). What the client, and everything it runs, sees:
-- the whole file system read-only (devices kept), /tmp an empty private tmpfs (TMPDIR points there);
+- the whole file system read-only (devices kept), /tmp an empty private tmpfs (TMPDIR and the build
+  tools' caches point there: BOXED_ENV);
 - writable: the agent's worktree; the git writes its commit needs, those clients/gitgrants.py grants
   Claude Code's sandbox (objects, its admin dir, refs and logs with its own branch and reflog; every
   other existing ref and reflog pinned read-only, the admin dir's commondir and gitdir too; a NEW
@@ -70,6 +71,11 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str]) ->
                            all_readonly=True, fresh=(PRIVATE_TMP,))
 
 
+# Inside the box: temp files and the caches build tools write under HOME (pip, go: XDG_CACHE_HOME;
+# npm: ~/.npm), which is read-only there, in the private /tmp.
+BOXED_ENV = {"TMPDIR": str(PRIVATE_TMP), "XDG_CACHE_HOME": str(PRIVATE_TMP / ".cache"), "npm_config_cache": str(PRIVATE_TMP / ".npm")}
+
+
 def boxed_env(env: dict[str, str]) -> dict[str, str]:
-    """The client's environment inside the box: its temp files in the private /tmp."""
-    return {**env, "TMPDIR": str(PRIVATE_TMP)}
+    """The client's environment inside the box."""
+    return {**env, **BOXED_ENV}
