@@ -66,7 +66,7 @@ def test_scripts_cannot_leave_the_box_and_normal_work_succeeds(t: GeminiTask) ->
     }
     commit(t.a, scripts, "a's scripts")
     main, b_ref, b_tree, approvers = git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "task-t1-agent-b"), tree(t.b), allowed.read_bytes()
-    escapes = [sh("python3 to_b.py; echo rc=$?"), sh("python3 to_main.py; echo rc=$?"), sh("sh update_main.sh; echo rc=$?"),
+    escapes = [sh(f"echo x > {t.b}/evil.txt; echo rc=$?"), sh("python3 to_b.py; echo rc=$?"), sh("python3 to_main.py; echo rc=$?"), sh("sh update_main.sh; echo rc=$?"),
                sh("sh key.sh; echo rc=$?"), sh("sh add.sh; echo rc=$?")]
     task_tip = commit(t.task, {"task.txt": "from the task\n"}, "the task moves on")
     work = [Tool("write_file", {"file_path": str(t.a / "app.py"), "content": "def f():\n    return 1\n"}),
@@ -78,9 +78,11 @@ def test_scripts_cannot_leave_the_box_and_normal_work_succeeds(t: GeminiTask) ->
     assert data["boundary"] == "bubblewrap" and data["report_status"] == "COMPLETE", data
     out = run.results()
     assert len(out) == len(escapes) + len(work), out
-    for result in out[:len(escapes)]:
+    assert "<hook_context>spark-git: you are agent a" in run.first_prompt()  # the hooks run inside the box
+    assert "spark-git: blocked" in out[0], out[0]  # the hook first, where it can read the command
+    for result in out[1:len(escapes)]:
         assert "rc=0" not in result and ("Read-only file system" in result or "No such file" in result), "\n".join(out)
-    assert "No such file" in out[3], out[3]  # the state dir is not there at all: an empty read-only tmpfs
+    assert "No such file" in out[4], out[4]  # the state dir is not there at all: an empty read-only tmpfs
     # on disk and in git: b, main and the approvers as they were; no key byte reached the model server
     assert (tree(t.b), git(t.main, "rev-parse", "task-t1-agent-b"), git(t.b, "status", "--porcelain")) == (b_tree, b_ref, "")
     assert git(t.main, "rev-parse", "main") == main
