@@ -9,7 +9,8 @@ move a ref or write outside the worktree it is gated in. What the gate sees:
 - the user's spark-git state dir hidden (an empty tmpfs): it holds the verdict key.
 Temp directories outside the repository stay writable as everywhere else. Without bwrap the gate
 runs as before, unsandboxed, and `status`/`hooks check` say so. SPARK_BWRAP names the bwrap to use
-(empty: none; a seam for tests and for machines where bwrap is elsewhere)."""
+(empty: none; a seam for tests and for machines where bwrap is elsewhere). The same builder boxes a
+client that has no sandbox of its own under `agent run` (ops/life/agentbox.py: `all_readonly`, `fresh`)."""
 
 from __future__ import annotations
 
