@@ -1,0 +1,61 @@
+"""`hook worktree-create` for an agent's subagent (`isolation: worktree`) answers only once the agent's
+Claude Code has the new worktree's sandbox grant in force (issue 22).
+
+The subagent runs in its parent's session, under the parent's sandbox, and Claude Code 2.1.328 grants a
+hook-made worktree nothing by itself (it does so only for `<repo>/.claude/worktrees/<name>`): the
+grant is the one spark-git writes into the parent's settings (ops/shared/sandboxes.py), which Claude
+Code takes up through its settings watcher at least 1 s later. A subagent command started before that
+stays read-only for its whole life. So the hook waits, after the write, until Claude Code has rebuilt
+its sandbox with the grant (clients/reload.py says how that is seen); the mtime of the parent's
+settings is bumped once the watch exists, so a rebuild that happened before cannot be missed."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from spark_git.clients import reload, sandbox
+from spark_git.clients.claude import FACTS
+from spark_git.core.layout import Layout
+from spark_git.ops.shared import sandboxes
+
+TIMEOUT = 20.0  # seconds without any sign of a reload; Claude Code gives the hook 600
+GRACE = 2.0  # seconds after Claude Code re-read the settings, for the rebuild to read the worktree's .git
+
+
+def settle(layout: Layout, worktree: Path, client: str, timeout: float = TIMEOUT) -> str | None:
+    """Waits for the Claude Code session whose sandbox grants `worktree` (a subagent's) to take the grant
+    up; a note when it did not within `timeout`, None when it did, nothing grants it or `client` is
+    another (its hook made the worktree)."""
+    if client != FACTS.name:
+        return None
+    real = Path(os.path.realpath(worktree))
+    known = sandboxes.boxes(layout)
+    parent = next((b for b in known if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
+    if parent is None or not sandboxes.present(layout, parent.worktree, known):
+        return None
+    settings = parent.worktree / sandbox.FILE
+    w = reload.watch([real / ".git", settings])
+    if w is None:
+        return f"cannot tell when Claude Code takes up the sandbox grant of {worktree} here (no inotify); its first commands may find it read-only"
+    with w:
+        os.utime(settings)  # a change seen only after the watch exists
+        if _rebuilt(w, real / ".git", settings, timeout):
+            return None
+    return (f"Claude Code did not take up the sandbox grant of {worktree} within {timeout:.0f} s (its settings watcher); "
+            "the subagent's commands may find it read-only until it does")
+
+
+def _rebuilt(w: reload.Watch, dotgit: Path, settings: Path, timeout: float, grace: float = GRACE) -> bool:
+    """The sandbox rebuild read `dotgit`; or, once the settings were re-read, `grace` passed without that
+    read (a Claude Code that builds its sandbox without reading it: nothing more to wait for)."""
+    end, reread = time.monotonic() + timeout, False
+    while (left := end - time.monotonic()) > 0:
+        seen = w.next_read(min(left, grace) if reread else left)
+        if seen == dotgit:
+            return True
+        if seen is None:
+            return reread
+        reread = reread or seen == settings
+    return False
