@@ -4,12 +4,14 @@ Claude Code 2.1.328: tests/test_real_claude.py::test_a_worktree_subagent_writes_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from fixtures.repo import make_repo, sealed_env, spark
 
 from spark_git.clients import reload
 from spark_git.core.layout import Layout
@@ -76,3 +78,34 @@ def test_another_clients_worktree_is_not_waited_for(repo: Path) -> None:
     start = time.monotonic()
     assert wtsettle.settle(Layout.discover(repo), repo, "codex", timeout=30) is None
     assert time.monotonic() - start < 5
+
+
+def test_an_agents_subagent_worktree_is_answered_once_its_grant_is_read(tmp_path: Path) -> None:
+    """Agent a's session asks for a worktree: the hook answers as soon as "Claude Code" (here: this
+    test, reading each new worktree's .git file) has read it after the hook bumped a's settings, and
+    well before its 20 s limit; with nobody reading, settle() gives up with a note."""
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"}, config='protocol = "light"\n')
+    for args in (("hooks", "install", "--client", "claude", "--scope", "local"), ("start", "t1", "--agents", "a")):
+        assert spark(repo, *args, env=env).returncode == 0
+    agents = tmp_path / "repo.tasks" / "t1" / "agents"
+    hook_env = {k: v for k, v in env.items() if k != "SPARK_SESSION_ID"}
+    start = {"session_id": "sess-a", "cwd": str(agents / "a" / "code"), "hook_event_name": "SessionStart", "source": "startup"}
+    assert spark(agents / "a" / "code", "hook", "session-start", input=json.dumps(start), env=hook_env, process=True).returncode == 0
+    ev = {**start, "hook_event_name": "WorktreeCreate", "name": "helper"}
+    (tmp_path / "event.json").write_text(json.dumps(ev))
+    began = time.monotonic()
+    with (tmp_path / "event.json").open() as stdin:
+        p = subprocess.Popen([sys.executable, "-m", "spark_git", "hook", "worktree-create", "--client", "claude"], cwd=agents / "a" / "code",
+                             env=hook_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sub = agents / "helper" / "code"
+    while p.poll() is None and time.monotonic() - began < 30:
+        if (sub / ".git").is_file():
+            (sub / ".git").read_text()
+        time.sleep(0.05)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and out == f"{sub}\n" and "did not take up" not in err, (out, err)
+    assert time.monotonic() - began < wtsettle.TIMEOUT
+    assert str(sub) in json.loads((agents / "a" / "code" / ".claude/settings.local.json").read_text())["permissions"]["additionalDirectories"]
+    note = wtsettle.settle(Layout.discover(repo), sub, "claude", timeout=0.5)
+    assert note is not None and "did not take up the sandbox grant" in note, note

@@ -11,6 +11,7 @@ settings is bumped once the watch exists, so a rebuild that happened before cann
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -31,11 +32,10 @@ def settle(layout: Layout, worktree: Path, client: str, timeout: float = TIMEOUT
     if client != FACTS.name:
         return None
     real = Path(os.path.realpath(worktree))
-    known = sandboxes.boxes(layout)
-    parent = next((b for b in known if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
-    if parent is None or not sandboxes.present(layout, parent.worktree, known):
+    parent = next((b for b in sandboxes.boxes(layout) if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
+    settings = parent.worktree / sandbox.FILE if parent is not None else None
+    if settings is None or not _granted(settings, str(real)):
         return None
-    settings = parent.worktree / sandbox.FILE
     w = reload.watch([real / ".git", settings])
     if w is None:
         return f"cannot tell when Claude Code takes up the sandbox grant of {worktree} here (no inotify); its first commands may find it read-only"
@@ -45,6 +45,18 @@ def settle(layout: Layout, worktree: Path, client: str, timeout: float = TIMEOUT
             return None
     return (f"Claude Code did not take up the sandbox grant of {worktree} within {timeout:.0f} s (its settings watcher); "
             "the subagent's commands may find it read-only until it does")
+
+
+def _granted(settings: Path, real: str) -> bool:
+    """The parent's settings name the worktree among its directories, the list Claude Code finds the
+    admin dirs it keeps writable from (read before the watch exists: this read is not Claude Code's)."""
+    try:
+        data = json.loads(settings.read_text())
+    except (OSError, ValueError):
+        return False
+    perms = data.get("permissions") if isinstance(data, dict) else None
+    dirs = perms.get("additionalDirectories") if isinstance(perms, dict) else None
+    return isinstance(dirs, list) and real in dirs
 
 
 def _rebuilt(w: reload.Watch, dotgit: Path, settings: Path, timeout: float, grace: float = GRACE) -> bool:
