@@ -1,14 +1,6 @@
-"""Seeing Claude Code take up a sandbox grant spark-git just wrote (issue 22), through Linux inotify.
-
-Claude Code 2.1.328 builds its Bash sandbox once, and again only when something asks (its settings
-watcher, /add-dir, a worktree under `<repo>/.claude/worktrees`); each command is wrapped with the
-config in force when it starts, for its whole life. A grant written into an agent's
-`.claude/settings.local.json` reaches commands only after the watcher has seen the file unchanged for
-1 s (chokidar `awaitWriteFinish`, stabilityThreshold 1000 ms, polled every 500 ms) and the config has
-been rebuilt. While the config is rebuilt, Claude Code reads the `.git` file of every worktree it
-grants (to find the admin dir it keeps writable), synchronously, in the same turn of its event loop
-that installs the new config. So a read of the new worktree's `.git` file, seen here, means the new
-config is in force before Claude Code can act on anything this process does next.
+"""Which of a few files another process opens or reads, in order, through Linux inotify: how
+`hook worktree-create` sees Claude Code rebuild its sandbox with a grant spark-git just wrote (the
+rebuild reads the granted worktree's `.git` file; ops/life/wtsettle.py says why that is enough).
 
 Standard library only (ctypes); None where inotify is not there (not Linux)."""
 

@@ -1,13 +1,17 @@
 """`hook worktree-create` for an agent's subagent (`isolation: worktree`) answers only once the agent's
 Claude Code has the new worktree's sandbox grant in force (issue 22).
 
-The subagent runs in its parent's session, under the parent's sandbox, and Claude Code 2.1.328 grants a
-hook-made worktree nothing by itself (it does so only for `<repo>/.claude/worktrees/<name>`): the
-grant is the one spark-git writes into the parent's settings (ops/shared/sandboxes.py), which Claude
-Code takes up through its settings watcher at least 1 s later. A subagent command started before that
-stays read-only for its whole life. So the hook waits, after the write, until Claude Code has rebuilt
-its sandbox with the grant (clients/reload.py says how that is seen); the mtime of the parent's
-settings is bumped once the watch exists, so a rebuild that happened before cannot be missed."""
+The subagent runs in its parent's session, under the parent's sandbox. Claude Code 2.1.328 builds that
+sandbox at start and again only when asked (its settings watcher, /add-dir, or a subagent worktree
+under `<main worktree>/.claude/worktrees`, the one place it grants by itself), and wraps each command
+with the config in force when it starts, for its whole life. The grant spark-git writes into the
+parent's settings (ops/shared/sandboxes.py) is taken up by the watcher (chokidar, awaitWriteFinish:
+the file unchanged for 1000 ms, polled every 500 ms), 1-1.5 s after the write: a subagent command
+started sooner stayed read-only. So the hook waits. The rebuild reads the `.git` file of each worktree
+the settings name (to find the admin dir it keeps writable) inside the same synchronous step that
+installs the new config: once that read is seen (clients/reload.py), the config is in force before
+Claude Code can act on the hook's answer. The parent's settings mtime is bumped after the watch is
+set, so a rebuild that came before cannot be missed (the watcher waits out a new second)."""
 
 from __future__ import annotations
 
