@@ -16,6 +16,8 @@ from fixtures.repo import make_repo, sealed_env, spark
 from spark_git.clients import reload
 from spark_git.core.layout import Layout
 from spark_git.ops.life import wtsettle
+from spark_git.state.backends import open_store
+from spark_git.state.store import Store
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's; elsewhere settle says it cannot tell")
 
@@ -76,7 +78,7 @@ def test_no_reload_at_all_is_a_timeout(tmp_path: Path) -> None:
 
 def test_another_clients_worktree_is_not_waited_for(repo: Path) -> None:
     start = time.monotonic()
-    assert wtsettle.settle(Layout.discover(repo), repo, "codex", timeout=30) is None
+    assert wtsettle.settle(*_opened(repo), repo, "codex", timeout=30) is None
     assert time.monotonic() - start < 5
 
 
@@ -107,5 +109,10 @@ def test_an_agents_subagent_worktree_is_answered_once_its_grant_is_read(tmp_path
     assert p.returncode == 0 and out == f"{sub}\n" and "did not take up" not in err, (out, err)
     assert time.monotonic() - began < wtsettle.TIMEOUT
     assert str(sub) in json.loads((agents / "a" / "code" / ".claude/settings.local.json").read_text())["permissions"]["additionalDirectories"]
-    note = wtsettle.settle(Layout.discover(repo), sub, "claude", timeout=0.5)
+    note = wtsettle.settle(*_opened(repo), sub, "claude", timeout=0.5)
     assert note is not None and "did not take up the sandbox grant" in note, note
+
+
+def _opened(repo: Path) -> tuple[Layout, Store]:
+    layout = Layout.discover(repo)
+    return layout, open_store(layout)

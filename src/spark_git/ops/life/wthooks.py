@@ -101,7 +101,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
             raise
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
-        note = "; ".join(n for n in (note, wtsettle.settle(layout, Path(a.worktree), client)) if n) or None
+        note = "; ".join(n for n in (note, wtsettle.settle(layout, store, Path(a.worktree), client)) if n) or None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
     # Only a worktree made now is claimed (above): an existing one (another agent's, or made for another
     # session) is handed out but judged as before, else naming it would take over its identity.

@@ -24,19 +24,20 @@ from spark_git.clients import reload, sandbox
 from spark_git.clients.claude import FACTS
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import sandboxes
+from spark_git.state.store import Store
 
 TIMEOUT = 20.0  # seconds without any sign of a reload; Claude Code gives the hook 600
 GRACE = 2.0  # seconds after Claude Code re-read the settings, for the rebuild to read the worktree's .git
 
 
-def settle(layout: Layout, worktree: Path, client: str, timeout: float = TIMEOUT) -> str | None:
+def settle(layout: Layout, store: Store, worktree: Path, client: str, timeout: float = TIMEOUT) -> str | None:
     """Waits for the Claude Code session whose sandbox grants `worktree` (a subagent's) to take the grant
     up; a note when it did not within `timeout`, None when it did, nothing grants it or `client` is
     another (its hook made the worktree)."""
     if client != FACTS.name:
         return None
     real = Path(os.path.realpath(worktree))
-    parent = next((b for b in sandboxes.boxes(layout) if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
+    parent = next((b for b in sandboxes.boxes(layout, store) if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
     settings = parent.worktree / sandbox.FILE if parent is not None else None
     if settings is None or not _granted(settings, str(real)):
         return None
