@@ -3,6 +3,7 @@ and the CLI path's stand-in for pydantic's plugin loader."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import subprocess
 import sys
@@ -98,3 +99,21 @@ def test_config_adds_only_sections_to_its_top_level_keys() -> None:
     assert all(not getattr(decorators, kind) or getattr(decorators, kind).keys() == getattr(TopLevel.__pydantic_decorators__, kind).keys()
                for kind in ("validators", "field_validators", "root_validators", "model_validators", "field_serializers", "model_serializers"))
     assert set(Config.model_fields) == set(TopLevel.model_fields) | set(_sections())
+
+
+def test_the_cli_process_freezes_its_imports_and_collects_again_an_in_process_call_leaves_the_gc_alone(tmp_path: Path) -> None:
+    """__main__.py: no collection while the modules load, then they are frozen and collection is back
+    on for the command; a caller running main(argv) in its own process keeps its gc as it was."""
+    code = (
+        "import gc, sys\n"
+        "from spark_git.__main__ import main\n"
+        "sys.argv = ['spark-git', 'schema', 'config']\n"
+        "rc = main()\n"
+        "assert rc == 0 and gc.isenabled() and gc.get_freeze_count() > 1000, (rc, gc.isenabled(), gc.get_freeze_count())\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    from fixtures.repo import spark
+
+    frozen = gc.get_freeze_count()
+    assert spark(tmp_path, "schema", "config", process=False).returncode == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
