@@ -27,13 +27,16 @@ class P:
         files = files or {"README.md": "# demo\n", "src/app.py": "print('hi')\n", ".gitignore": "*.flag\n"}
         self.repo = repo or make_repo(tmp / "repo", files, config=config)
         self.task = task
+        # The human of this task is the one of the test that made it: a task a module-scoped world shares
+        # keeps its approver's state directory (key, allowed signers) while later tests get HOMEs of their own.
+        self.state_home = os.environ["XDG_STATE_HOME"]
         self.root = self.repo.parent / f"{self.repo.name}.tasks" / task
         args = ["start", task] + (["--title", title] if title else []) + (["--agents", agents] if agents is not None else ["--agents", ""])
         r = self.spark(*args)
         assert r.returncode == 0, r
 
     def spark(self, *args: str, session: str | None = "s1", input: str | None = None) -> Run:
-        e = dict(os.environ)
+        e = dict(os.environ, XDG_STATE_HOME=self.state_home)
         e.pop("SPARK_SESSION_ID", None)
         if session is not None:
             e["SPARK_SESSION_ID"] = session

@@ -201,9 +201,9 @@ def test_nothing_changes_when_a_write_is_blocked(world) -> None:
     assert ((t / "task.json").read_bytes(), git(world["repo"], "for-each-ref"), git(a2, "status", "--porcelain")) == before
 
 
-def test_bad_stdin_is_a_non_blocking_error(world) -> None:
+def test_bad_stdin_outside_a_live_repo_is_allowed_with_a_warning(world) -> None:
     r = spark(None, "hook", "pre-tool-use", input="{not json", env=world["env"], process=True)
-    assert r.returncode == 1 and "not JSON" in r.stderr
+    assert r.returncode == 0 and "not JSON" in r.stdout and "allowing" in r.stdout, r  # exit 1 would block: onFailure
 
 
 def test_fast_path_imports_nothing_heavy(world) -> None:

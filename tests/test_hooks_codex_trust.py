@@ -96,14 +96,15 @@ def test_a_config_spark_git_cannot_edit_safely_is_refused_and_left_alone(repo: P
 
 def test_the_hook_entry_fails_closed_and_older_entries_are_upgraded(repo: Path, cli) -> None:
     pre = CODEX.wanted()[0].command
-    assert jsonhooks.unguarded(pre) == "spark-git hook pre-tool-use --client codex" and "exit 2" in pre
+    assert jsonhooks.unguarded(pre) == "spark-git hook pre-tool-use --client codex" and pre == jsonhooks.wrapped(pre)
     old = repo / ".codex" / "hooks.json"
     old.parent.mkdir()
-    old.write_text('{"hooks": {"PreToolUse": [{"matcher": "Bash|Write|Edit|apply_patch", "hooks": '
-                   '[{"type": "command", "command": "/opt/bin/spark-git hook pre-tool-use --client codex"}]}]}}\n')
-    assert cli("hooks", "install", "--client", "codex").returncode == 0
-    cmd = json.loads(old.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert cmd == jsonhooks.guarded("/opt/bin/spark-git hook pre-tool-use --client codex") and cmd.startswith("command -v /opt/bin/spark-git ")
+    for entry in ("/opt/bin/spark-git hook pre-tool-use --client codex", jsonhooks.guarded("/opt/bin/spark-git hook pre-tool-use --client codex")):
+        old.write_text('{"hooks": {"PreToolUse": [{"matcher": "Bash|Write|Edit|apply_patch", "hooks": '
+                       f'[{{"type": "command", "command": {json.dumps(entry)}}}]}}]}}}}\n')
+        assert cli("hooks", "install", "--client", "codex").returncode == 0
+        groups = json.loads(old.read_text())["hooks"]["PreToolUse"]
+        assert [h["command"] for g in groups for h in g["hooks"]] == [jsonhooks.wrapped("/opt/bin/spark-git hook pre-tool-use --client codex")], entry
 
 
 def test_agents_created_later_get_the_sandbox_and_every_other_agent_loses_their_branch(repo: Path, cli) -> None:

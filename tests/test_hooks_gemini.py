@@ -83,6 +83,6 @@ def test_session_start_is_json_additional_context(world) -> None:
 def test_an_unreadable_event_is_a_warning_outside_spark_git(world, tmp_path: Path) -> None:
     plain = make_repo(tmp_path / "plain")
     r = spark(plain, "hook", "pre-tool-use", "--client", "gemini", env=world["env"], input="{nope", process=True)
-    assert r.returncode == 1 and "not JSON" in r.stderr, r
+    assert r.returncode == 0 and "not JSON" in r.stderr, r  # 0: the entry's wrapper takes 1 for a crash
     r = spark(world["a1"], "hook", "pre-tool-use", "--client", "gemini", env=world["env"], input="{nope", process=True)
     assert r.returncode == 2 and "blocked" in r.stderr, r

@@ -124,7 +124,9 @@ def test_install_and_uninstall_for_existing_agent_worktrees_byte_exact(tmp_path:
     r = ok(spark(repo, "hooks", "install", "--json", env=env))
     assert sorted(r.json["data"]["sandbox"]) == [str(a1), str(a2)]
     assert ours(sandbox_of(a1), a1) and ours(sandbox_of(a2), a2)
-    assert json.loads((a1 / LOCAL).read_text())["permissions"] == {"allow": ["Bash(ls)"]}
+    state = "/" + os.path.realpath(Path(env["XDG_STATE_HOME"]) / "spark-git")  # the keys' directory: the file tools are kept out
+    assert json.loads((a1 / LOCAL).read_text())["permissions"] == {
+        "allow": ["Bash(ls)"], "deny": [f"{tool}({state}{tail})" for tool in ("Read", "Edit") for tail in ("", "/**")]}
     assert sandbox_of(t / "code") is None and (repo / LOCAL).read_bytes() == mine.encode()
     assert "/.claude/settings.local.json" in exclude.read_text().splitlines()
     assert ok(spark(repo, "hooks", "install", "--json", env=env)).json["data"]["sandbox"] == []  # idempotent

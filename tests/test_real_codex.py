@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,8 @@ from fixtures.modelserver.core import Tool
 from fixtures.repo import commit, git, spark, tree
 
 from spark_git.clients import codextrust
+from spark_git.core import sshsig
+from spark_git.gates import verdictkey
 
 
 @pytest.fixture
@@ -123,6 +127,28 @@ def test_every_escape_fails_and_names_its_layer(ct: CodexTask) -> None:
     assert (ct.main / ".codex" / "hooks.json").read_bytes() == hooks_json and (ct.a / ".codex" / "config.toml").read_bytes() == own_box
 
 
+def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(ct: CodexTask) -> None:
+    """Issue 23: Codex reads files only through its shell, and spark-git's profile makes the user's
+    state directory unreadable (and, being outside the workspace, it was never writable): no byte of
+    the approval key or the verdict key reaches the model, and the approvers gain no key."""
+    state = Path(ct.env["XDG_STATE_HOME"]) / "spark-git"
+    key, verdict = state / sshsig.KEY_FILE, state / verdictkey.repo_id(ct.main / ".git") / verdictkey.KEY_NAME
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "approvals", "-f", str(key)], check=True)
+    verdict.parent.mkdir(mode=0o700)
+    verdict.write_text(secrets.token_hex(32) + "\n")
+    allowed = state / "allowed_signers"
+    tries = [sh(f"cat {key}"), sh(f"cat {verdict}"), sh(f"python3 -c \"print(open('{key}').read())\""),
+             sh(f"git diff --no-index {key} /dev/null"), sh(f"echo x >> {allowed}"), patch(f"*** Add File: {allowed}\n+agent ssh-ed25519 AAAA\n")]
+    r = run(ct, tries)
+    assert r.returncode == 0 and len(r.outputs) == len(tries), r.stderr
+    for i in range(5):  # the kernel refuses: git's own wording for a file it cannot open is "Could not access"
+        assert "Permission denied" in r.outputs[i] or "Could not access" in r.outputs[i], (i, r.outputs[i])
+    assert "rejected" in r.outputs[5], r.outputs[5]
+    secret = [ln for ln in key.read_text().splitlines() if not ln.startswith("-----")] + [verdict.read_text().strip()]
+    assert not [i for i, o in enumerate(r.outputs) if any(x in o for x in secret)], r.outputs
+    assert not allowed.exists()
+
+
 def test_hooks_run_only_while_trusted_and_check_says_so(ct: CodexTask) -> None:
     listed = {h["key"]: h for h in hooks_list(ct, ct.a)}
     ours = codextrust.ours(ct.main / ".codex" / "hooks.json")
@@ -148,8 +174,27 @@ def test_without_spark_git_on_path_every_call_is_refused(ct: CodexTask) -> None:
     path = os.pathsep.join(p for p in ct.env["PATH"].split(os.pathsep) if not (Path(p) / "spark-git").exists())
     r = run(ct, [sh("echo hello > hello.txt"), patch("*** Add File: more.txt\n+x\n")], env={**ct.env, "PATH": path})
     assert [r.layer(0), r.layer(1)] == ["hook", "hook"], r.outputs
-    assert "not on PATH" in r.outputs[0], r.outputs[0]
+    assert "exit status 127" in r.outputs[0] and "spark-git: command not found" in r.outputs[0], r.outputs[0]
     assert not (ct.a / "hello.txt").exists() and not (ct.a / "more.txt").exists()
+
+
+# A spark-git that fails before it can answer: Python's exit on a broken install, a silent exit 2, a signal.
+CRASHES = {"exit 1": "echo 'Traceback: ImportError' >&2\nexit 1\n", "exit 2 silently": "exit 2\n", "killed by a signal": "kill -9 $$\n"}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_hook_that_crashes_refuses_every_call(ct: CodexTask, crash: str) -> None:
+    """Codex lets a call through on each of these (measured); the entry's wrapper (jsonhooks.WRAP) blocks it."""
+    fake = ct.root / "fakebin"
+    fake.mkdir()
+    (fake / "spark-git").write_text("#!/bin/sh\n" + CRASHES[crash])
+    (fake / "spark-git").chmod(0o755)
+    b_before = _files(ct.b)
+    r = run(ct, [sh("echo hello > hello.txt"), patch("*** Add File: more.txt\n+x\n")], env={**ct.env, "PATH": f"{fake}{os.pathsep}{ct.env['PATH']}"})
+    assert [r.layer(0), r.layer(1)] == ["hook", "hook"], r.outputs
+    assert "the spark-git hook failed (exit status" in r.outputs[0], r.outputs[0]
+    assert not (ct.a / "hello.txt").exists() and not (ct.a / "more.txt").exists()
+    assert _files(ct.b) == b_before
 
 
 def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: CodexTask) -> None:

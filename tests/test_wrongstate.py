@@ -211,13 +211,14 @@ def test_doctor_does_not_fix_a_task_that_changed_after_it_looked(lrepo: Path, mo
 
     from spark_git.core.layout import Layout
     from spark_git.ops.ending import doctor
+    from spark_git.state.backends import open_store
 
     ok(run(lrepo, "start", "t1", "--agents", "a1"))
     agent_wt = lrepo.parent / "repo.tasks/t1/agents/a1/code"
     shutil.rmtree(agent_wt)
     monkeypatch.setenv("SPARK_SESSION_ID", "s1")
     layout = Layout.discover(lrepo)
-    ctx, seen = doctor.observe(layout, None, session="s1")
+    ctx, seen = doctor.observe(layout, open_store(layout), None, session="s1")
     assert "worktree-dir-gone" in [f.kind for f, _, _ in ctx.findings]
     ok(run(lrepo, "abandon", "t1", "--why", "ended while doctor looked"))  # between the look and the fix
     doctor.apply(ctx, seen)

@@ -14,8 +14,8 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.core.paths import repo_around
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 
 class TaskCheckpoint(Model):
@@ -82,8 +82,7 @@ def _next(tf: TaskFile, waiting: str | None) -> list[str]:
     return nxt
 
 
-def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
-    store = open_store(layout)
+def collect(layout: Layout, store: Store, sessions: set[str]) -> SessionStartData:
     git = layout.git()
     names = store.task_names()
     heads = git.refs("refs/heads/") if names else {}
@@ -107,11 +106,11 @@ def collect(layout: Layout, sessions: set[str]) -> SessionStartData:
     return out
 
 
-def for_agent(layout: Layout, sessions: set[str], task: str, agent: str) -> SessionStartData:
+def for_agent(layout: Layout, store: Store, sessions: set[str], task: str, agent: str) -> SessionStartData:
     """An agent's session start: its own task, worktree, branch and commands, none of the owner's."""
     out = SessionStartData(sessions=sorted(sessions), tasks=[])
     try:
-        tf = open_store(layout).read_task(task)
+        tf = store.read_task(task)
     except CorruptState as e:
         out.problems.append(e.message)
         return out

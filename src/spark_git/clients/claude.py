@@ -80,8 +80,9 @@ class ClaudeCode:
         return Reply(0, stdout=d.reason + "\n" if d.reason else "")
 
     def render_bad_event(self, e: BadEvent) -> Reply:
-        # Exit 1 is a non-blocking hook error in Claude Code: the tool call proceeds, the user sees this.
-        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
+        # Outside a live repo (inside one it blocks: hooks.main): an allow with the warning in the
+        # transcript. Not exit 1: with `onFailure: block` Claude Code blocks on it (measured, 2.1.328).
+        return Reply(0, stdout=f"spark-git hook: {e}; allowing\n")
 
     # -- settings ----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from spark_git.clients import patch
 from spark_git.clients.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.facts import Facts, Run
-from spark_git.clients.jsonhooks import Wanted, guarded
+from spark_git.clients.jsonhooks import Wanted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
@@ -30,10 +30,9 @@ CONFIG_DIR = ".codex"
 # The user's file is in $CODEX_HOME (settings_files), ~/.codex by default.
 FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
               main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")),
-              instructions=("AGENTS.md", False))
-# Guarded (jsonhooks.GUARD): Codex lets a call through when the hook command cannot start.
-PRE_TOOL_USE = guarded("spark-git hook pre-tool-use --client codex")
-SESSION_START = guarded("spark-git hook session-start --client codex")
+              instructions=("AGENTS.md", False), wrap=True)  # it lets a call through when its hook fails, even cannot start
+PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client codex")
+SESSION_START = FACTS.hook("spark-git hook session-start --client codex")
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
 # version matches on the tool's own name.
 MATCHER = "Bash|Write|Edit|apply_patch"
@@ -104,7 +103,7 @@ class Codex:
         return Reply(0)  # Codex reads a PreToolUse hook's stdout as JSON: an allow says nothing
 
     def render_bad_event(self, e: BadEvent) -> Reply:
-        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")
+        return Reply(0, stderr=f"spark-git hook: {e}; allowing\n")  # outside a live repo: 0, as WRAP blocks on 1
 
     def settings_files(self) -> dict[str, Path]:
         return {**FACTS.settings_files(), "user": home() / "hooks.json"}

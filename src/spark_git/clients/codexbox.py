@@ -7,7 +7,7 @@ other branch that exists when the file is written (main, the task branches, the 
 read-only again, file by file. So a ref write the hook cannot read (`… | base64 -d | sh`) fails in
 the kernel; a branch created later stays writable until the files are regenerated (spark-git does
 that whenever it creates agent worktrees). Codex keeps `.git` and `.codex` inside a writable root
-read-only itself.
+read-only itself. The user's spark-git state directory (the approval and verdict keys) is unreadable.
 
 The file is kept out of git by one line in the common `info/exclude`, and is only ever written or
 removed while it is spark-git's (its first line says so)."""
@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from spark_git.clients import originals
+from spark_git.core.sshsig import state_dir
 from spark_git.state.files import write_text_atomic
 
 FILE = Path(".codex", "config.toml")
@@ -94,9 +95,16 @@ def _git_rules(common: Path, admin: Path | None, own: str | None) -> dict[str, s
     return rules
 
 
+def _kept_out() -> dict[str, str]:
+    """The user's spark-git state directory (the approval key and approvers, the verdict keys: issue 23)
+    unreadable, as spelled and resolved. Codex's shell is its only way to read files, so this closes it."""
+    d = state_dir()
+    return {p: "none" for p in dict.fromkeys((os.path.abspath(d), os.path.realpath(d)))}
+
+
 def wanted(worktree: Path, common_dir: Path) -> str:
     common, admin = _real(common_dir), admin_dir(worktree)
-    rules = _git_rules(common, admin, _own_ref(admin))
+    rules = _git_rules(common, admin, _own_ref(admin)) | _kept_out()
     if any(common.is_relative_to(t) or _real(worktree).is_relative_to(t) for t in _temp_dirs()):
         rules |= {":slash_tmp": "read", ":tmpdir": "read"}  # the repository would be writable as a temp dir
     lines = [MARK, f'default_permissions = "{PROFILE}"', "", f"[permissions.{PROFILE}]", 'extends = ":workspace"', "",
@@ -120,6 +128,7 @@ def apply(worktree: Path, common_dir: Path) -> bool:
     if (path.exists() and not ours(worktree)) or originals.read_exact(path) == wanted(worktree, common_dir):
         return False
     _made(common_dir)
+    state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)  # a rule on a path that is not there protects nothing
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, wanted(worktree, common_dir))
     return True

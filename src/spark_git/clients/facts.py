@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spark_git.clients import jsonhooks
+
 # Where a settings file a session loads is: the user's home, the session's worktree, the main worktree.
 USER, WORKTREE, MAIN = "user", "worktree", "main"
 
@@ -44,15 +46,16 @@ class Facts:
     `sandbox`: None when spark-git configures no OS sandbox for it; `off`: (dotted key, value, what
     it switches off) for settings that turn spark-git's hooks or the sandbox off in any file a session
     loads; `managed`: absolute files an administrator's settings live in (read too); `run`: how
-    `agent run` starts it (None: it cannot)."""
+    `agent run` starts it (None: it cannot); `wrap`: its hook entries' commands run inside jsonhooks.WRAP
+    (the client lets a tool call through when its hook fails: exit 1, a silent exit 2, a signal)."""
 
-    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title")
+    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title", "wrap")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
         sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (), run: Run | None = None,
-        instructions: tuple[str, bool] | None = None,
+        instructions: tuple[str, bool] | None = None, wrap: bool = False,
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -68,6 +71,11 @@ class Facts:
         # the coordinator's instructions `hooks install` writes: (file in the main worktree, the whole
         # file is spark-git's) — a Claude Code skill; else a marked section of the client's own file
         self.instructions = instructions
+        self.wrap = wrap
+
+    def hook(self, command: str) -> str:
+        """The command of a spark-git hook entry as installed for this client."""
+        return jsonhooks.wrapped(command) if self.wrap else command
 
     def settings_files(self) -> dict[str, Path]:
         """scope -> file: relative to the repo root, or absolute (the user's, read at call time)."""

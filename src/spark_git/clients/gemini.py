@@ -2,8 +2,9 @@
 Claude-shaped, events `BeforeTool` and `SessionStart`; the event carries `session_id`, `cwd`,
 `hook_event_name`, `timestamp`, `tool_name`, `tool_input`. `write_file` and `replace`
 (`file_path`) are judged like Claude's Write/Edit, `run_shell_command` (`command`, `dir_path`) like
-Bash, starting in `dir_path` when given. Exit 0 allows, 2 denies with stderr as the reason, 1 is a
-warning; SessionStart context must be JSON `hookSpecificOutput.additionalContext`.
+Bash, starting in `dir_path` when given. Exit 0 allows, 2 denies with stderr as the reason; Gemini
+lets a call through on any other exit, so the entry runs inside jsonhooks.WRAP, which blocks on one.
+SessionStart context must be JSON `hookSpecificOutput.additionalContext`.
 
 Imported before every tool call: standard library only at module level."""
 
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
 CONFIG_DIR = ".gemini"
 FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
               run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")),
-              instructions=("GEMINI.md", False))
-PRE_TOOL_USE = "spark-git hook pre-tool-use --client gemini"
-SESSION_START = "spark-git hook session-start --client gemini"
+              instructions=("GEMINI.md", False), wrap=True)  # it lets a call through on exit 1, a silent 2, a signal
+PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client gemini")
+SESSION_START = FACTS.hook("spark-git hook session-start --client gemini")
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}
 MATCHER = "|".join(KINDS)
 
@@ -66,7 +67,9 @@ class Gemini:
         return Reply(0)  # Gemini parses stdout as JSON: an allow says nothing
 
     def render_bad_event(self, e: BadEvent) -> Reply:
-        return Reply(1, stderr=f"spark-git hook: {e}; allowing\n")  # 1: a warning, the call proceeds
+        # Outside a live repo (inside one it blocks: hooks.main): exit 0, the text shown to the user as
+        # a system message; the entry's wrapper (jsonhooks.WRAP) takes any exit but 0 and 2 for a crash.
+        return Reply(0, stderr=f"spark-git hook: {e}; allowing\n")
 
     def settings_files(self) -> dict[str, Path]:
         return FACTS.settings_files()

@@ -34,21 +34,43 @@ class Wanted:
         return g
 
 
-# A client that lets a tool call through when its hook cannot start (Codex 0.169: `spark-git` not on
-# PATH) gets the command behind this guard: exit 2, which blocks, instead of the shell's 127.
+# Codex 0.169's guard before the wrapper below (it covered only `spark-git` missing from PATH): no
+# longer written, still recognised and upgraded.
 GUARD = ("command -v {exe} >/dev/null 2>&1 || {{ echo 'spark-git hook: {exe} is not on PATH, so this tool call "
          "cannot be checked and is refused' >&2; exit 2; }}; exec ")
 
+# A client that lets a tool call through when its hook fails (Gemini 0.61 and Codex 0.169, measured: an
+# exit 1 such as Python's on a broken install, an exit 2 with no output, a signal; Codex also a command
+# that cannot start) runs spark-git's command inside this POSIX-sh wrapper (`Facts.wrap`). spark-git's
+# stdout goes straight through; its stderr and exit status are kept. Exit 0, or 2 with a reason on
+# stderr, pass as they are; anything else blocks: exit 2 with the reason on stderr (Codex reads it) and
+# on stdout (Gemini reads stdout first; appended to whatever a crash left there, the text cannot parse
+# as a JSON allow).
+WRAP = ('{{ e=$({cmd} 2>&1 >&3 3>&-); r=$?; }} 3>&1; '
+        'if [ "$r" = 0 ] || {{ [ "$r" = 2 ] && [ -n "$e" ]; }}; then [ -z "$e" ] || printf \'%s\\n\' "$e" >&2; exit "$r"; fi; '
+        'm="spark-git: blocked: the spark-git hook failed (exit status $r${{e:+: $e}}), so this tool call cannot be checked; '
+        'fix spark-git (spark-git doctor) before going on"; printf \'%s\\n\' "$m"; printf \'%s\\n\' "$m" >&2; exit 2')
+_WRAP_HEAD = WRAP.split("{cmd}", 1)[0].replace("{{", "{")
+_WRAP_MARK = " 2>&1 >&3 3>&-);"  # where the command ends in every version of the wrapper
+
+
+def wrapped(command: str) -> str:
+    """`command` (or the spark-git command of an older guarded or wrapped entry, its spelling of
+    spark-git kept) inside WRAP."""
+    return WRAP.format(cmd=unguarded(command))
+
 
 def guarded(command: str) -> str:
-    """`command` behind GUARD (idempotent)."""
+    """`command` behind GUARD (idempotent): how older Codex entries were written."""
     plain = unguarded(command)
     return GUARD.format(exe=plain.split(" ", 1)[0]) + plain
 
 
 def unguarded(command: str) -> str:
-    """The spark-git command a guarded entry runs (any other text as it is)."""
+    """The spark-git command a guarded or wrapped entry runs (any other text as it is)."""
     command = command.strip()
+    if command.startswith(_WRAP_HEAD) and _WRAP_MARK in command:
+        return command[len(_WRAP_HEAD) :].split(_WRAP_MARK, 1)[0].strip()
     if command.startswith("command -v ") and "; exec " in command:
         return command.rsplit("; exec ", 1)[1].strip()
     return command
@@ -58,8 +80,16 @@ def is_guarded(command: str) -> bool:
     return unguarded(command) != command.strip()
 
 
+def rewrapped(wanted: str, command: str) -> str:
+    """`command`'s spark-git command (its spelling kept) in the form `wanted` has: wrapped, guarded or plain."""
+    plain = unguarded(command)
+    if wanted.strip().startswith(_WRAP_HEAD):
+        return wrapped(plain)
+    return guarded(plain) if is_guarded(wanted) else plain
+
+
 def is_ours(command: object, wanted: tuple[str, ...] | None = None) -> bool:
-    """`spark-git hook …` as installed (one of `wanted`, or any when None; guarded or not), or with
+    """`spark-git hook …` as installed (one of `wanted`, or any when None; wrapped, guarded or not), or with
     spark-git named by an absolute path."""
     if not isinstance(command, str):
         return False
@@ -105,7 +135,8 @@ def has(hooks: object, event: str) -> bool:
 
 def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
     """An older or hand-made spark-git entry brought up to date: the full matcher (a narrower one
-    lets the other tools through), the guard where the client wants one, and the client's extra keys. The user's command path is kept; a
+    lets the other tools through), the wrapper where the client wants one (an older one replaced), and the client's
+    extra keys. The user's command path is kept; a
     group shared with other hooks keeps its matcher, ours moves to a group of its own."""
     group, hook = found
     changed = False
@@ -116,8 +147,8 @@ def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
             group["hooks"].remove(hook)
             groups.append({"matcher": w.matcher, "hooks": [hook]})
         changed = True
-    if is_guarded(w.command) and not is_guarded(hook["command"]):
-        hook["command"] = guarded(hook["command"])  # the user's spelling of spark-git kept
+    if is_guarded(w.command) and hook["command"] != rewrapped(w.command, hook["command"]):
+        hook["command"] = rewrapped(w.command, hook["command"])  # the user's spelling of spark-git kept
         changed = True
     for k, v in w.extra.items():
         if hook.get(k) != v:

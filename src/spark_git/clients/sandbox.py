@@ -6,6 +6,8 @@ write only the session's cwd — the agent worktree — by the OS sandbox, minus
 hooks off or redirect git/spark-git; `git` runs outside it (a commit writes the shared object store)
 and stays under the hook's git policy. The file is kept out of git by one line in the common
 `info/exclude` (git reads no per-worktree exclude file), so it never makes an agent worktree dirty.
+The user's spark-git state directory (the approval and verdict keys) is kept from Bash by the sandbox's
+denyRead and from the file tools, which run outside the sandbox, by `permissions.deny` rules.
 
 `remove` gives the file back as it was (byte for byte while untouched, through clients/originals.py),
 else drops only the `sandbox` key spark-git wrote (the user's earlier one put back)."""
@@ -66,9 +68,22 @@ def wanted(worktree: Path, before: dict[str, Any] | None = None, branch: str | N
     fs["denyWrite"] = _joined(_fresh(fs.get("denyWrite"), mine), [f"/{r}/{d}" for r in [real, *(os.path.realpath(w) for w, _ in more)] for d in denied() if os.path.lexists(f"{r}/{d}")] + [f"/{p}" for p in deny])
     if not fs["allowWrite"]:
         del fs["allowWrite"]
-    fs["denyRead"] = _joined(fs.get("denyRead"), [f"/{os.path.realpath(state_dir())}"])  # the human's approval key (issue 23)
+    fs["denyRead"] = _joined(fs.get("denyRead"), kept_out())  # the human's approval key, the verdict keys (issue 23)
     sb["filesystem"] = fs
     return sb
+
+
+def kept_out() -> list[str]:
+    """The user's spark-git state directory (the approval key and the approvers, the verdict keys: issue
+    23) as Claude Code's absolute paths (`//…`), as spelled and resolved."""
+    d = state_dir()
+    return [f"/{p}" for p in dict.fromkeys((os.path.abspath(d), os.path.realpath(d)))]
+
+
+def deny_rules(dirs: list[str]) -> list[str]:
+    """Permission rules for the file tools, which run outside the sandbox: Read (Claude Code applies it to
+    its other reading tools too) and Edit (Write and Edit: the approvers file must not gain a key)."""
+    return [f"{tool}({d}{tail})" for d in dirs for tool in ("Read", "Edit") for tail in ("", "/**")]
 
 
 def _fresh(old: Any, mine: str | None) -> Any:
@@ -90,7 +105,9 @@ def present(worktree: Path, branch: str | None = None, more: Owned = ()) -> bool
     except (OSError, ValueError):
         return False
     sb = data.get("sandbox") if isinstance(data, dict) else None
-    return isinstance(sb, dict) and wanted(worktree, sb, branch, more) == sb
+    perms = data.get("permissions") if isinstance(data, dict) else None
+    deny = perms.get("deny") if isinstance(perms, dict) else None
+    return isinstance(sb, dict) and wanted(worktree, sb, branch, more) == sb and isinstance(deny, list) and set(deny_rules(kept_out())) <= set(deny)
 
 
 def only_ours(worktree: Path) -> bool:
@@ -108,25 +125,24 @@ def apply(worktree: Path, *, new: bool = False, branch: str | None = None, more:
     data = settings.load(path)
     sb = wanted(worktree, data.get("sandbox"), branch, more)
     perms = _with_dirs(data.get("permissions"), [os.path.realpath(w) for w, _ in more])
-    if data.get("sandbox") == sb and data.get("permissions", perms) == perms:
+    perms["deny"] = _joined(perms.get("deny"), deny_rules(kept_out()))
+    if data.get("sandbox") == sb and data.get("permissions") == perms:
         return False
     before = originals.read_exact(path)
     data["sandbox"] = sb
-    if perms:
-        data["permissions"] = perms
+    data["permissions"] = perms
     settings.save(path, data)
     originals.remember(path, before, originals.read_exact(path) or "", True)
     return True
 
 
-def _with_dirs(perms: Any, dirs: list[str]) -> Any:
+def _with_dirs(perms: Any, dirs: list[str]) -> dict[str, Any]:
     """`permissions` with the subagents' worktrees among its additionalDirectories: Claude Code pins
     `<common>/worktrees` read-only and gives back only the admin dirs of the session's own directories,
     so a subagent's git needs its worktree named there (allowWrite alone is not enough)."""
-    if not dirs:
-        return perms
-    out = dict(perms) if isinstance(perms, dict) else {}
-    out["additionalDirectories"] = _joined(out.get("additionalDirectories"), dirs)
+    out = json.loads(json.dumps(perms)) if isinstance(perms, dict) else {}
+    if dirs:
+        out["additionalDirectories"] = _joined(out.get("additionalDirectories"), dirs)
     return out
 
 
@@ -148,7 +164,7 @@ def remove(worktree: Path) -> bool:
     data = settings.load(path)
     if "sandbox" not in data:
         return False
-    _drop_dirs(data, data["sandbox"])
+    _drop_dirs(data, data["sandbox"], _permissions_of(prior))
     old = _sandbox_of(prior)
     if old is None:
         del data["sandbox"]
@@ -161,19 +177,32 @@ def remove(worktree: Path) -> bool:
     return True
 
 
-def _drop_dirs(data: dict[str, Any], sb: Any) -> None:
-    """The additionalDirectories `apply` added (the ones its sandbox also grants) taken out again."""
+def _drop_dirs(data: dict[str, Any], sb: Any, prior: dict[str, Any]) -> None:
+    """The additionalDirectories `apply` added (the ones its sandbox also grants) and its deny rules (the
+    ones of the directories its sandbox denies reading, unless the file had them before) taken out again."""
     fs = sb.get("filesystem") if isinstance(sb, dict) else None
     granted = {x[1:] for x in fs.get("allowWrite", [])} if isinstance(fs, dict) and isinstance(fs.get("allowWrite"), list) else set()
+    hidden = [x for x in fs.get("denyRead", []) if isinstance(x, str)] if isinstance(fs, dict) and isinstance(fs.get("denyRead"), list) else []
+    ours = set(deny_rules(hidden)) - set(prior.get("deny") or [])
     perms = data.get("permissions")
-    dirs = perms.get("additionalDirectories") if isinstance(perms, dict) else None
-    if not isinstance(perms, dict) or not isinstance(dirs, list):
+    if not isinstance(perms, dict):
         return
-    perms["additionalDirectories"] = [d for d in dirs if d not in granted]
-    if not perms["additionalDirectories"]:
-        del perms["additionalDirectories"]
+    for key, drop in (("additionalDirectories", granted), ("deny", ours)):
+        if isinstance(perms.get(key), list):
+            perms[key] = [d for d in perms[key] if d not in drop]
+            if not perms[key]:
+                del perms[key]
     if not perms:
         del data["permissions"]
+
+
+def _permissions_of(text: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return {}
+    perms = data.get("permissions") if isinstance(data, dict) else None
+    return perms if isinstance(perms, dict) else {}
 
 
 def _sandbox_of(text: str | None) -> Any:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from spark_git.clients import gitcmd, runtime, shwrites
 from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who
+from spark_git.clients.writes import Who, keys_refused
+from spark_git.core import paths
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?[-=]([^}]*)\}")
@@ -71,6 +72,8 @@ _SUBST = re.compile(r"__spark_subst__(\d+)_")
 
 
 def decide_shell(who: Who, cwd: Path, cmd: str, powershell: bool = False) -> Decision:
+    if who.agent and any(s in os.path.expandvars(cmd) for s in _keys_spelled()):  # `cat < key` too (input redirections are no words)
+        return keys_refused(who.me.agent or "", cmd)
     for seg in segments(cmd, cwd, {**who.env, POWERSHELL: "1"} if powershell else who.env):
         d = judge(who, seg)
         if d is not None:
@@ -87,6 +90,10 @@ def judge(who: Who, seg: Seg) -> Decision | None:
             return d
     if not seg.words:
         return None
+    if who.agent:
+        d = _names_keys(who, seg)
+        if d is not None:
+            return d
     prog = os.path.basename(seg.words[0])
     if prog == "git":
         return gitcmd.check(who, seg.here, seg.words[1:], seg.env)
@@ -95,6 +102,28 @@ def judge(who: Who, seg: Seg) -> Decision | None:
         if d is not None:
             return d
     return shwrites.check(who, seg.here, prog, seg.words[1:])
+
+
+def _names_keys(who: Who, seg: Seg) -> Decision | None:
+    """A word naming the user's spark-git state directory, as a path (through a link too) or inside a
+    word (`python3 -c "open('…')"`): the hook judges no other reads, but these keys no agent reads."""
+    spelled = _keys_spelled()
+    for w in seg.words[1:]:
+        w = os.path.expandvars(os.path.expanduser(w))  # `$XDG_STATE_HOME/…`, `~/.local/state/…` as the agent's shell sees them
+        if "\0" in w:
+            continue
+        hit = any(s in w for s in spelled)
+        if not hit and os.path.lexists(seg.here / w):  # through a link: only a path that exists can be one
+            there = os.path.realpath(seg.here / w)
+            hit = any(there == s or there.startswith(s + os.sep) for s in spelled)
+        if hit:
+            return keys_refused(who.me.agent or "", w)
+    return None
+
+
+def _keys_spelled() -> set[str]:
+    d = paths.state_dir()
+    return {str(d), str(paths.real(d))}
 
 
 def _started(who: Who, seg: Seg, code: str | None) -> Decision | None:

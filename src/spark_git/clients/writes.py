@@ -73,6 +73,19 @@ def guarded(resolved: Path) -> str | None:
     return hit
 
 
+def keys_dir(resolved: Path) -> bool:
+    """`resolved` (symlinks resolved) is in the user's spark-git state directory: the approval key, the
+    approvers, the verdict keys. Where the agent's environment says it is: an agent started without
+    the human's XDG_STATE_HOME (`agent run`) guards the default one."""
+    d = paths.state_dir()
+    return any(resolved.is_relative_to(p) for p in (d, real(d)))
+
+
+def keys_refused(agent: str, shown: str) -> Decision:
+    return Decision(False, f"spark-git: blocked: agent {agent} may not read or write the user's spark-git state directory {paths.state_dir()} "
+                           f"({shown}): it holds the approval key, the approvers and the verdict keys, which only the human's `spark-git approve` uses")
+
+
 def absolute(target: str, cwd: Path) -> Path:
     path = Path(os.path.expanduser(target))
     return real(path if path.is_absolute() else cwd / path)  # symlinks and `..` resolved
@@ -121,6 +134,8 @@ def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision
         there.rel[:2] == (paths.AGENTS, agent) or there.rel == (paths.requirements_name(task, agent),)
     ):
         return Decision(True, f"spark-git: allowed: agent {agent} writes its own report")
+    if keys_dir(resolved):
+        return keys_refused(agent, shown)
     if there.kind != "outside" or resolved.is_relative_to(repo.common):
         own = paths.agent_dir(repo.tasks_root, task, agent)
         return Decision(

@@ -31,6 +31,14 @@ def real(p: str | Path) -> Path:
     return Path(os.path.realpath(p))
 
 
+def state_dir() -> Path:
+    """The user's spark-git state directory ($XDG_STATE_HOME/spark-git, default ~/.local/state/spark-git):
+    the approval key and approvers (core/sshsig.py) and the verdict keys (gates/verdictkey.py), which no
+    agent may read or write (issue 23: the clients' sandboxes and deny rules, and the hook)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "spark-git"
+
+
 # -- the tasks root -----------------------------------------------------------------------------
 
 

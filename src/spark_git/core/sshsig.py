@@ -19,16 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.paths import state_dir as state_dir  # spelled once, where the hook can read it
 
 NAMESPACE = "spark-git-approval"
 KEY_FILE = "approval_ed25519"
 ALLOWED_FILE = "allowed_signers"
 TIMEOUT_S = 60.0  # a passphrase typed at the terminal counts against it
-
-
-def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "spark-git"
 
 
 def allowed_path() -> Path:

@@ -43,6 +43,8 @@ def load_key(common_dir: Path, repo_paths: list[Path]) -> bytes | None:
         return bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:
         pass
+    except OSError:  # unreadable here (an agent's sandbox denies the state directory): no verdict verifies
+        return None
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{KEY_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -11,7 +11,7 @@ from spark_git.protocol.conditions import (
     inconsistency,
     merge_conditions,
 )
-from spark_git.protocol.context import BuildRun, Ctx, approval_holds, config_rules, make_ctx, protocol_of, read_status, task_head, task_md_digest, walk_rules
+from spark_git.protocol.context import BuildRun, Ctx, PlanCheck, approval_holds, config_rules, make_ctx, protocol_of, read_status, task_head, task_md_digest, walk_rules
 from spark_git.protocol.effects import request_changes
 from spark_git.protocol.machine import (
     TRANSITIONS,
@@ -40,6 +40,7 @@ __all__ = [
     "WORKFLOW_STATES",
     "BuildRun",
     "Ctx",
+    "PlanCheck",
     "Rule",
     "State",
     "Unmet",

@@ -1,5 +1,5 @@
 """Conditions several guards share: each agent's report, its requirements report, every agent COMPLETE,
-the task branch's commits attributed, agents actually invoked."""
+the task branch's commits attributed, agents actually invoked, the human's signed plan approval."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 from spark_git.core.git import branch_ref
-from spark_git.protocol.context import Ctx, entered_at, requirements_path, task_head
+from spark_git.core.layout import Layout
+from spark_git.protocol.context import Ctx, PlanCheck, entered_at, requirements_path, task_head, task_md_digest
 from spark_git.protocol.unmet import Unmet
-from spark_git.state.models import AgentStatus
+from spark_git.state.models import AgentStatus, TaskFile
 
 # The attribution forms of the merge gate (gates/attribution.py): `[agent] subject` or a trailer.
 _PREFIX = re.compile(r"\[([a-z0-9][a-z0-9._-]{0,62})\]")
@@ -130,3 +131,16 @@ def evidence_problem(ctx: Ctx, agent: str, st: AgentStatus) -> Unmet | None:
     if problem is None:
         return None
     return Unmet(f"agent {agent} reports COMPLETE but its evidence says otherwise: {problem}", fix, how="fix it, write the output JSON to output.json")
+
+
+def plan_unmet(layout: Layout, tf: TaskFile, verify: PlanCheck | None) -> list[Unmet]:
+    """The human's plan approval: recorded, of today's task.md, and signed by an allowed approver
+    (`verify`, from the ops layer; without one no approval counts)."""
+    pa, again = tf.plan_approval, f"spark-git approve {tf.task_name} --plan"
+    if pa is None or not pa.approved:
+        return [Unmet("the human has not approved the plan", again)]
+    if pa.task_md_sha256 != task_md_digest(layout, tf.task_name):
+        return [Unmet("task.md changed after the plan was approved (the approval is void)", again)]
+    wrong = verify(layout, tf, pa) if verify is not None else "its signature was not checked (no verifier was given)"
+    return [Unmet(f"the plan approval does not count: {wrong}", again)] if wrong else []
+

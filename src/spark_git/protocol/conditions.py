@@ -10,8 +10,8 @@ from itertools import pairwise
 from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout
-from spark_git.protocol.checks import every_agent_complete, rejected_since_presented
-from spark_git.protocol.context import approval_holds, make_ctx, task_md_digest
+from spark_git.protocol.checks import every_agent_complete, plan_unmet, rejected_since_presented
+from spark_git.protocol.context import PlanCheck, approval_holds, make_ctx
 from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
 from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
@@ -82,17 +82,15 @@ def check_consistent(store: Store, tf: TaskFile) -> None:
         )
 
 
-def merge_conditions(layout: Layout, tf: TaskFile) -> list[Unmet]:
-    """Protocol conditions for `spark-git merge` (agent → task) beyond the merge gates."""
+def merge_conditions(layout: Layout, tf: TaskFile, verify_plan: PlanCheck) -> list[Unmet]:
+    """Protocol conditions for `spark-git merge` (agent → task) beyond the merge gates; `verify_plan`:
+    the signature check of the plan approval (the ops layer's)."""
     if not is_full(layout, tf):
         return []
     if variant_of(tf) == SHORT:
         if tf.state != S.SYNTHESIS:
             return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" (variant short) agent merges are accepted only in SYNTHESIS after plan approval", path_to(tf, S.SYNTHESIS))]
-        pa = tf.plan_approval
-        if pa is None or not pa.approved or getattr(pa, "task_md_sha256", None) != task_md_digest(layout, tf.task_name):
-            return [Unmet("the plan is not approved (agent merges in SYNTHESIS need the human's plan approval)", f"spark-git approve {tf.task_name} --plan")]
-        return []
+        return [Unmet(f"{u.condition} (agent merges in SYNTHESIS need the human's plan approval)", u.fix) for u in plan_unmet(layout, tf, verify_plan)]
     if tf.state != S.IMPLEMENTATION:
         return [Unmet(f"task {tf.task_name} is in {tf.state}; under protocol \"full\" agent merges are accepted only in IMPLEMENTATION", path_to(tf, S.IMPLEMENTATION))]
     return []

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.state.models import AgentStatus, TaskFile, WalkRules
+from spark_git.state.models import AgentStatus, Checkpoint, TaskFile, WalkRules
 from spark_git.state.store import Store
 
 TASK_MD_SECTIONS = ("Task Objective", "Scope", "Stakeholder Agent Reports")
@@ -33,6 +33,11 @@ class BuildRun(Protocol):
     error: str | None
 
 
+# What is wrong with a recorded plan approval as the human's signature (None: it verifies). The ops layer
+# provides it (ops/shared/signed.plan_problem, the one verifier of approvals): protocol/ checks no signature itself.
+PlanCheck = Callable[[Layout, TaskFile, Checkpoint], str | None]
+
+
 @dataclass
 class Ctx:
     store: Store  # the command's one Store: every read of the guards goes through it
@@ -45,6 +50,7 @@ class Ctx:
     evidence: dict[str, Any] = field(default_factory=dict)  # recorded with the transition
     # Runs the build gate on the task worktree; the ops layer provides it (None: nothing may run).
     run_build: Callable[[], BuildRun] | None = None
+    verify_plan: PlanCheck | None = None  # None: no plan approval counts (fail closed)
     record_build: BuildRun | None = None  # a build the guard ran and saw pass, for ops to record
     writes: dict[Path, str] = field(default_factory=dict)  # documents the effects produced, to be written
     # The human's decision this transition carries out (`approve --request-changes`); None from `advance`.
@@ -125,8 +131,9 @@ def config_rules(layout: Layout) -> WalkRules:
 
 
 def make_ctx(store: Store, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
-             run_build: Callable[[], BuildRun] | None = None) -> Ctx:
-    return Ctx(store, tf, session, why, dry, statuses={a: read_status(store, tf.task_name, a) for a in tf.agents}, run_build=run_build)
+             run_build: Callable[[], BuildRun] | None = None, verify_plan: PlanCheck | None = None) -> Ctx:
+    return Ctx(store, tf, session, why, dry, statuses={a: read_status(store, tf.task_name, a) for a in tf.agents}, run_build=run_build,
+               verify_plan=verify_plan)
 
 
 def read_status(store: Store, task: str, agent: str) -> AgentStatus | None:

@@ -12,6 +12,7 @@ from spark_git.core.git import Git
 from spark_git.protocol.checks import (
     every_agent_complete,
     invoked,
+    plan_unmet,
     rejected_since_presented,
     report_cmd,
     requirements_reports,
@@ -25,7 +26,6 @@ from spark_git.protocol.context import (
     build_evidence,
     entered_at,
     task_head,
-    task_md_digest,
 )
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
@@ -100,12 +100,7 @@ def _plan(ctx: Ctx) -> list[Unmet]:
         body = plan_section(sections, a)
         if not body:
             out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", how=f"add a `## Implementation Plan: {a}` section to {p}"))
-    pa = ctx.tf.plan_approval
-    if pa is None or not pa.approved:
-        out.append(Unmet("the human has not approved the plan", f"spark-git approve {ctx.task} --plan"))
-    elif getattr(pa, "task_md_sha256", None) != task_md_digest(ctx.layout, ctx.task):
-        out.append(Unmet("task.md changed after the plan was approved (the approval is void)", f"spark-git approve {ctx.task} --plan"))
-    return out
+    return out + plan_unmet(ctx.layout, ctx.tf, ctx.verify_plan)
 
 
 def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spark_git.core.layout import Layout
-from spark_git.protocol.context import Ctx, make_ctx, protocol_of
+from spark_git.protocol.context import Ctx, PlanCheck, make_ctx, protocol_of
 from spark_git.protocol.effects import defer_follow_ups, present_changes, request_changes, void_plan_approval
 from spark_git.protocol.guards import (
     g_awaiting,
@@ -113,11 +113,11 @@ def is_full(layout: Layout, tf: TaskFile) -> bool:
     return protocol_of(layout, tf) == "full"
 
 
-def blockers(store: Store, tf: TaskFile, session: str | None) -> dict[str, list[Unmet]]:
+def blockers(store: Store, tf: TaskFile, session: str | None, verify_plan: PlanCheck | None) -> dict[str, list[Unmet]]:
     """For `status`: each legal next state → what blocks it (dry: no gate runs)."""
     out = {}
     for to in next_states(tf):
-        ctx = make_ctx(store, tf, session if session is not None else tf.session_id, dry=True)
+        ctx = make_ctx(store, tf, session if session is not None else tf.session_id, dry=True, verify_plan=verify_plan)
         out[to] = [u for u in guard_for(tf, to)(ctx) if u.kind != OWNER]
     return out
 

@@ -191,7 +191,8 @@ class RemoteStore(LocalStore):
         return got[2] if got else None
 
     def remote_tasks(self) -> dict[str, tuple[TaskFile | None, Lease]]:
-        """Every task locked on the remote, by any machine: its state and its holder's lease."""
+        """Every task locked on the remote, by any machine: its state and its holder's lease; worktree
+        paths as this clone's layout derives them, like every read of a task here."""
         res: dict[str, tuple[TaskFile | None, Lease]] = {}
         for name, sha in sorted(self.refs.names(TASKS).items()):
             got = self.refs.read(TASKS + name, TASK_FILE, at=sha)
@@ -200,6 +201,8 @@ class RemoteStore(LocalStore):
                     tf: TaskFile | None = TaskFile.model_validate_json(got[1])
                 except ValueError:
                     tf = None
+                if tf is not None:
+                    self._local_paths(tf)  # the holder's paths are its own: never handed out here
                 res[name] = (tf, got[2])
         return res
 

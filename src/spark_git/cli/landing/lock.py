@@ -13,6 +13,7 @@ from spark_git.core.layout import Layout
 from spark_git.ops.ending import doctor
 from spark_git.ops.ending.doctor import LockBreakData
 from spark_git.ops.shared import mainlock
+from spark_git.state.backends import open_store
 from spark_git.state.locks import mint_session, session_from
 
 lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
@@ -33,7 +34,7 @@ def lock_main(
         s = session_from(session)
         minted = s is None
         s = s or mint_session()
-        d = mainlock.lock(layout, s, reason)
+        d = mainlock.lock(open_store(layout), s, reason)
         nxt = [f"export SPARK_SESSION_ID={s}"] if minted else []
         return Result(f"main worktree locked by session {s}", d, next=[*nxt, "spark-git unlock main"])
 
@@ -52,7 +53,7 @@ def unlock_main(
     def action(layout: Layout) -> Result:
         if why and not force:
             raise BadInput("--why goes with --force")
-        d = mainlock.unlock(layout, session_from(session), force=force, why=why)
+        d = mainlock.unlock(open_store(layout), session_from(session), force=force, why=why)
         if not d.released:
             return Result("main worktree was not locked", d)
         return Result(f"main worktree unlocked (was held by {d.previous_owner or 'an unreadable lock'})" + (" — forced, logged" if force else ""), d)

@@ -17,6 +17,7 @@ from spark_git.ops.landing import merge as merging
 from spark_git.ops.landing import sync as syncing
 from spark_git.ops.landing import update as updating
 from spark_git.ops.landing.merge import MergeAllData, MergeData
+from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def update(
 ) -> None:
     """Rebase the task onto its base branch and bring agents without unmerged work along; approvals of an unchanged patch are kept."""
     def action(layout: Layout) -> Result:
-        d = updating.update(layout, task, session=session_from(session), leave_conflict=leave_conflict)
+        store = open_store(layout)  # one Store for the update and the next step it names
+        d = updating.update(layout, store, task, session=session_from(session), leave_conflict=leave_conflict)
         if d.conflicts:
             wt = layout.task_worktree(d.task)
             return Result(
@@ -162,6 +164,6 @@ def update(
                 out.print(f"  [yellow]recovered:[/yellow] {r}")
 
         what = f"rebased onto {d.base_branch} at {d.base_head[:12]}" if d.rebased or d.resolved else f"already contains {d.base_branch} at {d.base_head[:12]}"
-        return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[updating.next_step(layout, d)])
+        return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[updating.next_step(store, d)])
 
     execute(ctx, action)

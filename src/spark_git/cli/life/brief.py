@@ -10,6 +10,7 @@ from spark_git.cli.common import Result, execute, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.life import brief as ops_brief
+from spark_git.state.backends import open_store
 
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
@@ -24,7 +25,7 @@ def brief(
     import json
 
     def action(layout: Layout) -> Result:
-        d = ops_brief.brief(layout, task, agent)
+        d = ops_brief.brief(layout, open_store(layout), task, agent)
         if not state(ctx).json:  # the Input JSON itself, to hand to the sub-agent as-is
             print(json.dumps(d.model_dump(mode="json"), indent=2))
             raise typer.Exit(0)

@@ -65,6 +65,7 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT)
     """Checkpoint recovery: the tasks this session owns, their state, what they wait for, next commands."""
     from spark_git.clients import checkpoint
     from spark_git.core.errors import BadInput
+    from spark_git.state.backends import open_store
 
     st = state(ctx)
     event = _stdin_event()
@@ -82,9 +83,9 @@ def hook_session_start(ctx: typer.Context, client: ClientOpt = registry.DEFAULT)
         if layout is None or not layout.tasks_root.is_dir():
             d = checkpoint.SessionStartData(sessions=sorted(sessions), tasks=[])
         elif me is not None:  # an agent is told who it is, never the owner's tasks
-            d = checkpoint.for_agent(layout, sessions, *me)
+            d = checkpoint.for_agent(layout, open_store(layout), sessions, *me)
         else:
-            d = checkpoint.collect(layout, sessions)
+            d = checkpoint.collect(layout, open_store(layout), sessions)
         if not st.json:
             text = adapter.session_start(d)
             if text:

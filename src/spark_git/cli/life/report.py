@@ -10,6 +10,7 @@ from spark_git.cli.common import Result, SessionOpt, execute, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.life import reports
+from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
 
 TaskArg = Annotated[str, typer.Argument(help="Task name.")]
@@ -33,7 +34,7 @@ def report(
 ) -> None:
     """An agent reports its status (writes agents/<agent>/status.json)."""
     def action(layout: Layout) -> Result:
-        d = reports.report(layout, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
+        d = reports.report(layout, open_store(layout), task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
                            work_remaining=work_remaining, report_path=report_file, blocking=blocking, deferrable=deferrable, scope=scope,
                            cwd=state(ctx).cwd, evidence=evidence)
         s = d.status

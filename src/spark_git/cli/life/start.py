@@ -95,7 +95,9 @@ def agent_add(
     def action(layout: Layout) -> Result:
         from spark_git.protocol import agent_add_guard
 
-        d = agent_add_op.add_agent(layout, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx), guard=agent_add_guard(open_store(layout)), no_setup=no_setup)
+        store = open_store(layout)
+        d = agent_add_op.add_agent(layout, store, task, agent, why=why, session=session_from(session), role=role, progress=progress(ctx),
+                                   guard=agent_add_guard(store), no_setup=no_setup)
         nxt = [f"cd {shlex.quote(str(d.worktree))}"]
         failed = _setup_failed(d.provisioning)
         if failed:

@@ -12,6 +12,7 @@ from spark_git.cli.root import app
 from spark_git.clients import facts, registry
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import hooksetup
+from spark_git.state.backends import open_store
 
 
 def _scopes() -> str:
@@ -44,7 +45,7 @@ def hooks_install(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeOpt
     def action(layout: Layout) -> Result:
         from spark_git.cli.setup import guide
 
-        d = hooksetup.install(layout, client or [], scope, guide.text())
+        d = hooksetup.install(layout, open_store(layout), client or [], scope, guide.text())
         shown = ", ".join(f.path for f in d.files)
         trusted = sum(len(f.trusted) for f in d.files)  # Codex: entries in the user's Codex config
         also = f"; {trusted} Codex trust entr{'y' if trusted == 1 else 'ies'} written" if trusted else ""
@@ -59,7 +60,7 @@ def hooks_uninstall(ctx: typer.Context, client: ClientsOpt = None, scope: ScopeO
     def action(layout: Layout) -> Result:
         from spark_git.cli.setup import guide
 
-        d = hooksetup.uninstall(layout, client or [], scope, guide.text())
+        d = hooksetup.uninstall(layout, open_store(layout), client or [], scope, guide.text())
         shown = ", ".join(f.path for f in d.files)
         return Result(f"spark-git hooks removed from {shown}" if d.changed else f"no spark-git hooks in {shown}", d)
 
@@ -71,7 +72,7 @@ def hooks_check(ctx: typer.Context) -> None:
     """Per agent worktree and client: will the hooks load there (settings committed, or ignored and
     copied, or the user's), and is `spark-git` on the hook's PATH."""
     def action(layout: Layout) -> Result:
-        d = hooksetup.check(layout)
+        d = hooksetup.check(layout, open_store(layout))
         bad = [c for c in d.checks if not c.loads or c.switched_off]
 
         def human(out: Any) -> None:

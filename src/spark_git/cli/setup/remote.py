@@ -11,6 +11,7 @@ from spark_git.cli.root import app
 from spark_git.core.layout import Layout, task_name
 from spark_git.ops.setup import remote
 from spark_git.ops.shared import remote as remote_view
+from spark_git.state.backends import open_store
 
 remote_app = typer.Typer(help="Remote mode: task locks, state, queue and notes on a shared git remote.", no_args_is_help=True)
 app.add_typer(remote_app, name="remote")
@@ -49,7 +50,7 @@ def status(ctx: typer.Context) -> None:
     """Every task locked on the remote, by any machine: holder, lease age, stale leases."""
 
     def action(layout: Layout) -> Result:
-        d = remote_view.status(layout)
+        d = remote_view.status(open_store(layout))
         stale = [t.task for t in d.tasks if t.stale]
         lines = [f"{t.task}: {t.state} held by {t.machine} (session {t.session}, pid {t.pid}), lease renewed {t.lease_age_s:.0f}s ago"
                  + (" — STALE" if t.stale else "") for t in d.tasks]

@@ -10,6 +10,7 @@ from spark_git.cli.common import Out, Result, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import history
+from spark_git.state.backends import open_store
 
 if TYPE_CHECKING:
     pass
@@ -22,7 +23,7 @@ TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 def who(ctx: typer.Context, task: TaskArg) -> None:
     """Who wrote what on the task branch: commits, files and lines per agent."""
     def action(layout: Layout) -> Result:
-        d = history.who(layout, task)
+        d = history.who(layout, open_store(layout), task)
 
         def human(out: Out) -> None:
             from rich.table import Table
@@ -47,7 +48,7 @@ def who(ctx: typer.Context, task: TaskArg) -> None:
 def log_(ctx: typer.Context, task: TaskArg) -> None:
     """The task branch's history with agent, gate and approval annotations."""
     def action(layout: Layout) -> Result:
-        d = history.log(layout, task)
+        d = history.log(layout, open_store(layout), task)
 
         def human(out: Out) -> None:
             for c in d.commits:

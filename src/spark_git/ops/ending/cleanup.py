@@ -46,7 +46,7 @@ class EndData(Model):
 
 def cleanup(layout: Layout, task: str, *, session: str | None, force: bool = False, abandon: bool = False,
             why: str | None = None, caller: Path | None = None, dry_run: bool = False, progress: Progress = quiet) -> EndData:
-    return _end(layout, task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
+    return _end(layout, open_store(layout), task, session=session, final="ABANDONED" if abandon else "CLEANUP", force=force or abandon,
                 why=why or ("spark-git cleanup --abandon" if abandon else None), caller=caller, force_locked=force,
                 dry_run=dry_run, progress=progress)
 
@@ -55,14 +55,13 @@ def abandon(layout: Layout, task: str, *, why: str, session: str | None, caller:
             dry_run: bool = False, progress: Progress = quiet) -> EndData:
     if not why.strip():
         raise BadInput("--why needs a reason; it is recorded in the audit trail")
-    return _end(layout, task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force,
+    return _end(layout, open_store(layout), task, session=session, final="ABANDONED", force=True, why=why, caller=caller, force_locked=force,
                 dry_run=dry_run, progress=progress)
 
 
-def _end(layout: Layout, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None,
+def _end(layout: Layout, store: Store, task: str, *, session: str | None, final: str, force: bool, why: str | None, caller: Path | None,
          force_locked: bool = False, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     task = task_name(task)
-    store = open_store(layout)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
     with store.mutex(task_mutex_name(task)):
         if not store.has_task(task):
@@ -82,7 +81,7 @@ def _end(layout: Layout, task: str, *, session: str | None, final: str, force: b
         dirty = _dirty(trees, force, task)
         contained = _containment(git, tf.base_branch)
         heads = git.refs("refs/heads/")
-        branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, tf, trees, heads)]
+        branches = [(b, heads[branch_ref(b)]) for b in _branches(layout, store, tf, trees, heads)]
         if dry_run:
             planned = plan(store, tf, git, trees, branches, contained, final)
             return EndData(task=task, final_state=final, why=why, snapshot=str(layout.audit_snapshot(task)), go_to=go_to, dry_run=True, **vars(planned))
@@ -233,7 +232,7 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branche
             git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {tf.task_name}")
             data.deleted_branches.append(b)
     if data.deleted_branches:
-        hooksetup.sandbox_refresh(store.layout)  # other agents' sandboxes named these refs (a gone one is a mount point)
+        hooksetup.sandbox_refresh(store.layout, store)  # other agents' sandboxes named these refs (a gone one is a mount point)
 
 
 def _containment(git: Git, base: str) -> Contained:
@@ -278,7 +277,7 @@ def _trees(store: Store, tf: TaskFile, git: Git, progress: Progress = quiet) -> 
     return res
 
 
-def _branches(layout: Layout, tf: TaskFile, trees: list[Tree], heads: dict[str, Sha]) -> list[str]:
+def _branches(layout: Layout, store: Store, tf: TaskFile, trees: list[Tree], heads: dict[str, Sha]) -> list[str]:
     """The branches this task may delete: those task.json records (checked against the layout), and an
     agent branch of an interrupted `agent add` that spark-git created. Never a branch a worktree was
     merely switched to, nor one that only looks like an agent branch."""
@@ -290,7 +289,7 @@ def _branches(layout: Layout, tf: TaskFile, trees: list[Tree], heads: dict[str, 
         candidates += [r.removeprefix("refs/heads/") for r in heads if r.startswith(f"refs/heads/{prefix}")]
     git = layout.git()
     for b in dict.fromkeys(candidates):
-        if b not in names and stray_agent_branch(layout, git, task, b):
+        if b not in names and stray_agent_branch(layout, store, git, task, b):
             names.append(b)
     base = tf.base_branch
     return [b for b in dict.fromkeys(names) if b != base and branch_ref(b) in heads]

@@ -115,8 +115,8 @@ def _not_again(layout: Layout, tf: TaskFile, kind: Kind, target: str, digest: st
     cp = tf.plan_approval if kind == "plan" else tf.checkpoint
     if cp is None or not cp.approved or (cp.task_md_sha256 != digest if kind == "plan" else cp.commit_sha != target):
         return
-    if kind == "changes" and signed.problem(layout, tf, cp, target) is not None:
-        return  # recorded but not a valid signature here (unsigned, another key, approvers changed): the human signs again
+    if (signed.problem(layout, tf, cp, target) if kind == "changes" else signed.plan_problem(layout, tf, cp)) is not None:
+        return  # recorded but not a valid signature here (unsigned, forged, another key, approvers changed): the human signs again
     what = f"the plan of {tf.task_name}" if kind == "plan" else f"the changes of {tf.task_name} at {target[:12]}"
     nxt = f"spark-git advance {tf.task_name}" if kind == "plan" else f"spark-git complete {tf.task_name}"
     raise Blocked(f"{what} already approved (by {cp.approved_by} at {cp.approved_at}); nothing was recorded", next=[nxt], task=tf.task_name)

@@ -55,7 +55,7 @@ def complete_via(layout: Layout, task: str, via: str, *, session: str | None, me
     store = open_store(layout)
     tf = load_task(store, task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-    head = _checked_head(layout, tf)
+    head = _checked_head(layout, store, tf)
     ev = _final_gate(layout, store, tf, head, gate.GateOpts(rerun=rerun, ticker=ticker), session, via)
     remote = layout.config.sync.remote or "origin"
     refused: Blocked | None = None
@@ -64,7 +64,7 @@ def complete_via(layout: Layout, task: str, via: str, *, session: str | None, me
             raise Blocked(f"the task head moved while the final gate ran (gated {head[:12]}): nothing was pushed", task=task,
                           next=[f"spark-git complete {task} --via {via}"])
         _push(layout, remote, tf.task_branch, head)
-        opened = _open(layout, client, tf, head, ev, via)
+        opened = _open(layout, store, client, tf, head, ev, via)
         try:
             client.auto_merge(layout.main_worktree, opened, head, method)
         except Blocked as e:  # the PR/MR stays open and recorded: merging it is then the forge's user's call
@@ -82,11 +82,11 @@ def complete_via(layout: Layout, task: str, via: str, *, session: str | None, me
                              base_branch=tf.base_branch, head=head, method=method, auto_merge=True, gate=ev)
 
 
-def _checked_head(layout: Layout, tf: TaskFile) -> str:
+def _checked_head(layout: Layout, store: Store, tf: TaskFile) -> str:
     head = layout.git().branch_head(tf.task_branch)
     if head is None:
         raise Blocked(f"branch {tf.task_branch} does not exist", task=tf.task_name)
-    unmet = forge_unmet(layout, tf, head)
+    unmet = forge_unmet(layout, store, tf, head)
     if unmet:
         raise unmet_blocked(f"cannot complete {tf.task_name} through the forge (nothing was pushed)", unmet, tf.task_name)
     return head
@@ -116,9 +116,9 @@ def _push(layout: Layout, remote: str, branch: str, head: str) -> None:
                       hint=f"see `git fetch {remote} {branch}`; bring them into the task, or delete the remote branch", details={"stderr": res.stderr})
 
 
-def _open(layout: Layout, client: forge.Cli, tf: TaskFile, head: str, ev: gates.GateEvidence, via: str) -> forge.Opened:
+def _open(layout: Layout, store: Store, client: forge.Cli, tf: TaskFile, head: str, ev: gates.GateEvidence, via: str) -> forge.Opened:
     """Opens the PR/MR; after a crash between opening and recording, a re-run finds the open one."""
-    title, body = forgebody.compose(layout, tf, head, ev, via)
+    title, body = forgebody.compose(layout, store, tf, head, ev, via)
     cwd = layout.main_worktree
     try:
         return client.create(cwd, tf.base_branch, tf.task_branch, title, body)

@@ -12,14 +12,15 @@ from spark_git.gates import command as gates
 from spark_git.gates import evidence
 from spark_git.ops.shared import history
 from spark_git.state.models import Checkpoint, TaskFile
+from spark_git.state.store import Store
 
 MARKER = "spark-git evidence"  # the HTML comment holding the JSON evidence
 
 
-def compose(layout: Layout, tf: TaskFile, head: str, ev: gates.GateEvidence, via: str) -> tuple[str, str]:
+def compose(layout: Layout, store: Store, tf: TaskFile, head: str, ev: gates.GateEvidence, via: str) -> tuple[str, str]:
     title = tf.title or tf.task_name
     approvals = [_approval(kind, cp) for kind, cp in (("changes", tf.checkpoint), ("plan", tf.plan_approval)) if cp is not None and cp.approved]
-    agents = _agents(layout, tf.task_name)
+    agents = _agents(layout, store, tf.task_name)
     lines = [f"Task `{tf.task_name}` landed through spark-git (`complete --via {via}`): head `{head}` onto `{tf.base_branch}`.", "",
              "## Gates", "", _gate_line(ev), "", "## Approvals", ""]
     lines += [f"- {a['kind']}: approved by {a['by'] or '?'} at {a['at'] or '?'} (commit `{(a['commit'] or '?')[:12]}`)" for a in approvals] or ["- none recorded"]
@@ -49,8 +50,8 @@ def _approval(kind: str, cp: Checkpoint) -> dict[str, Any]:
     return {"kind": kind, "by": cp.approved_by, "at": cp.approved_at, "commit": cp.commit_sha, "patch_id": cp.patch_id}
 
 
-def _agents(layout: Layout, task: str) -> list[dict[str, Any]]:
+def _agents(layout: Layout, store: Store, task: str) -> list[dict[str, Any]]:
     try:
-        return [w.model_dump(mode="json") for w in history.who(layout, task).agents]
+        return [w.model_dump(mode="json") for w in history.who(layout, store, task).agents]
     except SparkError:  # attribution is evidence, not a guard: a task without notes still lands
         return []

@@ -14,7 +14,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.shared import radar
+from spark_git.ops.shared import radar, signed
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.prepare import prepare, unmet_blocked
 from spark_git.ops.shared.merging.record import LandedCommit, land, record, record_unrecorded_landing
@@ -73,9 +73,10 @@ Warn = Callable[[str], None]
 
 
 def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None, warn: Warn | None = None) -> MergeData:
-    task = task_name(task)
-    agent = agent_name(agent)
-    store = open_store(layout)
+    return _merge(layout, open_store(layout), task_name(task), agent_name(agent), session, rerun, ticker, warn)
+
+
+def _merge(layout: Layout, store: Store, task: str, agent: str, session: str | None, rerun: bool, ticker: Ticker | None, warn: Warn | None) -> MergeData:
     # Like tasks.updating(), but task.json is only written when something landed ("nothing new"
     # must change nothing, not even last_active_at).
     with store.mutex(task_mutex_name(task)):
@@ -94,9 +95,10 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     A refused agent gets a second pass once others have landed after its attempt: join order is
     not dependency order (a test-writer's gate may need the code it tests to land first)."""
     task = task_name(task)
-    tf = load_task(open_store(layout), task)
+    store = open_store(layout)
+    tf = load_task(store, task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-    unmet = protocol.merge_conditions(layout, tf)
+    unmet = protocol.merge_conditions(layout, tf, signed.plan_problem)
     if unmet:
         raise unmet_blocked(f"cannot merge the agents of {task}", unmet, task)
     data = MergeAllData(task=task, merged=[], refused=[])
@@ -104,7 +106,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     first: list[tuple[str, int, SparkError]] = []  # refused agent, landings before its attempt, why
     for agent in tf.agents:
         try:
-            _merged(data, landings, merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker, warn=warn))
+            _merged(data, landings, _merge(layout, store, task, agent, session, rerun, ticker, warn))
         except SparkError as e:
             first.append((agent, len(landings), e))
     for agent, mark, why in first:
@@ -113,7 +115,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
             data.refused.append(_refusal(agent, why, passes=1))
             continue
         try:
-            d = merge(layout, task, agent, session=session, rerun=rerun, ticker=ticker, warn=warn)
+            d = _merge(layout, store, task, agent, session, rerun, ticker, warn)
         except SparkError as again:
             data.refused.append(_refusal(agent, again, passes=2))
             continue

@@ -10,6 +10,7 @@ from spark_git.ops.shared.queue.drain import DRAIN, drain_locked
 from spark_git.ops.shared.queue.gate import GateOpts
 from spark_git.state.backends import open_store
 from spark_git.state.queuelog import FlakyGate, Priority, QueueCandidate, QueueOutcome, seq_priority
+from spark_git.state.store import Store
 
 RECENT = 10
 
@@ -43,10 +44,10 @@ class QueueRunData(Model):
 
 def show(layout: Layout) -> QueueData:
     store = open_store(layout)
-    forge = refresh_all(layout)  # first: a merge seen now is among the outcomes below
+    forge = refresh_all(layout, store)  # first: a merge seen now is among the outcomes below
     with store.try_mutex(DRAIN) as free:
         log = store.read_queue_log()
-    return QueueData(entries=_items(layout), candidate=log.candidate, draining=not free, recent=log.outcomes[-RECENT:],
+    return QueueData(entries=_items(store), candidate=log.candidate, draining=not free, recent=log.outcomes[-RECENT:],
                      gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max, forge=forge, flaky=log.flaky[-RECENT:],
                      retries=layout.config.queue.retries)
 
@@ -58,11 +59,10 @@ def run(layout: Layout, session: str | None, rerun: bool = False) -> QueueRunDat
         repaired = drain_locked(layout, store, session, GateOpts(rerun=rerun)) if got else []
     outcomes = store.read_queue_log().outcomes
     return QueueRunData(drained=got, outcomes=outcomes[before:] if got and before <= len(outcomes) else [], repaired=repaired,
-                        remaining=_items(layout))
+                        remaining=_items(store))
 
 
-def _items(layout: Layout) -> list[QueueItem]:
-    store = open_store(layout)
+def _items(store: Store) -> list[QueueItem]:
     res = []
     for e in store.queue_entries():
         tf = store.read_task(e.task)

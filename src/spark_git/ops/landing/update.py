@@ -23,7 +23,6 @@ from spark_git.ops.shared.merging.prepare import existing_worktree
 from spark_git.ops.shared.merging.rewrite import rebase_with_marker, recover_rebase, update_marker
 from spark_git.ops.shared.taskfile import load_task, updating
 from spark_git.protocol import approval_holds
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, now
 from spark_git.state.store import Store, archive_ref_for
 
@@ -57,9 +56,8 @@ class UpdateData(Model):
     recovered: list[str] = []
 
 
-def update(layout: Layout, task: str, *, session: str | None, leave_conflict: bool = False) -> UpdateData:
+def update(layout: Layout, store: Store, task: str, *, session: str | None, leave_conflict: bool = False) -> UpdateData:
     task = task_name(task)
-    store = open_store(layout)
     with updating(store, task, session) as tf:
         return _update_locked(layout, store, tf, session, leave_conflict)
 
@@ -241,13 +239,12 @@ def _carry_approval(layout: Layout, tf: TaskFile, d: UpdateData) -> None:
 
 
 
-def next_step(layout: Layout, d: UpdateData) -> str:
+def next_step(store: Store, d: UpdateData) -> str:
     """After an update: the human's approval again when it was voided (under protocol "full" the
     protocol's own way back first: a head other than the one presented needs a new round), `complete`
     when it holds."""
     if d.approval == "none":
         return f"spark-git status {d.task}"
-    store = open_store(layout)
     tf = load_task(store, d.task)
     way = [u.fix for u in protocol.complete_conditions(store, tf, d.new_head) if u.fix]
     if way:

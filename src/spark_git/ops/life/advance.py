@@ -14,7 +14,7 @@ from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.gates import evidence as gate_evidence
 from spark_git.gates import verdicts
-from spark_git.ops.shared import envs
+from spark_git.ops.shared import envs, signed
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.protocol import State
@@ -44,7 +44,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
         frm = tf.state
         rule = _rule(store, tf, to)
         to = rule.to.value
-        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf, rerun))
+        ctx = protocol.make_ctx(store, tf, session, why, run_build=_build_runner(store, tf, rerun), verify_plan=signed.plan_problem)
         unmet = rule.guard(ctx)
         if to == State.COMPLETE:
             raise protocol.refuse(f"cannot advance {task} to COMPLETE", unmet, task)

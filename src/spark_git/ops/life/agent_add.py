@@ -11,10 +11,10 @@ from spark_git.core.model import Model
 from spark_git.ops.shared.provision import ProvisionReport
 from spark_git.ops.shared.taskfile import role_of, updating
 from spark_git.ops.shared.worktrees import Created, Progress, ensure_worktree, quiet, setup_new, undo
-from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.locks import WORKTREES
 from spark_git.state.models import AgentAddition, AgentEntry, AgentStatus, TaskFile
+from spark_git.state.store import Store
 
 
 class AgentAddData(Model):
@@ -30,6 +30,7 @@ class AgentAddData(Model):
 
 def add_agent(
     layout: Layout,
+    store: Store,
     task: str,
     agent: str,
     *,
@@ -49,7 +50,6 @@ def add_agent(
         raise BadInput("--why needs a justification; it is recorded in task.json")
     if role is not None and role not in ("reviewer", "updater", "other"):
         raise BadInput(f"bad role {role!r}: use reviewer, updater or other")
-    store = open_store(layout)
     branch = layout.agent_branch(task, agent)
     path = layout.agent_worktree(task, agent)
     with updating(store, task, session, owner=owner) as tf:

@@ -29,6 +29,7 @@ from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, write_atomic
 from spark_git.state.models import now
+from spark_git.state.store import Store
 
 # What the boundary keeps from agents: the user's SSH agent (push anywhere as them) and where the
 # approval signing key and the verdict key live (core/sshsig.py, gates/verdictkey.py). Leaving the
@@ -59,14 +60,13 @@ class AgentRunData(Model):
     window: str | None = None
 
 
-def prepared(layout: Layout, task: str, agent: str, client: str) -> tuple[str, str, Client, Path]:
+def prepared(layout: Layout, store: Store, task: str, agent: str, client: str) -> tuple[str, str, Client, Path]:
     """Every check before anything starts: task, agent, client known and installed, its hooks and
     sandbox loading in the agent's worktree, no run of the agent alive. (task, agent, client, worktree)."""
     task, agent = task_name(task), agent_name(agent)
     if client not in registry.CLIENTS:
         raise BadInput(f"unknown client {client!r}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
     c = registry.get(client)
-    store = open_store(layout)
     tf = load_task(store, task)
     if agent not in tf.agents:
         raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task,
@@ -75,7 +75,7 @@ def prepared(layout: Layout, task: str, agent: str, client: str) -> tuple[str, s
         exe = c.facts.run.headless[0] if c.facts.run else client
         raise Blocked(f"{c.facts.title} is not installed here (`{exe}` is not on PATH)", hint=f"install {c.facts.title}, or choose another --client",
                       next=[f"spark-git agent run {task} {agent} --client {n}" for n in registry.CLIENTS if n != client][:1], task=task)
-    _boundary(layout, task, agent, c)
+    _boundary(layout, store, task, agent, c)
     live = running(layout, task, agent)
     if live is not None:
         raise Blocked(f"agent {agent} of task {task} is already running ({live.client}, pid {live.pid}, since {live.started_at})",
@@ -83,13 +83,13 @@ def prepared(layout: Layout, task: str, agent: str, client: str) -> tuple[str, s
     return task, agent, c, Path(tf.agents[agent].worktree)
 
 
-def _boundary(layout: Layout, task: str, agent: str, c: Client) -> None:
+def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) -> None:
     """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load.
     The sandboxes are brought up to date with the common dir first (a client's earlier run leaves
     mount points there, which makes every sandbox look stale), as `hooks install` would."""
     if hooksetup.boxed(c):
-        hooksetup.sandbox_refresh(layout)
-    rows = [k for k in hooksetup.check(layout).checks if k.task == task and k.agent == agent and k.client == c.name]
+        hooksetup.sandbox_refresh(layout, store)
+    rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
     if not rows:
         raise Blocked(f"{c.facts.title}'s hooks are not installed for this repository: an agent would run without spark-git's checks",
@@ -103,26 +103,27 @@ def _boundary(layout: Layout, task: str, agent: str, c: Client) -> None:
                       hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task)
 
 
-def agent_env(layout: Layout, task: str, agent: str) -> dict[str, str]:
+def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
     """The user's environment (API keys, base URLs, proxies, CODEX_HOME…) with the agent's SPARK_*
     identity over it, and what the boundary keeps from agents taken out."""
-    env = envs.for_worktree(open_store(layout), task, agent)
+    env = envs.for_worktree(store, task, agent)
     for k in WITHHELD:
         env.pop(k, None)
     return env
 
 
-def default_prompt(layout: Layout, task: str, agent: str) -> str:
-    b = ops_brief.brief(layout, task, agent)
+def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
+    b = ops_brief.brief(layout, store, task, agent)
     return ("You are agent " + agent + " of spark-git task " + task + ". Your brief, the Universal Input JSON (seed 004):\n"
             + json.dumps(b.model_dump(mode="json"), indent=2) + "\n\n" + FINISH)
 
 
 def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None,
              extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> AgentRunData:
-    task, agent, c, wt = prepared(layout, task, agent, client)
+    store = open_store(layout)
+    task, agent, c, wt = prepared(layout, store, task, agent, client)
     assert c.facts.run is not None
-    argv = c.facts.run.argv(prompt or default_prompt(layout, task, agent), extra=extra)
+    argv = c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), extra=extra)
     logs = layout.agent_dir(task, agent) / "runs"
     logs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -133,18 +134,18 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
         write_atomic(rec_path, rec)
     try:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            r = proc.run(argv, wt, out, timeout_s, env=agent_env(layout, task, agent), err=err)
+            r = proc.run(argv, wt, out, timeout_s, env=agent_env(store, task, agent), err=err)
     finally:
         rec_path.unlink(missing_ok=True)
     heard = runout.read(out_path.read_text(errors="replace"))
     d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", exit_code=r.exit_code, duration_s=r.duration_s,
                      tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", log=str(out_path))
-    _hear(layout, d, heard, err_path, logs / f"{stamp}-output.json")
-    open_store(layout).event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+    _hear(layout, store, d, heard, err_path, logs / f"{stamp}-output.json")
+    store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
 
 
-def _hear(layout: Layout, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path) -> None:
+def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path) -> None:
     """A final Output JSON: the agent's report (its evidence kept as `report --evidence` keeps it);
     anything else: a failed run, with the client's last words."""
     data = runout.output_json(heard.final) if d.exit_code == 0 else None
@@ -155,7 +156,7 @@ def _hear(layout: Layout, d: AgentRunData, heard: runout.Heard, err_path: Path, 
         return
     evidence.write_text(json.dumps(data, indent=2) + "\n")
     try:
-        reports.report(layout, d.task, d.agent, status=status, session=agent_session(d.task, d.agent), evidence=[str(evidence)],
+        reports.report(layout, store, d.task, d.agent, status=status, session=agent_session(d.task, d.agent), evidence=[str(evidence)],
                        feedback=str(data.get("summary") or "") or None, cwd=evidence.parent)
     except BadInput as e:  # not a valid 004 Output JSON after all: the run failed
         d.last_words = f"{e.message}\n{heard.final.strip()[-1500:]}"
@@ -176,12 +177,13 @@ TMUX_SESSION = "spark-git"  # the tmux session agent windows open in (created wh
 def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = ()) -> AgentRunData:
     """The interactive client in a tmux window named TASK/AGENT, its environment exactly the agent's
     (`env -i`: the tmux server's own environment may be the user's and hold what agents must not)."""
-    task, agent, c, wt = prepared(layout, task, agent, client)
+    store = open_store(layout)
+    task, agent, c, wt = prepared(layout, store, task, agent, client)
     assert c.facts.run is not None
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
-    env = agent_env(layout, task, agent)
-    cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, task, agent), headless=False, extra=extra)]
+    env = agent_env(store, task, agent)
+    cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     window = f"{task}/{agent}"
     has = _tmux("has-session", "-t", TMUX_SESSION)
     verb = ["new-window", "-t", f"{TMUX_SESSION}:"] if has.returncode == 0 else ["new-session", "-d", "-s", TMUX_SESSION]
@@ -191,7 +193,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     rec = RunRecord(task=task, agent=agent, client=c.name, mode="tmux", pid=int(r.stdout.strip()), started_at=now(), window=window)
     write_atomic(layout.agent_dir(task, agent) / RUN_FILE, rec)
     d = AgentRunData(task=task, agent=agent, client=c.name, mode="tmux", outcome="started", window=window)
-    open_store(layout).event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+    store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
 
 

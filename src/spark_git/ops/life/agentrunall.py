@@ -22,6 +22,7 @@ from spark_git.core.model import Model
 from spark_git.ops.life import agentrun as one
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
+from spark_git.state.store import Store
 
 # protocol state -> the roles of the agents it asks for (None: every agent)
 ASKS: dict[str, tuple[str, ...] | None] = {
@@ -47,9 +48,9 @@ class AgentRunAllData(Model):
     next: list[str]
 
 
-def asked(layout: Layout, task: str) -> tuple[str, list[str]]:
+def asked(layout: Layout, store: Store, task: str) -> tuple[str, list[str]]:
     """(task state, the agents it asks for); refused (exit 3) when it asks for none."""
-    tf = load_task(open_store(layout), task)
+    tf = load_task(store, task)
     if layout.config.protocol == "light":
         roles: tuple[str, ...] | None = None
     elif tf.state in ASKS:
@@ -66,9 +67,10 @@ def asked(layout: Layout, task: str) -> tuple[str, list[str]]:
 def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = (),
             tick: Callable[[list[Row]], None] | None = None) -> AgentRunAllData:
     task = task_name(task)
-    state, agents = asked(layout, task)
+    store = open_store(layout)
+    state, agents = asked(layout, store, task)
     for a in agents:  # every refusal before anything starts
-        one.prepared(layout, task, a, client)
+        one.prepared(layout, store, task, a, client)
     parallel = layout.config.agents.parallel or os.cpu_count() or 1
     rows = {a: Row(agent=a, client=client) for a in agents}
     starts: dict[str, float] = {}
@@ -83,7 +85,7 @@ def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None
             f.result()
     if tick is not None:
         tick(list(rows.values()))
-    return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=list(rows.values()), next=_next(layout, task))
+    return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=list(rows.values()), next=_next(layout, store, task))
 
 
 def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt: str | None, extra: tuple[str, ...]) -> None:
@@ -121,8 +123,8 @@ def _tail(path: Path, window: int = 65536) -> str:
         return ""
 
 
-def _next(layout: Layout, task: str) -> list[str]:
-    tf = load_task(open_store(layout), task)
+def _next(layout: Layout, store: Store, task: str) -> list[str]:
+    tf = load_task(store, task)
     if layout.config.protocol == "light":
         return [f"spark-git merge {task} --all", f"spark-git status {task}"]
     return [f"spark-git advance {task}", f"spark-git status {task}"] if tf.state in ASKS else [f"spark-git status {task}"]

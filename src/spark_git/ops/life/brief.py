@@ -14,7 +14,6 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.protocol.context import read_status, requirements_path
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 from spark_git.state.taskmd import goal_of, task_md_sections
@@ -66,9 +65,8 @@ class BriefData(Model):
     instructions: list[str] = Field(default_factory=empty_list, description="What the agent's session start says too: who it is, its worktree and branch, its goal, how it commits and reports.")
 
 
-def brief(layout: Layout, task: str, agent: str) -> BriefData:
+def brief(layout: Layout, store: Store, task: str, agent: str) -> BriefData:
     task, agent = task_name(task), agent_name(agent)
-    store = open_store(layout)
     tf = load_task(store, task)
     if agent not in tf.agents:
         raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
@@ -94,7 +92,7 @@ def brief(layout: Layout, task: str, agent: str) -> BriefData:
     from spark_git.clients.claude import agent_lines
     from spark_git.core.caller import agent_session
 
-    me = for_agent(layout, {agent_session(task, agent)}, task, agent).agent
+    me = for_agent(layout, store, {agent_session(task, agent)}, task, agent).agent
     return BriefData(task=t, repo_state=_repo_state(store, tf, head), agent=agent, role=entry.role, task_state=tf.state,
                      instructions=agent_lines(me) if me else [])
 

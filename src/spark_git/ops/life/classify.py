@@ -205,7 +205,7 @@ def classify(
     guard = protocol.agent_add_guard(store)
     for a in d.agents:
         if a not in tf.agents:
-            add_agent(layout, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)
+            add_agent(layout, store, task, a, why=f"selected by classification ({d.level})", session=session, guard=guard)
             added.append(a)
     with updating(store, task, session) as cur:
         if protocol.is_full(layout, cur) and cur.state not in CLASSIFY_STATES:

@@ -17,9 +17,9 @@ from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.shared.taskfile import updating, usable_status
-from spark_git.state.backends import open_store
 from spark_git.state.models import AgentStatus, now
 from spark_git.state.report_evidence import AgentOutput, Evidence, EvidenceFile, SparkState
+from spark_git.state.store import Store
 
 STATUSES = ("WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR")
 DECISIONS = ("APPROVED", "REJECTED", "PENDING")
@@ -34,7 +34,7 @@ class ReportData(Model):
 
 
 def report(
-    layout: Layout, task: str, agent: str, *, status: str, session: str | None, decision: str | None = None,
+    layout: Layout, store: Store, task: str, agent: str, *, status: str, session: str | None, decision: str | None = None,
     feedback: str | None = None, work_remaining: str | None = None, report_path: str | None = None,
     blocking: list[str] | None = None, deferrable: list[str] | None = None, scope: str | None = None,
     cwd: Path | None = None, evidence: list[str] | None = None,
@@ -45,7 +45,6 @@ def report(
     if report_path:
         p = Path(report_path).expanduser()
         rp = str(p if p.is_absolute() else (cwd or Path.cwd()) / p)
-    store = open_store(layout)
     with updating(store, task, session, agent=agent) as tf:
         if agent not in tf.agents:
             raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])

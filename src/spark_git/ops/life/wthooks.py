@@ -55,7 +55,7 @@ def _owned(store: Store, sessions: set[str]) -> list[str]:
     return out
 
 
-def task_of(layout: Layout, session: str | None, sessions: set[str], cwd: Path) -> tuple[str | None, bool]:
+def task_of(store: Store, session: str | None, sessions: set[str], cwd: Path) -> tuple[str | None, bool]:
     """(task the session belongs to, whether it owns the task lock); (None, False) outside any task."""
     repo = paths.repo_around(cwd)
     if repo is None:
@@ -63,7 +63,7 @@ def task_of(layout: Layout, session: str | None, sessions: set[str], cwd: Path) 
     me = identity.caller(repo, session, str(cwd))
     if me.kind == "agent" and me.task:
         return me.task, False
-    owned = _owned(open_store(layout), sessions)
+    owned = _owned(store, sessions)
     if me.task in owned:
         return me.task, True
     if len(owned) > 1:
@@ -75,11 +75,11 @@ def task_of(layout: Layout, session: str | None, sessions: set[str], cwd: Path) 
 def create(layout: Layout, name: str, *, session: str | None, sessions: set[str], cwd: Path, client: str) -> WorktreeHookData:
     if not name.strip():
         raise BadInput("worktree-create: the event has no name")
-    task, owner = task_of(layout, session, sessions, cwd)
+    store = open_store(layout)
+    task, owner = task_of(store, session, sessions, cwd)
     if task is None:
         return _plain(layout, name)
     agent = derive_agent(name)
-    store = open_store(layout)
     tf = store.read_task(task)
     entry = tf.agents.get(agent) if tf else None
     if entry is not None and Path(entry.worktree).is_dir():
@@ -92,7 +92,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
             # launching agent in the same write (Claude Code's settings watcher can miss a second one).
             identity.claim(layout.repo.common_dir, task, agent, session)
         try:
-            a = add_agent(layout, task, agent, why=f"created by {client} for {name}", session=by,
+            a = add_agent(layout, store, task, agent, why=f"created by {client} for {name}", session=by,
                           guard=agent_add_guard(store), owner=owner)
         except BaseException:
             if session:

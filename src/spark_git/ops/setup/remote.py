@@ -12,7 +12,8 @@ from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.gitremote import Remote
 from spark_git.core.layout import LOCAL_SYNC, Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared.remote import RemoteStatusData, remote_store, status
+from spark_git.ops.shared.remote import RemoteStatusData, remote_role, status
+from spark_git.state.backends import open_store
 from spark_git.state.files import write_text_atomic
 from spark_git.state.notes import NOTES_REF
 from spark_git.state.store import VERDICTS_REF
@@ -96,18 +97,19 @@ def disable(layout: Layout) -> RemoteData:
 
 
 def heartbeat(layout: Layout, task: str) -> HeartbeatData:
-    _store, remote = remote_store(layout)
+    remote = remote_role(open_store(layout))
     lease = remote.heartbeat(task)
     return HeartbeatData(task=task, machine=lease.machine, expires_at=lease.expires_at)
 
 
 def sync(layout: Layout) -> RemoteStatusData:
     """Merges and pushes both notes refs (a write whose push kept being refused goes out here)."""
-    _store, remote = remote_store(layout)
+    store = open_store(layout)
+    remote = remote_role(store)
     for ref in (NOTES_REF, VERDICTS_REF):
         if layout.git().rev_parse(ref) is not None:
             remote.sync_notes(ref)
-    return status(layout)
+    return status(store)
 
 
 def check(layout: Layout, name: str | None) -> RemoteCheckData:

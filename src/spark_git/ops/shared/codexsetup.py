@@ -10,8 +10,8 @@ from pathlib import Path
 from spark_git.clients import codexbox, codextrust
 from spark_git.clients.codex import CODEX
 from spark_git.core.layout import Layout
-from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
+from spark_git.state.store import Store
 
 NAME = CODEX.name
 
@@ -40,22 +40,22 @@ def untrust(layout: Layout, scope: str) -> list[str]:
     return codextrust.untrust(hooks_files(layout)[scope][0])
 
 
-def sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
+def sandbox_all(layout: Layout, store: Store, agents: list[Path], *, on: bool) -> list[str]:
     """Codex's sandbox written into (on) or taken out of each agent worktree; the ones changed."""
     common = layout.repo.common_dir
     if on and agents:
-        with open_store(layout).mutex(EXCLUDE):
+        with store.mutex(EXCLUDE):
             codexbox.exclude(common)
     return [str(wt) for wt in agents if (codexbox.apply(wt, common) if on else codexbox.remove(wt))]
 
 
-def sandbox_new(layout: Layout, agents: list[Path], existing: list[Path]) -> list[Path]:
+def sandbox_new(layout: Layout, store: Store, agents: list[Path], existing: list[Path]) -> list[Path]:
     """At agent worktree creation, when spark-git's Codex hooks are installed: the new worktrees get
     the sandbox, and every `existing` agent's is regenerated (the new branches become read-only there)."""
     if not agents or not installed(layout):
         return []
     everyone = list(dict.fromkeys([*agents, *existing]))
-    changed = set(sandbox_all(layout, everyone, on=True))
+    changed = set(sandbox_all(layout, store, everyone, on=True))
     return [wt for wt in agents if str(wt) in changed]
 
 

@@ -10,8 +10,8 @@ from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile, now
+from spark_git.state.store import Store
 
 if TYPE_CHECKING:
     from spark_git.core import forge
@@ -39,7 +39,7 @@ def view_of(tf: TaskFile, error: str | None = None) -> ForgeView | None:
                      merge_commit=m.merge_commit, error=error)
 
 
-def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
+def observe(layout: Layout, store: Store, tf: TaskFile) -> ForgeView | None:
     """Asks the forge about the task's open PR/MR and records a merge or a close (never fails: an
     unanswered question is the view's `error`)."""
     m = tf.forge
@@ -50,19 +50,18 @@ def observe(layout: Layout, tf: TaskFile) -> ForgeView | None:
     try:
         seen = forge.cli(m.via).view(layout.main_worktree, forge.Opened(m.url, m.number))
         if seen.state != "open":
-            tf = _record(layout, tf.task_name, seen) or tf
+            tf = _record(layout, store, tf.task_name, seen) or tf
     except SparkError as e:
         return view_of(tf, e.message)
     return view_of(tf)
 
 
-def _record(layout: Layout, task: str, seen: forge.Seen) -> TaskFile | None:
+def _record(layout: Layout, store: Store, task: str, seen: forge.Seen) -> TaskFile | None:
     from spark_git.ops.shared.queue.land import record_outcome  # lazy: only a PR/MR seen merged or closed is recorded
     from spark_git.ops.shared.taskfile import updating
     from spark_git.ops.shared.transitions import record_transition
     from spark_git.state.queuelog import QueueOutcome
 
-    store = open_store(layout)
     with updating(store, task, None, owner=False) as tf:
         m = tf.forge
         if m is None or m.state != "open":
@@ -106,16 +105,16 @@ def _take_base(layout: Layout, tf: TaskFile) -> None:
         return  # the merge is recorded; the base is the user's to pull
 
 
-def refresh_all(layout: Layout) -> list[ForgeView]:
+def refresh_all(layout: Layout, store: Store) -> list[ForgeView]:
     """Every task of this clone with a PR/MR: the open ones asked about (and recorded), all shown."""
     res = []
     for name in layout.task_names():
         try:
-            tf = open_store(layout).read_task_here(name)
+            tf = store.read_task_here(name)
         except SparkError:
             continue
         if tf is not None and tf.forge is not None:
-            v = observe(layout, tf)
+            v = observe(layout, store, tf)
             if v is not None:
                 res.append(v)
     return res

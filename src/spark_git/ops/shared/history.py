@@ -10,7 +10,6 @@ from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.shared.taskfile import load_task
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
@@ -78,9 +77,8 @@ def _task_and_head(store: Store, task: str) -> tuple[TaskFile, str]:
     return tf, head
 
 
-def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]:
+def commits(layout: Layout, store: Store, task: str) -> tuple[TaskFile, str, list[CommitView]]:
     task = task_name(task)
-    store = open_store(layout)
     tf, head = _task_and_head(store, task)
     git = layout.git()
     rng = f"{tf.base_commit}..{head}"
@@ -106,8 +104,8 @@ def commits(layout: Layout, task: str) -> tuple[TaskFile, str, list[CommitView]]
     return tf, head, views
 
 
-def who(layout: Layout, task: str) -> WhoData:
-    tf, head, views = commits(layout, task)
+def who(layout: Layout, store: Store, task: str) -> WhoData:
+    tf, head, views = commits(layout, store, task)
     agg: dict[str, AgentWork] = {}
     unattributed = []
     for v in reversed(views):  # oldest first
@@ -122,6 +120,6 @@ def who(layout: Layout, task: str) -> WhoData:
     return WhoData(task=tf.task_name, task_branch=tf.task_branch, base_commit=tf.base_commit, head=head, agents=sorted(agg.values(), key=lambda w: w.agent), unattributed=unattributed)
 
 
-def log(layout: Layout, task: str) -> LogData:
-    tf, head, views = commits(layout, task)
+def log(layout: Layout, store: Store, task: str) -> LogData:
+    tf, head, views = commits(layout, store, task)
     return LogData(task=tf.task_name, task_branch=tf.task_branch, head=head, commits=views)

@@ -19,8 +19,8 @@ from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.shared import codexsetup, instructions, sandboxes
-from spark_git.state.backends import open_store
 from spark_git.state.locks import EXCLUDE
+from spark_git.state.store import Store
 
 
 def boxed(c: Client) -> bool:
@@ -51,43 +51,43 @@ def _paths(root: Path, clients: list[Client], scope: str) -> None:
         settings.load(settings.scope_path(root, c.name, c.settings_files(), scope))
 
 
-def install(layout: Layout, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
+def install(layout: Layout, store: Store, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout, store) if any(boxed(c) for c in clients) else []
     for wt in agents:
         settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
     files = [c.install(root, scope) for c in clients]
-    done = _sandbox_all(layout, agents, on=True) if agents and claude_installed(layout) else []
-    done += _codex(layout, files, scope, on=True)
+    done = _sandbox_all(layout, store, agents, on=True) if agents and claude_installed(layout) else []
+    done += _codex(layout, store, files, scope, on=True)
     guides = instructions.install(root, clients, guide) if guide is not None and scope == "project" else []
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
 
 
-def uninstall(layout: Layout, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
+def uninstall(layout: Layout, store: Store, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = agent_worktrees(layout) if any(boxed(c) for c in clients) else []
+    agents = agent_worktrees(layout, store) if any(boxed(c) for c in clients) else []
     untrusted = codexsetup.untrust(layout, scope) if any(c.name == codexsetup.NAME for c in clients) else []  # while the entries are there to name
     files = [c.uninstall(root, scope) for c in clients]
-    done = _sandbox_all(layout, agents, on=False) if agents and not claude_installed(layout) else []
-    done += _codex(layout, files, scope, on=False, untrusted=untrusted)
+    done = _sandbox_all(layout, store, agents, on=False) if agents and not claude_installed(layout) else []
+    done += _codex(layout, store, files, scope, on=False, untrusted=untrusted)
     guides = instructions.uninstall(root, clients, guide) if guide is not None and scope == "project" else []
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
 
 
-def _codex(layout: Layout, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
+def _codex(layout: Layout, store: Store, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
     """Codex: its trust entries (into its file's `trusted`) and its sandbox in the agent worktrees."""
     f = next((f for f in files if f.client == codexsetup.NAME), None)
     if f is None:
         return []
     f.trusted = codexsetup.trust(layout, scope) if on else untrusted or []
     f.changed = f.changed or bool(f.trusted)
-    agents = agent_worktrees(layout)
-    return codexsetup.sandbox_all(layout, agents, on=True) if on else (
-        codexsetup.sandbox_all(layout, agents, on=False) if not codexsetup.installed(layout) else [])
+    agents = agent_worktrees(layout, store)
+    return codexsetup.sandbox_all(layout, store, agents, on=True) if on else (
+        codexsetup.sandbox_all(layout, store, agents, on=False) if not codexsetup.installed(layout) else [])
 
 
 # -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
@@ -100,9 +100,8 @@ def claude_installed(layout: Layout) -> bool:
     return any(boxed(c) for r in roots for c in configured(r))
 
 
-def agent_worktrees(layout: Layout) -> list[Path]:
+def agent_worktrees(layout: Layout, store: Store) -> list[Path]:
     """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
-    store = open_store(layout)
     out = []
     for t in store.task_names():
         tf = store.read_task(t)
@@ -110,46 +109,47 @@ def agent_worktrees(layout: Layout) -> list[Path]:
     return [p for p in out if p.is_dir()]
 
 
-def _sandbox_all(layout: Layout, agents: list[Path], *, on: bool) -> list[str]:
+def _sandbox_all(layout: Layout, store: Store, agents: list[Path], *, on: bool) -> list[str]:
     """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
     if on:
-        _exclude(layout, on=True)
-    changed = [str(wt) for wt in sandboxes.refresh(layout)] if on else [str(wt) for wt in agents if sandbox.remove(wt)]
+        _exclude(store, on=True)
+    changed = [str(wt) for wt in sandboxes.refresh(layout, store)] if on else [str(wt) for wt in agents if sandbox.remove(wt)]
     tasks = [layout.task_worktree(t) for t in layout.task_names()]
     if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
-        _exclude(layout, on=False)  # no worktree of a task would show an untracked copy
+        _exclude(store, on=False)  # no worktree of a task would show an untracked copy
     return changed
 
 
-def _exclude(layout: Layout, *, on: bool) -> None:
+def _exclude(store: Store, *, on: bool) -> None:
     """spark-git's line in or out of info/exclude, under its mutex: two starts at once each read the
     file, and without it both would write it (the line twice, or one's change lost)."""
-    with open_store(layout).mutex(EXCLUDE):
+    common = store.layout.repo.common_dir
+    with store.mutex(EXCLUDE):
         if on:
-            sandbox.exclude(layout.repo.common_dir)
+            sandbox.exclude(common)
         else:
-            sandbox.unexclude(layout.repo.common_dir)
+            sandbox.unexclude(common)
 
 
-def sandbox_refresh(layout: Layout) -> None:
+def sandbox_refresh(layout: Layout, store: Store) -> None:
     """Every agent's sandbox rewritten after refs came or went (ops/shared/sandboxes.py): a denied path
     that no longer exists would be mounted over, an empty file on the host while a command runs."""
     if claude_installed(layout):
-        sandboxes.refresh(layout)
+        sandboxes.refresh(layout, store)
 
 
-def sandbox_new(layout: Layout, agents: list[Path], *, before: bool) -> list[Path]:
+def sandbox_new(layout: Layout, store: Store, agents: list[Path], *, before: bool) -> list[Path]:
     """At agent worktree creation, when spark-git's Claude hooks are installed: the exclude line `before`
     provisioning copies ignored settings; after it, the sandbox into each new agent worktree whose
     settings can be read (the ones written are returned; an unreadable one is left to the hook)."""
     if not agents or not claude_installed(layout):
         return []
     if before:
-        _exclude(layout, on=True)
+        _exclude(store, on=True)
         return []
-    sandboxes.refresh(layout, new=agents)  # the others' too: their git entries name the new branches
-    known = sandboxes.boxes(layout)
-    return [wt for wt in agents if sandboxes.present(layout, wt, known)]
+    sandboxes.refresh(layout, store, new=agents)  # the others' too: their git entries name the new branches
+    known = sandboxes.boxes(layout, store)
+    return [wt for wt in agents if sandboxes.present(layout, store, wt, known)]
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -266,19 +266,18 @@ def _sandbox_notes(clients: list[Client], checks: list[HookCheck]) -> list[str]:
     return out
 
 
-def check(layout: Layout) -> HooksCheckData:
+def check(layout: Layout, store: Store) -> HooksCheckData:
     root = root_of(layout)
     clients = configured(root) or [registry.get(registry.DEFAULT)]
     exe = shutil.which("spark-git", path=os.environ.get("PATH"))
-    store = open_store(layout)
     checks: list[HookCheck] = []
-    known = sandboxes.boxes(layout)
+    known = sandboxes.boxes(layout, store)
     for t in store.task_names():
         tf = store.read_task(t)
         for a, e in sorted(tf.agents.items()) if tf else []:
             for c in clients:
                 loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
-                box = sandboxes.present(layout, layout.agent_worktree(t, a), known) if boxed(c) else None
+                box = sandboxes.present(layout, store, layout.agent_worktree(t, a), known) if boxed(c) else None
                 if c.name == codexsetup.NAME:
                     loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
                 if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off

@@ -8,9 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from spark_git.core.errors import BadInput, Blocked, CorruptState
-from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import open_store
 from spark_git.state.locks import MAIN, idle_for, require_owner
 from spark_git.state.models import MainLock, now
 from spark_git.state.store import Store
@@ -44,8 +42,7 @@ def read(store: Store) -> MainLock | None:
     return store.read_main_lock()
 
 
-def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockData:
-    store = open_store(layout)
+def lock(store: Store, session: str, reason: str | None = None) -> MainLockData:
     with store.mutex(MAIN):
         cur = store.read_main_lock()
         if cur is not None:
@@ -60,10 +57,9 @@ def lock(layout: Layout, session: str, reason: str | None = None) -> MainLockDat
     return view(store, new)
 
 
-def unlock(layout: Layout, session: str | None, force: bool = False, why: str | None = None) -> MainLockData:
+def unlock(store: Store, session: str | None, force: bool = False, why: str | None = None) -> MainLockData:
     if force and not (why and why.strip()):
         raise BadInput("--force needs --why: breaking someone's lock is logged with the reason")
-    store = open_store(layout)
     problem = None
     with store.mutex(MAIN):
         try:

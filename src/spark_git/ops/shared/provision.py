@@ -21,7 +21,7 @@ from spark_git.core import proc
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared import envs
-from spark_git.state.backends import open_store
+from spark_git.state.store import Store
 
 INCLUDE_FILE = ".worktreeinclude"
 
@@ -46,6 +46,7 @@ class ProvisionReport(Model):
 
 def provision(
     layout: Layout,
+    store: Store,
     task: str,
     agent: str | None,
     worktree: Path,
@@ -61,7 +62,7 @@ def provision(
     if layout.config.worktree.setup and no_setup:
         rep.setup_skipped = True
     elif layout.config.worktree.setup:
-        run_setup(layout, task, agent, worktree, rep, progress)
+        run_setup(layout, store, task, agent, worktree, rep, progress)
     return rep
 
 
@@ -119,8 +120,8 @@ def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionRe
 # -- setup commands -----------------------------------------------------------------------------
 
 
-def run_setup(layout: Layout, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None]) -> None:
-    env = envs.for_worktree(open_store(layout), task, agent)
+def run_setup(layout: Layout, store: Store, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None]) -> None:
+    env = envs.for_worktree(store, task, agent)
     logs = layout.logs_dir(task)
     logs.mkdir(parents=True, exist_ok=True)
     cmds = layout.config.worktree.setup

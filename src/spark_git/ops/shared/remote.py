@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_git.core.errors import BadInput
-from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import open_store
 from spark_git.state.store import Shared, Store
 
 if TYPE_CHECKING:
@@ -44,16 +42,15 @@ def _view(task: str, state: str | None, lease: Lease, me: str) -> LeaseView:
                      broken_why=str(lease.broken.get("why")) if lease.broken else None)
 
 
-def remote_store(layout: Layout) -> tuple[Store, Shared]:
-    """The command's Store and its remote role; refused in local mode."""
-    store = open_store(layout)
+def remote_role(store: Store) -> Shared:
+    """The command's Store's remote role; refused in local mode."""
     if store.remote is None:
         raise BadInput("remote mode is off in this clone", hint="with no task running here: spark-git remote enable <remote>")
-    return store, store.remote
+    return store.remote
 
 
-def status(layout: Layout) -> RemoteStatusData:
-    store, remote = remote_store(layout)
+def status(store: Store) -> RemoteStatusData:
+    remote = remote_role(store)
     me = remote.machine
     tasks = [_view(t, tf.state if tf else None, lease, me) for t, (tf, lease) in remote.remote_tasks().items()]
     main = remote.main_lock_lease()
@@ -61,11 +58,11 @@ def status(layout: Layout) -> RemoteStatusData:
                             queue=[e.task for e in store.queue_entries()])
 
 
-def break_remote(layout: Layout, task: str, why: str, session: str) -> dict[str, object]:
+def break_remote(store: Store, task: str, why: str, session: str) -> dict[str, object]:
     """`lock break` in remote mode: this machine takes the task over with a lease on the commit it saw
     (a holder that moved in between makes the push fail: run it again); logged in the audit trail and
     the lock's own history, and the old holder's next command is refused with `why`."""
-    store, remote = remote_store(layout)
+    remote = remote_role(store)
     before, _tf = remote.take_over(task, session, why)
     store.event(task, "lock_broken", session, previous_owner=before.session, previous_machine=before.machine, new_owner=session,
                 new_machine=remote.machine, why=why, lease_expired=before.expired())

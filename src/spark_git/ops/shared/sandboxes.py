@@ -12,7 +12,7 @@ from pathlib import Path
 from spark_git.clients import gitgrants, identity, sandbox
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
-from spark_git.state.backends import open_store
+from spark_git.state.store import Store
 
 
 class Box:
@@ -20,9 +20,8 @@ class Box:
         self.worktree, self.branch, self.more = worktree, branch, more
 
 
-def boxes(layout: Layout) -> list[Box]:
+def boxes(layout: Layout, store: Store) -> list[Box]:
     """One per existing agent worktree of every task, where the layout puts it."""
-    store = open_store(layout)
     out: list[Box] = []
     for t in store.task_names():
         tf = store.read_task(t)
@@ -50,18 +49,18 @@ def _launch(layout: Layout, task: str, agent: str) -> str | None:
     return os.path.realpath(launch) if isinstance(launch, str) else None
 
 
-def box_of(layout: Layout, worktree: Path, known: list[Box] | None = None) -> Box | None:
+def box_of(layout: Layout, store: Store, worktree: Path, known: list[Box] | None = None) -> Box | None:
     real = os.path.realpath(worktree)
-    return next((b for b in (boxes(layout) if known is None else known) if os.path.realpath(b.worktree) == real), None)
+    return next((b for b in (boxes(layout, store) if known is None else known) if os.path.realpath(b.worktree) == real), None)
 
 
-def refresh(layout: Layout, new: list[Path] | None = None) -> list[Path]:
+def refresh(layout: Layout, store: Store, new: list[Path] | None = None) -> list[Path]:
     """Every agent worktree's sandbox brought up to date (the `new` ones first written); the worktrees
     whose file changed. An agent's settings spark-git cannot read are left alone (the hook still runs)."""
     fresh = {os.path.realpath(p) for p in new or []}
     gitgrants.prepare(layout.repo.common_dir)
     changed = []
-    for b in boxes(layout):
+    for b in boxes(layout, store):
         try:
             if sandbox.apply(b.worktree, new=os.path.realpath(b.worktree) in fresh, branch=b.branch, more=b.more):
                 changed.append(b.worktree)
@@ -70,8 +69,8 @@ def refresh(layout: Layout, new: list[Path] | None = None) -> list[Path]:
     return changed
 
 
-def present(layout: Layout, worktree: Path, known: list[Box] | None = None) -> bool:
+def present(layout: Layout, store: Store, worktree: Path, known: list[Box] | None = None) -> bool:
     """The worktree holds spark-git's sandbox for it as things are now (a stale one: `hooks install`).
-    `known`: boxes(layout), when the caller asks for many worktrees."""
-    b = box_of(layout, worktree, known)
+    `known`: boxes(layout, store), when the caller asks for many worktrees."""
+    b = box_of(layout, store, worktree, known)
     return b is not None and sandbox.present(b.worktree, b.branch, b.more)

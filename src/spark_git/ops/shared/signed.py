@@ -74,7 +74,10 @@ def allowed_signers(layout: Layout, base_branch: str) -> str:
     """The user's recorded approvers (unless the state dir is inside the repository) and the team's
     file committed on the base branch."""
     own = sshsig.allowed_path()
-    text = own.read_text(errors="replace") if own.is_file() and not inside_repo(layout) else ""
+    try:
+        text = own.read_text(errors="replace") if not inside_repo(layout) and own.is_file() else ""
+    except OSError:  # unreadable here (an agent's sandbox denies the state directory): none of this user's approvers counts
+        text = ""
     team = layout.config.approval.allowed_signers
     if team:
         text += "\n" + (layout.git().blob_at(branch_ref(base_branch), team) or "")
@@ -90,9 +93,9 @@ def signed_commit(cp: Checkpoint) -> str | None:
     return rec.get("commit") if isinstance(rec, dict) and isinstance(rec.get("commit"), str) else None
 
 
-def problem(layout: Layout, tf: TaskFile, cp: Checkpoint, head: str, patch_of_head: str | None = None) -> str | None:
-    """What is wrong with `cp` as the human's signed approval of the changes at `head` (None: it holds).
-    `patch_of_head`: the head's patch id if the caller has it."""
+def _signed_record(layout: Layout, tf: TaskFile, cp: Checkpoint, kind: str) -> dict[str, Any] | str:
+    """THE verifier of every approval (changes and plan): the record `cp` carries, if it is the human's
+    signature by an allowed key of an approval of `kind` for this task; else what is wrong with it."""
     signed, signature = cp.signed, cp.signature
     if not signed or not signature:
         return "the approval is not signed (a hand-written or edited record, or one from before approvals were signed)"
@@ -100,16 +103,37 @@ def problem(layout: Layout, tf: TaskFile, cp: Checkpoint, head: str, patch_of_he
         rec = json.loads(signed)
     except ValueError:
         rec = None
-    if not isinstance(rec, dict) or rec.get("task") != tf.task_name or rec.get("approval") != "changes" or not isinstance(rec.get("signer"), str):
-        return f"the signed record is not an approval of the changes of {tf.task_name}"
+    if not isinstance(rec, dict) or rec.get("task") != tf.task_name or rec.get("approval") != kind or not isinstance(rec.get("signer"), str):
+        return f"the signed record is not an approval of the {kind} of {tf.task_name}"
     bad = sshsig.verify(allowed_signers(layout, tf.base_branch), rec["signer"], signed.encode(), signature)
     if bad is not None:
         return f"the approval's signature does not verify: {bad}"
+    return rec
+
+
+def problem(layout: Layout, tf: TaskFile, cp: Checkpoint, head: str, patch_of_head: str | None = None) -> str | None:
+    """What is wrong with `cp` as the human's signed approval of the changes at `head` (None: it holds).
+    `patch_of_head`: the head's patch id if the caller has it."""
+    rec = _signed_record(layout, tf, cp, "changes")
+    if isinstance(rec, str):
+        return rec
     if rec.get("commit") == head:
         return None
     got = patch_of_head or layout.git().patch_id(branch_ref(tf.base_branch), head)
     if got is None or got != rec.get("patch_id"):
         return f"the approval is for {str(rec.get('commit'))[:12]}, but the task head is now {head[:12]} with another patch (a change in content voids it)"
+    return None
+
+
+def plan_problem(layout: Layout, tf: TaskFile, cp: Checkpoint) -> str | None:
+    """What is wrong with `cp` as the human's signed approval of the plan whose task.md digest it records
+    (None: it holds). Whether that is still task.md's digest is the protocol's check (protocol/guards.py,
+    which gets this function as `Ctx.verify_plan`)."""
+    rec = _signed_record(layout, tf, cp, "plan")
+    if isinstance(rec, str):
+        return rec
+    if not cp.task_md_sha256 or rec.get("task_md_sha256") != cp.task_md_sha256:
+        return f"the signature is for task.md with sha256 {str(rec.get('task_md_sha256'))[:12]}, not the {str(cp.task_md_sha256)[:12]} task.json records"
     return None
 
 
@@ -121,8 +145,8 @@ def unguarded(main: Path) -> list[str]:
     for c in used:
         sb = c.facts.sandbox
         if sb is None:
-            out.append(f"{c.facts.title}: spark-git gives its agent sessions no OS sandbox, so nothing keeps them from reading "
-                       f"the approval key in {sshsig.state_dir()}")
+            out.append(f"{c.facts.title}: spark-git starts no OS sandbox it can vouch for with its agent sessions (none, or one a launch "
+                       f"flag switches off), so nothing guarantees they cannot read the approval key in {sshsig.state_dir()}")
             continue
         missing = [n for n in sb.needs if shutil.which(n) is None] if sys.platform.startswith("linux") else []
         if missing:

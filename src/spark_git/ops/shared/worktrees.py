@@ -14,7 +14,6 @@ from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import codexsetup, hooksetup
 from spark_git.ops.shared.provision import ProvisionReport, failure_summary, included_files, provision
-from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES
 from spark_git.state.store import Store
 
@@ -43,24 +42,24 @@ def created_by_spark(git: Git, branch: str) -> bool:
     return out.returncode == 0 and bool(lines) and lines[-1].startswith(CREATE_MESSAGE)
 
 
-def stray_agent_branch(layout: Layout, git: Git, task: str, branch: str) -> bool:
+def stray_agent_branch(layout: Layout, store: Store, git: Git, task: str, branch: str) -> bool:
     """`branch` may be dropped as an agent branch of `task` that task.json does not name (an interrupted
     `agent add`): the templates give it to `task` alone, spark-git created it, and no other task claims
     it. A task named `task-t1-agent-zzz` next to `t1` has a branch that only looks like t1's."""
     owners = layout.agent_branch_owners(branch)
-    if len(owners) != 1 or owners[0][0] != task or claimed_by_another_task(layout, task, branch):
+    if len(owners) != 1 or owners[0][0] != task or claimed_by_another_task(layout, store, task, branch):
         return False
     return created_by_spark(git, branch)
 
 
-def claimed_by_another_task(layout: Layout, task: str, branch: str) -> bool:
+def claimed_by_another_task(layout: Layout, store: Store, task: str, branch: str) -> bool:
     """Another task's task.json names `branch` (its task branch, an agent's, one it created). A task
     whose task.json is absent or unreadable claims every branch its name could give under the templates."""
     for other in layout.task_names():
         if other == task:
             continue
         try:
-            tf = open_store(layout).read_task_here(other)
+            tf = store.read_task_here(other)
         except CorruptState:
             tf = None
         if tf is not None:
@@ -183,11 +182,11 @@ def setup_new(store: Store, task: str, new: list[tuple[str | None, Path]], no_se
     """Copies include files into and runs the setup commands of the worktrees this call created; agent
     worktrees get Claude Code's (Codex's) sandbox when spark-git's Claude (Codex) hooks are installed (ops/shared/hooksetup, ops/shared/codexsetup)."""
     agents = [path for agent, path in new if agent is not None]
-    hooksetup.sandbox_new(store.layout, agents, before=True)  # the settings file ignored before anything is copied
+    hooksetup.sandbox_new(store.layout, store, agents, before=True)  # the settings file ignored before anything is copied
     included = included_files(store.layout) if new else []  # one scan of the main worktree for all of them
-    reports = [provision(store.layout, task, agent, path, no_setup=no_setup, progress=progress, included=included) for agent, path in new]
-    boxed = hooksetup.sandbox_new(store.layout, agents, before=False)  # over the copied settings, never under them
-    boxed += codexsetup.sandbox_new(store.layout, agents, hooksetup.agent_worktrees(store.layout))  # Codex's, when its hooks are installed
+    reports = [provision(store.layout, store, task, agent, path, no_setup=no_setup, progress=progress, included=included) for agent, path in new]
+    boxed = hooksetup.sandbox_new(store.layout, store, agents, before=False)  # over the copied settings, never under them
+    boxed += codexsetup.sandbox_new(store.layout, store, agents, hooksetup.agent_worktrees(store.layout, store))  # Codex's, when its hooks are installed
     for r in reports:
         r.sandbox = Path(r.worktree) in boxed
     if any(r.failed for r in reports):

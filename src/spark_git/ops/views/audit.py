@@ -110,10 +110,12 @@ def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[
 
 def _approval_smells(store: Store, tf: TaskFile, trail: AuditTrail | None, head: str) -> list[str]:
     """An approval in task.json that no signature or no `approved` event backs (written by hand?)."""
+    pa, out = tf.plan_approval, []
+    if pa is not None and pa.approved and (wrong := signed.plan_problem(store.layout, tf, pa)) is not None:
+        out.append(f"task.json's approval of the plan does not count: {wrong}")
     cp = tf.checkpoint
     if cp is None or cp.type != "changes" or not cp.approved:
-        return []
-    out = []
+        return out
     wrong = signed.problem(store.layout, tf, cp, head)
     if wrong is not None:
         out.append(f"task.json's approval of the changes does not count: {wrong}")

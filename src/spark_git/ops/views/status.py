@@ -130,18 +130,18 @@ def _dirty(path: Path) -> list[str] | None:
 
 def collect(layout: Layout, only: str | None = None, *, with_radar: bool = True, ended: bool = True) -> StatusData:
     """Every task (or `only`); ended tasks only with `ended` (or when asked for by name)."""
-    data = _collect(layout, only, with_radar)
+    data = _collect(layout, open_store(layout), only, with_radar)
     if not ended and only is None:
         data.ended_hidden = [t.task for t in data.tasks if t.state == "ENDED"]
         data.tasks = [t for t in data.tasks if t.state != "ENDED"]
     return data
 
 
-def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
+def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -> StatusData:
     if only and not layout.task_dir(only).is_dir():
         raise BadInput(f"no task {only!r} under {layout.tasks_root}", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
     names = [only] if only else layout.task_names()
-    git, store = layout.git(), open_store(layout)
+    git = layout.git()
     views: list[TaskView] = []
     live: list[tuple[TaskView, TaskFile]] = []
     jobs: list[_Job] = []
@@ -158,7 +158,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
                 jobs.append((view, "gate", pool.submit(last_gate, store, name)))
         heads = heads_job.result() if heads_job else {}
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
-        qlog = open_store(layout).read_queue_log() if live else None
+        qlog = store.read_queue_log() if live else None
         outcomes = {o.task: o for o in qlog.outcomes} if qlog else {}
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
@@ -178,7 +178,7 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
         if only is None:
             cross = _cross(git, layout.repo.common_dir / "objects", [v for v, _ in live])
-    _forge(layout, live)
+    _forge(layout, store, live)
     agent_wts = [Path(w) for _, tf in live for w in (e.worktree for e in tf.agents.values())]
     warnings = hook_warnings(layout.main_worktree, agent_wts) + gatebox.gate_warnings(layout.config.gates)
     warnings += [f"task {tf.task_name} runs under protocol {tf.protocol} (fixed when it started); the config now says {layout.config.protocol}"
@@ -189,14 +189,14 @@ def _collect(layout: Layout, only: str | None, with_radar: bool) -> StatusData:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(store), tasks=views, warnings=warnings,
-                                      remote=_remote(layout, live), cross_conflicts=cross)
+                                      remote=_remote(layout, store, live), cross_conflicts=cross)
 
 
-def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
+def _remote(layout: Layout, store: Store, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
     """Remote mode: every machine's locks; a task kept here whose remote lock is another's says so."""
     if not layout.config.sync.remote:
         return None
-    data = remote.status(layout)
+    data = remote.status(store)
     held = {t.task: t for t in data.tasks}
     for view, _tf in live:
         lock = held.get(view.task)
@@ -208,11 +208,11 @@ def _remote(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> RemoteStat
     return data
 
 
-def _forge(layout: Layout, live: list[tuple[TaskView, TaskFile]]) -> None:
+def _forge(layout: Layout, store: Store, live: list[tuple[TaskView, TaskFile]]) -> None:
     """Tasks landing through the forge: the open PR/MR asked about (a merge seen is recorded)."""
     for view, tf in live:
         if tf.forge is not None:
-            view.forge = forge.observe(layout, tf)
+            view.forge = forge.observe(layout, store, tf)
             if view.forge is not None and view.forge.state == "merged" and view.state != "COMPLETE":
                 view.state, view.next_states = "COMPLETE", []  # recorded just now
 
@@ -363,7 +363,7 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     if light:
         return
     try:
-        for state, unmet in protocol.blockers(store, tf, None).items():
+        for state, unmet in protocol.blockers(store, tf, None, signed.plan_problem).items():
             view.next_states.append(NextState.model_construct(state=state, blockers=[str(u) for u in unmet]))
     except SparkError as e:  # status never fails because of one task's protocol view
         view.problem = f"cannot evaluate the protocol conditions: {e.message}"

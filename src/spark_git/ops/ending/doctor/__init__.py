@@ -20,8 +20,10 @@ from spark_git.ops.ending.doctor import checks, halfway, machines, queue, record
 from spark_git.ops.ending.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.ending.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.ops.shared.worktrees import Progress, quiet
+from spark_git.state.backends import open_store
 from spark_git.state.locks import mutex, task_mutex_name
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 __all__ = ["DoctorData", "Finding", "LockBreakData", "break_lock", "run"]
 
@@ -33,7 +35,7 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
         task_name(only)
         if not layout.task_dir(only).is_dir():
             raise BadInput(f"no task {only!r}: {layout.task_dir(only)} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=only)
-    ctx, seen = observe(layout, only, session=session, progress=progress)
+    ctx, seen = observe(layout, open_store(layout), only, session=session, progress=progress)
     checked = len(seen)
     if fix and not dry_run:
         apply(ctx, seen, progress)
@@ -44,14 +46,14 @@ def run(layout: Layout, only: str | None = None, *, fix: bool = False, session: 
     )
 
 
-def observe(layout: Layout, only: str | None, *, session: str | None, progress: Progress = quiet) -> tuple[Ctx, dict[str, bytes | None]]:
+def observe(layout: Layout, store: Store, only: str | None, *, session: str | None, progress: Progress = quiet) -> tuple[Ctx, dict[str, bytes | None]]:
     """Every finding, and the bytes of each task.json as they were when doctor looked (apply() fixes
     a task only while its task.json still holds them)."""
     progress("reading worktrees and branches")
-    ctx = Ctx.scan(layout, session)
+    ctx = Ctx.scan(layout, store, session)
     names = [only] if only else layout.task_names()
     seen = {name: _task_bytes(layout, name) for name in names}  # before reading: a change after is caught
-    tfs = {name: load_task(layout, name) for name in names}
+    tfs = {name: load_task(store, name) for name in names}
     ctx.index_merges(_recorded_merges(ctx, tfs.values()))
     for i, name in enumerate(names, 1):
         progress(f"[{i}/{len(names)}] checking task {name}")

@@ -260,4 +260,4 @@ def stray_branches(ctx: Ctx, task: str, named: set[str]) -> list[str]:
     prefix = ctx.layout.agent_branch(task, "\0").split("\0")[0]
     checked_out = {wt.branch for wt in ctx.registered.values() if wt.branch}  # a stray has no worktree
     return [b for b in (ctx.branches_with_prefix(prefix) if prefix else [])
-            if b not in named and b not in checked_out and stray_agent_branch(ctx.layout, ctx.git, task, b)]
+            if b not in named and b not in checked_out and stray_agent_branch(ctx.layout, ctx.store, ctx.git, task, b)]

@@ -144,7 +144,7 @@ def remove_stray(ctx: Ctx, tf: TaskFile, p: Path, wt: Worktree) -> None:
 
 def _spark_agent_branch(ctx: Ctx, task: str, b: str) -> bool:
     """`b` is an agent branch of `task` alone and spark-git created it: never delete a user's branch."""
-    return stray_agent_branch(ctx.layout, ctx.git, task, b)
+    return stray_agent_branch(ctx.layout, ctx.store, ctx.git, task, b)
 
 
 def drop_branch(ctx: Ctx, tf: TaskFile, b: str, sha: str) -> None:

@@ -20,6 +20,7 @@ from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, read_optional
 from spark_git.state.locks import idle_for, mutex, task_mutex_name
 from spark_git.state.models import AgentEntry, MainLock, State, TaskFile, Transition, now
+from spark_git.state.store import Store
 
 
 class LockBreakData(Model):
@@ -69,13 +70,14 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
     """A human's explicit takeover of a task lock: the owner becomes `session`; logged (audit + note)."""
     if not why or not why.strip():
         raise BadInput("--why is required: breaking a lock is logged with the reason")
+    store = open_store(layout)
     if task == "main":
-        return _break_main_lock(layout, why, session, dry_run)
+        return _break_main_lock(layout, store, why, session, dry_run)
     task = task_name(task)
     if session is None:
         raise BadInput("give the new owner: --session ID (or SPARK_SESSION_ID)", hint="lock break hands the task to your session")
     if layout.config.sync.remote:
-        return LockBreakData(**break_remote(layout, task, why, session), **_who())
+        return LockBreakData(**break_remote(store, task, why, session), **_who())
     git = layout.git()
     aside: Path | None = None
     alive, owner_pid = _task_owner_alive(layout, task)
@@ -92,7 +94,7 @@ def break_lock(layout: Layout, task: str, *, why: str, session: str | None, dry_
         if tf is not None:
             prev, idle = tf.session_id, idle_for(tf.last_active_at)
             tf.session_id = session
-            save_task(open_store(layout), tf)
+            save_task(store, tf)
             rebuilt = False
         else:
             tf = _rebuild(layout, git, task, session)
@@ -125,8 +127,8 @@ def _would_break(layout: Layout, git: Git, task: str, tf: TaskFile | None, aside
                          corrupt_kept_as=str(aside) if aside else None, noted_on=head, broken_by=session, dry_run=True, **who)
 
 
-def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
-    before = mainlock.read(open_store(layout)) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
+def _break_main_lock(layout: Layout, store: Store, why: str, session: str | None, dry_run: bool = False) -> LockBreakData:
+    before = mainlock.read(store) if layout.main_lock().exists() and parses(layout.main_lock(), MainLock) else None
     who = {**_who(), "owner_pid": before.pid if before else None, "owner_alive": _pid_alive(before.pid) if before else None}
     if dry_run:
         aside = layout.main_lock().with_name(f"task.json.corrupt-{now().replace(':', '')}") if layout.main_lock().exists() and before is None else None
@@ -137,7 +139,7 @@ def _break_main_lock(layout: Layout, why: str, session: str | None, dry_run: boo
         os.replace(layout.main_lock(), aside)
         audit.event(layout, "main", "main_lock_broken", session, why=why, corrupt_kept_as=str(aside), **who)
         return LockBreakData(task="main", previous_owner=None, new_owner=None, idle=None, why=why, corrupt_kept_as=str(aside), broken_by=session, **who)
-    mainlock.unlock(layout, session, force=True, why=why)
+    mainlock.unlock(store, session, force=True, why=why)
     audit.event(layout, "main", "main_lock_broken", session, why=why, previous_owner=before.session_id if before else None, **who)
     return LockBreakData(task="main", previous_owner=before.session_id if before else None, new_owner=None,
                          idle=idle_for(before.last_active_at) if before else None, why=why, broken_by=session, **who)

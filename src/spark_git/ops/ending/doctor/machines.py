@@ -8,7 +8,7 @@ from spark_git.ops.shared import remote
 
 
 def check_machines(ctx: Ctx) -> None:
-    data = remote.status(ctx.layout)
+    data = remote.status(ctx.store)
     for t in data.tasks:
         holder = f"machine {t.machine} (session {t.session}, pid {t.pid}), lease renewed {t.lease_age_s:.0f}s ago"
         if t.stale:

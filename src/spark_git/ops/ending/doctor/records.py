@@ -1,5 +1,5 @@
-"""Records that must not change quietly (issue 23): an approval in task.json that is not the human's
-valid signature for the task head (hand-written, edited, or signed by a key not allowed), and archive
+"""Records that must not change quietly (issue 23): an approval in task.json (of the changes or of the
+plan) that is not the human's valid signature for what it names (hand-written, edited, or signed by a key not allowed), and archive
 refs the audit trail names that are gone (an archive holds work nobody else has). Reported only:
 the repair is the human's (approve again; restore the commit from a clone or a reflog)."""
 
@@ -10,25 +10,28 @@ from typing import Any
 from spark_git.core.errors import SparkError
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
 from spark_git.ops.shared import signed
-from spark_git.state.backends import open_store
-from spark_git.state.models import TaskFile
+from spark_git.state.models import Checkpoint, TaskFile
 from spark_git.state.store import ARCHIVE_PREFIX
 
 __all__ = ["check_approval", "check_archives", "named_archives"]
 
 
 def check_approval(ctx: Ctx, tf: TaskFile) -> None:
-    # Judged against the commit the record names, not the task head: an approval a later merge made
-    # stale is the protocol's business (it asks for a new one), not a forged record.
-    cp = tf.checkpoint
-    if cp is None or cp.type != "changes" or not cp.approved or not cp.commit_sha:
+    # Judged against what the record names (the commit; the plan's task.md digest), not the task now:
+    # an approval a later change made stale is the protocol's business (it asks for a new one), not a forged record.
+    cp, pa = tf.checkpoint, tf.plan_approval
+    if cp is not None and cp.type == "changes" and cp.approved and cp.commit_sha:
+        _invalid(ctx, tf, "changes", cp, signed.problem(ctx.layout, tf, cp, cp.commit_sha), {"commit_sha": cp.commit_sha})
+    if pa is not None and pa.approved:
+        _invalid(ctx, tf, "plan", pa, signed.plan_problem(ctx.layout, tf, pa), {"task_md_sha256": pa.task_md_sha256})
+
+
+def _invalid(ctx: Ctx, tf: TaskFile, kind: str, cp: Checkpoint, wrong: str | None, what: dict[str, Any]) -> None:
+    if wrong is None:
         return
-    wrong = signed.problem(ctx.layout, tf, cp, cp.commit_sha)
-    if wrong is not None:
-        what: dict[str, Any] = {"commit_sha": cp.commit_sha, "approved_by": cp.approved_by}  # a finding's details, not an error's
-        ctx.add(Finding(where=tf.task_name, kind="approval-invalid", problem=f"task.json records the changes as approved, but {wrong}",
-                        repair=f"spark-git approve {tf.task_name} --changes  (the human approves again; a record nobody signed never lands)",
-                        details=what))
+    ctx.add(Finding(where=tf.task_name, kind="approval-invalid", problem=f"task.json records the {kind} as approved, but {wrong}",
+                    repair=f"spark-git approve {tf.task_name} --{kind}  (the human approves again; a record nobody signed never counts)",
+                    details={"approval": kind, **what, "approved_by": cp.approved_by}))
 
 
 def named_archives(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -44,7 +47,7 @@ def named_archives(events: list[dict[str, Any]]) -> dict[str, str]:
 
 def check_archives(ctx: Ctx, task: str) -> None:
     try:
-        trail = open_store(ctx.layout).read_audit(task)
+        trail = ctx.store.read_audit(task)
     except SparkError:  # an unreadable trail is check_files' finding
         return
     named = named_archives(trail.events if trail else [])

@@ -17,7 +17,6 @@ from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.state.backends import open_store
 from spark_git.state.files import read_optional
 from spark_git.state.models import TaskFile, parse_time
 from spark_git.state.store import Store
@@ -49,6 +48,7 @@ Fix = Callable[[], None]
 @dataclass
 class Ctx:
     layout: Layout
+    store: Store  # the command's one Store
     git: Git
     session: str | None
     registered: dict[Path, Worktree]  # resolved path -> worktree, in `git worktree list` order
@@ -58,15 +58,11 @@ class Ctx:
     by_task_dir: dict[str, list[Path]] = field(default_factory=dict)  # registered worktrees under <tasks_root>/<name>/
     branch_names: list[str] = field(default_factory=list)  # short names of `heads`, sorted
     merged: set[tuple[str, str]] = field(default_factory=set)  # (commit, task head) pairs known to be ancestry
-    store: Store = field(init=False)  # the command's one Store
-
-    def __post_init__(self) -> None:
-        self.store = open_store(self.layout)
 
     @classmethod
-    def scan(cls, layout: Layout, session: str | None) -> Ctx:
+    def scan(cls, layout: Layout, store: Store, session: str | None) -> Ctx:
         git = layout.git()
-        ctx = cls(layout, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, dict(git.refs("refs/heads/")))
+        ctx = cls(layout, store, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, dict(git.refs("refs/heads/")))
         root = layout.tasks_root
         for p in ctx.registered:
             if p.is_relative_to(root) and p != root:
@@ -151,9 +147,9 @@ def parses(path: Path, model: type[BaseModel]) -> bool:
         return False
 
 
-def load_task(layout: Layout, task: str) -> TaskFile | CorruptState | None:
+def load_task(store: Store, task: str) -> TaskFile | CorruptState | None:
     """task.json as doctor reports on it: the model, the reason it cannot be read, or None (absent)."""
     try:
-        return open_store(layout).read_task_here(task)
+        return store.read_task_here(task)
     except CorruptState as e:
         return e

@@ -17,6 +17,7 @@ from spark_git.core.git import Git, LocalBranch, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates.base import MergeSubject
 from spark_git.gates.registry import merge_checks
+from spark_git.ops.shared import signed
 from spark_git.ops.shared.ignored import refuse_overwrite
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.rewrite import recover
@@ -45,7 +46,7 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     """Refuses (nothing changed) unless the protocol, both worktrees and every pre-merge gate allow a merge."""
     task = tf.task_name
     entry = agent_entry(tf, agent)
-    unmet = protocol.merge_conditions(layout, tf)
+    unmet = protocol.merge_conditions(layout, tf, signed.plan_problem)
     if unmet:
         raise unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
     awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)

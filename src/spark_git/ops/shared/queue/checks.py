@@ -10,8 +10,8 @@ from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import ignored, signed
 from spark_git.protocol import approval_holds
-from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
+from spark_git.state.store import Store
 
 
 def base_worktree(git: Git, base: str) -> Path | None:
@@ -21,7 +21,7 @@ def base_worktree(git: Git, base: str) -> Path | None:
     return None
 
 
-def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:
+def enqueue_unmet(layout: Layout, store: Store, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:
     """Everything `complete` checks before it enqueues a task (a refusal changes nothing)."""
     base = tf.base_branch
     # A base that moved since the task branched is no refusal: the queue lands the task as a merge
@@ -34,7 +34,7 @@ def enqueue_unmet(layout: Layout, tf: TaskFile, head: Sha, base_head: Sha, main_
         if dirty:
             unmet.append(protocol.Unmet(f"{main_wt} has {base} checked out and is not clean: {', '.join(str(d) for d in dirty[:10])}", how=f"commit, stash or remove them in {main_wt}"))
         unmet += in_the_way(main_wt, base_head, head)
-    return unmet + protocol.complete_conditions(open_store(layout), tf, head)
+    return unmet + protocol.complete_conditions(store, tf, head)
 
 
 def in_the_way(main_wt: Path, base_head: Sha, head: Sha) -> list[protocol.Unmet]:
@@ -74,7 +74,7 @@ def _task_worktree(tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     return []
 
 
-def forge_unmet(layout: Layout, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
+def forge_unmet(layout: Layout, store: Store, tf: TaskFile, head: Sha) -> list[protocol.Unmet]:
     """What `complete --via gh|glab` checks before it pushes anything: the approval bound to the head,
     a clean task worktree at the head, the protocol. The base need not be an ancestor: the forge merges."""
-    return approval_unmet(layout, tf, head) + _task_worktree(tf, head) + protocol.complete_conditions(open_store(layout), tf, head)
+    return approval_unmet(layout, tf, head) + _task_worktree(tf, head) + protocol.complete_conditions(store, tf, head)

@@ -37,7 +37,7 @@ def enqueue(layout: Layout, store: Store, task: str, session: str, priority: Pri
         head, base_head = git.branch_head(tf.task_branch), git.branch_head(tf.base_branch)
         if head is None or base_head is None:
             raise Blocked(f"branch {tf.task_branch if head is None else tf.base_branch} does not exist", task=task)
-        unmet = enqueue_unmet(layout, tf, head, base_head, base_worktree(git, tf.base_branch))
+        unmet = enqueue_unmet(layout, store, tf, head, base_head, base_worktree(git, tf.base_branch))
         if unmet:
             raise unmet_blocked(f"cannot complete {task}", unmet, task)
         entry = store.enqueue(task, head, priority)
