@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_git.core.errors import GitError
 from spark_git.core.git import ZERO_SHA
@@ -27,8 +27,11 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.queuelog import QUEUE_PREFIX, Priority, QueueEntry, QueueLog, new_seq
+from spark_git.state.queuerefs import QUEUE_PREFIX, Priority, QueueEntry, new_seq
 from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, Shared, archive_ref_for
+
+if TYPE_CHECKING:
+    from spark_git.state.queuelog import QueueLog
 
 HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
 
@@ -244,6 +247,9 @@ class LocalStore:
         return True
 
     def read_queue_log(self) -> QueueLog:
+        # Its models are defined by the commands that read the log, not by every one that opens a Store.
+        from spark_git.state.queuelog import QueueLog
+
         return read_optional(self._queue_log(), QueueLog) or QueueLog()
 
     def write_queue_log(self, log: QueueLog) -> None:

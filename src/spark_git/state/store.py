@@ -25,9 +25,10 @@ from spark_git.state.models import (
     PortsFile,
     TaskFile,
 )
-from spark_git.state.queuelog import Priority, QueueEntry, QueueLog
+from spark_git.state.queuerefs import Priority, QueueEntry
 
 if TYPE_CHECKING:
+    from spark_git.state.queuelog import QueueLog
     from spark_git.state.remote_refs import Lease
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)

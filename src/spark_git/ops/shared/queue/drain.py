@@ -22,7 +22,8 @@ from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
-from spark_git.state.queuelog import QueueCandidate, QueueEntry, QueueOutcome
+from spark_git.state.queuelog import QueueCandidate, QueueOutcome
+from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store
 
 DRAIN = "queue-drain"
