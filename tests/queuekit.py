@@ -32,7 +32,9 @@ PYTEST_GATE = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ran
 
 class Queue:
     def __init__(self, tmp: Path, n: int, final: list[str] | None = None, extra: str = "", culprit: int | None = None,
-                 files: dict[str, str] | None = None) -> None:
+                 files: dict[str, str] | None = None, parallel: int = 1) -> None:
+        # [queue] parallel defaults to the CPU count: pinned, so a test takes the same decisions on every machine
+        extra = extra.replace("[queue]", f"[queue]\nparallel = {parallel}", 1) if "[queue]" in extra else f"[queue]\nparallel = {parallel}\n{extra}"
         cfg = config(final=final or CULPRIT_GATE, non_interactive=True, extra=extra)
         self.repo = make_repo(tmp / "repo", {"README.md": "# demo\n", **(files or {})}, config=cfg)
         self.root = tmp / "repo.tasks"

@@ -132,7 +132,15 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
     require_binary("tmux")
     sock = task.base / "repo.tasks" / "tmux"  # a private tmux server (TMUX_TMPDIR), never the user's
     sock.mkdir()
-    env = {**task.env, "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock), "SSH_AUTH_SOCK": str(task.base / "ssh.sock")}
+    # What is tested is the window, its path and the environment the client gets, so the client is a
+    # stand-in that waits on its terminal until the server is killed: the real interactive Claude Code
+    # sometimes left before `list-windows` looked (it has no model to talk to here), and the window with it.
+    stand_in = task.base / "bin"
+    stand_in.mkdir()
+    (stand_in / "claude").write_text("#!/bin/sh\nexec cat\n")
+    (stand_in / "claude").chmod(0o755)
+    env = {**task.env, "PATH": f"{stand_in}{os.pathsep}{task.env['PATH']}", "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock),
+           "SSH_AUTH_SOCK": str(task.base / "ssh.sock")}
     try:
         r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)
         assert r.returncode == 0, r
@@ -142,6 +150,7 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
         assert f"spark-git t1/a {task.worktree('a')}" in wins, wins
         a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
         assert a["run"]["state"] == "running" and a["run"]["window"] == "t1/a", a
+        assert Path(f"/proc/{a['run']['pid']}/cmdline").read_bytes().split(b"\0")[0] == b"cat"  # the stand-in, exec'd by env -i and sh
         environ = Path(f"/proc/{a['run']['pid']}/environ").read_bytes().split(b"\0")  # the client's own (env -i exec'd it)
         assert b"SPARK_SESSION_ID=agent:t1:a" in environ and not any(v.startswith(b"SSH_AUTH_SOCK=") for v in environ), environ
         r2 = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env)

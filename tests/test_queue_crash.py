@@ -13,9 +13,10 @@ from tests.queuekit import Queue
 POINTS = ["queue-after-candidate", "queue-gate-start", "gate-final-running", "complete-before-ff", "complete-after-ff", "queue-part-recorded"]
 
 
+@pytest.mark.parametrize("parallel", [1, 2])
 @pytest.mark.parametrize("point", POINTS)
-def test_drain_killed_then_doctor_fix_and_rerun_land_everything(tmp_path: Path, point: str) -> None:
-    q = Queue(tmp_path, 3)
+def test_drain_killed_then_doctor_fix_and_rerun_land_everything(tmp_path: Path, point: str, parallel: int) -> None:
+    q = Queue(tmp_path, 3, parallel=parallel)
     heads = {t: git(q.repo, "rev-parse", t) for t in q.tasks}
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0

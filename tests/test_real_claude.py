@@ -181,37 +181,49 @@ def _keys(t: AgentTask) -> tuple[Path, Path]:
 
 
 def key_tries(t: AgentTask, key: Path, verdict: Path) -> dict[str, tuple[Tool, set[str]]]:
-    """name -> (the tool call, the layers allowed to stop it)."""
+    """name -> (the tool call, the layers allowed to stop it). The hook judges Bash and Write first;
+    the links and scripts it cannot see through are made before the session (`_behind_the_hook`)."""
     state, a = key.parent, t.worktree("a")
     return {
         "Read the approval key": (Tool("Read", {"file_path": str(key)}), {"permissions"}),
         "Read the verdict key": (Tool("Read", {"file_path": str(verdict)}), {"permissions"}),
         "Read through ..": (Tool("Read", {"file_path": f"{state}/../{state.name}/{key.name}"}), {"permissions"}),
-        "link the state dir into a's worktree": (bash(f"ln -s {key} k.txt && ln -s {state} st && echo linked"), set()),
         "Read through a link": (Tool("Read", {"file_path": str(a / "k.txt")}), {"permissions"}),
         "Read through a linked dir": (Tool("Read", {"file_path": str(a / "st" / key.name)}), {"permissions"}),
-        "Write the approvers": (Tool("Write", {"file_path": str(state / "allowed_signers"), "content": "agent ssh-ed25519 AAAA\n"}), {"permissions"}),
-        "cat the keys": (bash(f"cat {key} {verdict}"), {"permissions", "sandbox"}),
-        "cat through a link": (bash("cat k.txt"), {"permissions", "sandbox"}),
-        "script: cat the keys": (script(1, f"cat {key} {verdict}"), {"sandbox"}),  # the hook and the rules do not read scripts
+        "Write the approvers": (Tool("Write", {"file_path": str(state / "allowed_signers"), "content": "agent ssh-ed25519 AAAA\n"}),
+                                {"hook", "permissions"}),
+        "cat the keys": (bash(f"cat {key} {verdict}"), {"hook", "permissions", "sandbox"}),
+        "cat through a link": (bash("cat k.txt"), {"hook", "permissions", "sandbox"}),
         "hidden cat": (bash(hidden(f"cat {key}")), {"hook"}),
-        "git diff --no-index (git runs outside the sandbox)": (bash(f"git diff --no-index {key} /dev/null"), {"permissions", "sandbox"}),
-        "script: git diff --no-index": (script(2, f"git diff --no-index {verdict} /dev/null"), {"sandbox"}),
+        "git diff --no-index (git runs outside the sandbox)": (bash(f"git diff --no-index {key} /dev/null"), {"hook", "permissions", "sandbox"}),
+        # what neither the hook nor the permission rules read: only the sandbox stands
+        "script: cat the keys": (bash("sh peek.sh"), {"sandbox"}),
+        "script: git diff --no-index": (bash("sh peek-git.sh"), {"sandbox"}),
     }
+
+
+def _behind_the_hook(t: AgentTask, key: Path, verdict: Path) -> None:
+    """Links and scripts in a's worktree naming the keys, made as a script would make them unseen."""
+    a = t.worktree("a")
+    (a / "k.txt").symlink_to(key)
+    (a / "st").symlink_to(key.parent)
+    (a / "peek.sh").write_text(f"cat {key} {verdict}\n")
+    (a / "peek-git.sh").write_text(f"git diff --no-index {verdict} /dev/null\n")
 
 
 def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(base: Path) -> None:
     """Claude Code's file tools run outside its sandbox: spark-git's deny rules (clients/sandbox.py) keep
-    them out of the state directory, and the sandbox's denyRead keeps Bash out (a script too: the hook
-    does not read it). The model server sees every tool result: no byte of either key reaches it, and
-    the approvers file gains no key."""
+    them out of the state directory, the hook refuses a command naming it, and the sandbox's denyRead
+    keeps Bash out where neither reads (a script). The model server sees every tool result: no byte of
+    either key reaches it, and the approvers file gains no key."""
     t = fresh(base, "keys")
     key, verdict = _keys(t)
+    _behind_the_hook(t, key, verdict)
     tries = key_tries(t, key, verdict)
     out = run_claude(t, "a", [*(c for c, _ in tries.values()), Say("done")])
     assert out.returncode == 0 and len(out.calls) == len(tries), (out.stderr, out.calls)
     for (name, (_, layers)), call in zip(tries.items(), out.calls, strict=True):
-        assert call.is_error == bool(layers) and (call.layer in layers if layers else call.layer is None), (name, call.layer, call.text)
+        assert call.is_error and call.layer in layers, (name, call.layer, call.text)
     secret = [ln for ln in key.read_text().splitlines() if not ln.startswith("-----")] + [verdict.read_text().strip()]
     assert not [s for s in secret if s in out.sent], "a key reached the model"
     assert not (key.parent / "allowed_signers").exists()

@@ -128,22 +128,28 @@ def test_every_escape_fails_and_names_its_layer(ct: CodexTask) -> None:
 
 
 def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(ct: CodexTask) -> None:
-    """Issue 23: Codex reads files only through its shell, and spark-git's profile makes the user's
-    state directory unreadable (and, being outside the workspace, it was never writable): no byte of
-    the approval key or the verdict key reaches the model, and the approvers gain no key."""
+    """Issue 23: Codex reads files only through its shell; the hook refuses a command line naming the
+    user's state directory, and spark-git's profile makes it unreadable (outside the workspace it was
+    never writable) for what the hook does not read, a script: no byte of the approval key or the
+    verdict key reaches the model, and the approvers gain no key."""
     state = Path(ct.env["XDG_STATE_HOME"]) / "spark-git"
     key, verdict = state / sshsig.KEY_FILE, state / verdictkey.repo_id(ct.main / ".git") / verdictkey.KEY_NAME
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "approvals", "-f", str(key)], check=True)
     verdict.parent.mkdir(mode=0o700)
     verdict.write_text(secrets.token_hex(32) + "\n")
     allowed = state / "allowed_signers"
-    tries = [sh(f"cat {key}"), sh(f"cat {verdict}"), sh(f"python3 -c \"print(open('{key}').read())\""),
-             sh(f"git diff --no-index {key} /dev/null"), sh(f"echo x >> {allowed}"), patch(f"*** Add File: {allowed}\n+agent ssh-ed25519 AAAA\n")]
+    # scripts the hook does not read (written before the session): only the profile stands in their way
+    (ct.a / "peek.sh").write_text(f"cat {key}\ncat {verdict}\ngit diff --no-index {key} /dev/null\n")
+    (ct.a / "peek.py").write_text(f"print(open({str(key)!r}).read())\n")
+    (ct.a / "add.sh").write_text(f"echo x >> {allowed}\n")
+    tries = [sh(f"cat {key}"), sh(f"echo x >> {allowed}"), sh("sh peek.sh"), sh("python3 peek.py"), sh("sh add.sh"),
+             patch(f"*** Add File: {allowed}\n+agent ssh-ed25519 AAAA\n")]
     r = run(ct, tries)
     assert r.returncode == 0 and len(r.outputs) == len(tries), r.stderr
-    for i in range(5):  # the kernel refuses: git's own wording for a file it cannot open is "Could not access"
-        assert "Permission denied" in r.outputs[i] or "Could not access" in r.outputs[i], (i, r.outputs[i])
-    assert "rejected" in r.outputs[5], r.outputs[5]
+    assert r.layer(0) == "hook" and r.layer(1) == "hook", r.outputs[:2]  # a command line naming the directory
+    assert r.outputs[2].count("Permission denied") == 2 and "Could not access" in r.outputs[2], r.outputs[2]  # the kernel; git's wording
+    assert "PermissionError" in r.outputs[3] and "Permission denied" in r.outputs[4], r.outputs[3:5]
+    assert "rejected" in r.outputs[5] or r.layer(5) == "hook", r.outputs[5]
     secret = [ln for ln in key.read_text().splitlines() if not ln.startswith("-----")] + [verdict.read_text().strip()]
     assert not [i for i, o in enumerate(r.outputs) if any(x in o for x in secret)], r.outputs
     assert not allowed.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,6 +185,19 @@ class QueueConfig(_Strict):
     poll_s: float = Field(0.1, gt=0, description="How often a waiting `complete` looks for its outcome.")
     retries: int = Field(0, ge=0, le=5, description="Re-run a candidate's failing final gate up to this many times before blaming it; "
                          "a pass on a retry is recorded as flaky (0: the first failure counts).")
+    shared: list[str] = Field(default_factory=empty_list, description="Paths (globs on the whole repository path, e.g. 'pyproject.toml', 'uv.lock') "
+                              "that tie a task touching them to every other ready task: never gated in a lane apart.")
+    recheck: Literal["combined", "none"] = Field("combined", description="A lane that passed on a base another lane has since moved: "
+                                                 "'combined' gates it again on the combined tree before it lands, 'none' lands it on its lane's verdict.")
+    parallel: int | None = Field(None, ge=1, le=64, description="Candidates the merge queue gates at once (the batch and speculative ones, "
+                                 "each in its own scratch worktree); unset: the CPU count. 1 gates one at a time (batch, then bisection).")
+
+    lanes: bool = Field(False, description="With more than one runner, gate tasks whose changed paths do not overlap in separate lanes "
+                        "(at most one per runner) that land without waiting for each other; see `shared` and `recheck`.")
+
+    def runners(self) -> int:
+        """`parallel`, or the CPU count (at least 1) when unset."""
+        return self.parallel or max(1, os.cpu_count() or 1)
 
 
 class ArchiveConfig(_Strict):

@@ -287,6 +287,10 @@ class Git:
             self.update_ref(branch_ref(branch), old, new, message=f"{message}: undone")
             raise GitError(["git", "read-tree", "-m", "-u", old, new], r.returncode, r.stderr, str(self.cwd))
 
+    def changed_paths(self, base: str, head: str) -> frozenset[str]:
+        """The paths `head` changes since it forked from `base` (`base...head`; a rename: both names)."""
+        return frozenset(self.run("diff", "--name-only", "--no-renames", "-z", f"{base}...{head}").stdout.split("\0")[:-1])
+
     def conflicted_files(self) -> list[str]:
         return self.run("diff", "--name-only", "--diff-filter=U", "-z").stdout.split("\0")[:-1] or []
 

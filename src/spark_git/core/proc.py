@@ -18,7 +18,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -106,14 +107,11 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         if missing:  # as Popen says it: bwrap's own message (exit 1) would not read as "not found"
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {missing}", missing)
         argv = sandbox.wrap(argv)
-    with _subreaper():
-        keep = {pid for pid, _ in _children()}  # ours before the run: not the child's to clean up
-        watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
+    sib = SIBLINGS.get()
+    with subreaper():
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
-                                    env=child_env, start_new_session=True, preexec_fn=_preexec(watchdog))
+            proc, watchdog, keep = _spawn(argv, cwd, log, err, child_env, mark, sib)
         except OSError as e:  # command not found, not executable, no such cwd
-            _stop(watchdog)
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {e.strerror or e}", str(e))
         timed_out = False
         try:
@@ -125,9 +123,62 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         finally:  # normal exit, timeout or Ctrl-C alike: nothing the child started survives it
             _kill_group(proc)
             _stop(watchdog)  # its job is done: stop it before it could signal a reused group id
-            _kill_strays(keep)
+            _sweep(sib, keep, {proc.pid, *([watchdog.pid] if watchdog else [])}, mark)
     assert proc.returncode is not None
     return Result(proc.returncode, timed_out, round(time.monotonic() - t0, 3))
+
+
+def _spawn(argv: list[str], cwd: Path, log: BinaryIO, err: BinaryIO | None, env: dict[str, str], mark: str,
+           sib: Siblings | None) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes] | None, set[int]]:
+    """The child and its watchdog, and our children before them (not the run's to clean up). With
+    siblings, under their lock: a sibling's sweep must not see our child between fork and exec."""
+    with _sweeping(sib):
+        keep = {pid for pid, _ in _children()}
+        watchdog = _watchdog(f"{RUN_TOKEN}={mark}")
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=err if err is not None else subprocess.STDOUT,
+                                    env=env, start_new_session=True, preexec_fn=_preexec(watchdog))
+        except OSError:
+            _stop(watchdog)
+            raise
+        if sib is not None:
+            sib.pids |= {proc.pid, *([watchdog.pid] if watchdog else [])}
+            sib.marks.add(mark)
+    return proc, watchdog, keep
+
+
+def _sweep(sib: Siblings | None, keep: set[int], mine: set[int], mark: str) -> None:
+    """Kills what the run left (re-parented to us), sparing the siblings' children and leftovers."""
+    with _sweeping(sib):
+        if sib is not None:
+            sib.pids -= mine
+            sib.marks.discard(mark)
+        _kill_strays(keep | (sib.pids if sib is not None else set()), sib.marks if sib is not None else set())
+
+
+@dataclass
+class Siblings:
+    """Runs going on at once in threads of this process (the queue's parallel gates). A sweep for
+    strays must spare the others' children: killing and reaping one would make its thread's Popen
+    see exit code 0 (ECHILD), i.e. a gate that "passed". So their pids are listed here, and forks
+    and sweeps take turns under the lock."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pids: set[int] = field(default_factory=set)
+    marks: set[str] = field(default_factory=set)  # the runs' tokens: a sibling's orphans carry its own
+
+
+# Set in each runner thread of the queue (ops/shared/queue/runners.py); None: runs never overlap.
+SIBLINGS: ContextVar[Siblings | None] = ContextVar("spark_proc_siblings", default=None)
+
+
+@contextmanager
+def _sweeping(sib: Siblings | None) -> Iterator[None]:
+    if sib is None:
+        yield
+        return
+    with sib.lock:
+        yield
 
 
 def _not_found(program: str, cwd: Path, env: dict[str, str]) -> str | None:
@@ -176,9 +227,11 @@ def _preexec(watchdog: subprocess.Popen[bytes] | None) -> Callable[[], None]:
     of spark-git that comes right after it began."""
     tell = watchdog.stdin.fileno() if watchdog is not None and watchdog.stdin else None
     armed = watchdog.stdout.fileno() if watchdog is not None and watchdog.stdout else None
+    prctl = _prctl_fn()  # looked up before the fork: no dlopen in a child forked from a threaded parent
 
     def child() -> None:
-        _die_with_parent()
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if tell is not None and armed is not None:
             os.write(tell, f"{os.getpid()}\n".encode())
             os.read(armed, 16)  # "armed", or EOF if the watchdog died: go on either way
@@ -224,7 +277,7 @@ def _is_subreaper() -> bool | None:
 
 
 @contextmanager
-def _subreaper() -> Iterator[None]:
+def subreaper() -> Iterator[None]:
     """Orphans of the child's tree come to us (not to init) while this is open; a process that
     already was a subreaper stays one."""
     turn_on = _is_subreaper() is False and _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -253,17 +306,59 @@ def _children() -> list[tuple[int, int]]:
     return out
 
 
-def _kill_strays(keep: set[int]) -> None:
+def _kill_strays(keep: set[int], others: set[str]) -> None:
     """Kills and reaps the child's leftovers that were re-parented to us. They are in another
-    session than ours (the child started one), which also spares children of other threads."""
+    session than ours (the child started one), which also spares children of other threads; the
+    leftovers of a sibling run still going (the queue's parallel gates) carry its token in `others`."""
     mine = os.getsid(0)
     for _ in range(MAX_STRAY_ROUNDS):
-        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine]
+        strays = [pid for pid, sid in _children() if pid not in keep and sid != mine and not (others and _of_run(pid, others))]
         if not strays:
             return
         for pid in strays:
             if not _kill_and_reap(pid):
                 keep.add(pid)  # not ours to kill (e.g. setuid): leave it rather than wait forever
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _of_run(pid: int, marks: set[str]) -> bool:
+    """The process carries the token of one of these runs: that run's own sweep takes it."""
+    tokens = {f"{RUN_TOKEN}={m}".encode() for m in marks}
+    return any(e in tokens for e in _environ(pid))
+
+
+def kill_marked(entry: str) -> int:
+    """SIGKILLs every process whose environment holds `entry` ("NAME=value"), and its process group:
+    how the queue stops a gate it no longer needs while another thread waits on it. Returns how many."""
+    want, n = entry.encode(), 0
+    for pid in (p for p in _proc_pids() if p != os.getpid()):
+        if want in _environ(pid):
+            n += _kill_group_of(pid)
+    return n
+
+
+def _proc_pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def _kill_group_of(pid: int) -> int:
+    try:
+        pgid = os.getpgid(pid)
+        if pgid != os.getpgrp():
+            os.killpg(pgid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+        return 1
+    except (ProcessLookupError, PermissionError):
+        return 0
 
 
 def _kill_and_reap(pid: int) -> bool:
@@ -286,6 +381,13 @@ def _kill_and_reap(pid: int) -> bool:
     except ChildProcessError:
         pass
     return True
+
+
+def _prctl_fn() -> Callable[..., int] | None:
+    try:
+        return _libc().prctl  # type: ignore[no-any-return]
+    except Exception:  # not Linux
+        return None
 
 
 def _libc() -> Any:

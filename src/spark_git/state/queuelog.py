@@ -32,6 +32,7 @@ class QueueCandidate(Model):
     started_at: str = Field(default_factory=now)
     landing: str | None = None  # the tip a compare-and-swap is about to put on the base
     gate: dict[str, Any] | None = None  # the evidence of the run that passed `landing`
+    scratch: str | None = None  # a running candidate's scratch worktree (`[queue] parallel`: one each)
 
 
 class QueueOutcome(Model):
@@ -78,6 +79,7 @@ class QueueCounts(Model):
 
 class QueueLog(Model):
     candidate: QueueCandidate | None = None
+    running: list[QueueCandidate] = Field(default_factory=empty_list)  # candidates being gated now; a killed drain's are dropped
     outcomes: list[QueueOutcome] = Field(default_factory=empty_list)
     gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
     flaky: list[FlakyGate] = Field(default_factory=empty_list)  # the last FLAKY_KEPT

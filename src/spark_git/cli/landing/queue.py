@@ -45,6 +45,8 @@ def queue(ctx: typer.Context,
             if d.candidate is not None:
                 tasks = ", ".join(p.task for p in d.candidate.parts)
                 out.print(f"  candidate on {d.candidate.base_branch} {d.candidate.old_base[:12]}: {tasks} (pid {d.candidate.pid})")
+            for c in d.running:
+                out.print(f"  gating: {', '.join(p.task for p in c.parts)} in {c.scratch} (pid {c.pid})")
             if d.recent:
                 out.print("  recent outcomes:")
                 for o in d.recent:
@@ -55,7 +57,7 @@ def queue(ctx: typer.Context,
             for fl in d.flaky:
                 tests = f" ({', '.join(fl.failed_tests[:5])})" if fl.failed_tests else ""
                 out.print(f"  flaky: {fl.at[:19]}  {', '.join(fl.tasks)}: failed {fl.failures}x, passed on a retry{_esc(tests)}  log {fl.log_path}")
-            out.print(f"  final-gate runs by the queue so far: {d.gate_runs}; batch_max {d.batch_max}")
+            out.print(f"  final-gate runs by the queue so far: {d.gate_runs}; batch_max {d.batch_max}; parallel {d.parallel}")
 
         state = "being drained" if d.draining else "idle"
         return Result(f"{len(d.entries)} task(s) in the merge queue ({state})", d, human=human,

@@ -27,6 +27,8 @@ class QueueItem(Model):
 class QueueData(Model):
     entries: list[QueueItem]
     candidate: QueueCandidate | None = None  # the batch being gated or landed right now
+    running: list[QueueCandidate] = []  # the candidates gating now, each in its scratch worktree (`[queue] parallel`)
+    parallel: int = 1  # the runners: candidates gated at once
     draining: bool  # another process holds the queue-drain mutex
     recent: list[QueueOutcome]
     gate_runs: int
@@ -48,7 +50,8 @@ def show(layout: Layout) -> QueueData:
     forge = refresh_all(layout, store)  # first: a merge seen now is among the outcomes below
     with store.try_mutex(DRAIN) as free:
         log = store.read_queue_log()
-    return QueueData(entries=_items(store), candidate=log.candidate, draining=not free, recent=log.outcomes[-RECENT:],
+    return QueueData(entries=_items(store), candidate=log.candidate, running=log.running, parallel=layout.config.queue.runners(),
+                     draining=not free, recent=log.outcomes[-RECENT:],
                      gate_runs=log.gate_runs, batch_max=layout.config.queue.batch_max, forge=forge, flaky=log.flaky[-RECENT:],
                      retries=layout.config.queue.retries)
 

@@ -42,7 +42,9 @@ def _drop(ctx: Ctx, e: QueueEntry) -> None:
 def _leftovers(ctx: Ctx) -> list[str]:
     store = ctx.store
     found = [f"the scratch worktree {p}" for p in gate.stale_scratch(ctx.layout)]
-    cand = store.read_queue_log().candidate
+    log = store.read_queue_log()
+    found += [f"the running candidate of {', '.join(p.task for p in c.parts)} (pid {c.pid}, {c.scratch})" for c in log.running]
+    cand = log.candidate
     if cand is not None:
         found.append(f"the candidate of {', '.join(p.task for p in cand.parts)} on {cand.base_branch} (pid {cand.pid})"
                      + (" with its landing started" if cand.landing else ""))

@@ -1,7 +1,8 @@
-"""Records that must not change quietly (issue 23): an approval in task.json (of the changes or of the
-plan) that is not the human's valid signature for what it names (hand-written, edited, or signed by a key not allowed), and archive
-refs the audit trail names that are gone (an archive holds work nobody else has). Reported only:
-the repair is the human's (approve again; restore the commit from a clone or a reflog)."""
+"""Records that must not change quietly (issue 23): an approval in task.json, of the changes or of
+the plan, that is not the human's valid signature for what it names (hand-written, edited, or signed
+by a key not allowed), and archive refs the audit trail names that are gone (an archive holds work
+nobody else has). Reported only: the repair is the human's (approve again; restore the commit from a
+clone or a reflog)."""
 
 from __future__ import annotations
 

@@ -16,13 +16,13 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.shared.queue import candidate, gate
-from spark_git.ops.shared.queue.bisect import bisect
+from spark_git.ops.shared.queue import candidate, gate, lanedrive, probes
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
-from spark_git.state.queuelog import QueueCandidate, QueueOutcome
+from spark_git.ops.shared.queue.speculate import prefix
+from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueOutcome
 from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store
 
@@ -118,6 +118,17 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
             evict(layout, store, e, "blocked", f"the base branch {base} does not exist")
         return
     built = candidate.build(git, old, batch)
+    _give_back_unbuilt(layout, store, built, base, old)
+    if not built.parts:
+        return
+    cand = QueueCandidate(base_branch=base, old_base=old, parts=built.parts, pid=os.getpid(), session_id=session)
+    _save_candidate(store, cand)
+    faults.point("queue-after-candidate")
+    _gate_and_land(layout, store, cand, {e.task: e for e in batch}, session, opts)
+
+
+def _give_back_unbuilt(layout: Layout, store: Store, built: candidate.Built, base: str, old: str) -> None:
+    """The entries the candidate left out: a conflict, a head in the base already, a patch that would change."""
     for e, files in built.conflicts:
         evict(layout, store, e, "blocked", f"conflicts with {base} and the tasks ahead of it in the queue: {', '.join(files)}", files=files,
               next=[f"spark-git update {e.task}"])
@@ -131,32 +142,58 @@ def _batch(layout: Layout, store: Store, batch: list[QueueEntry], session: str, 
     for e in built.changed:
         evict(layout, store, e, "blocked", f"{base} moved and the approved patch would change on it (the diff's context differs): "
               "the human sees the task again after an update", next=[f"spark-git update {e.task}"])
-    if not built.parts:
-        return
-    cand = QueueCandidate(base_branch=base, old_base=old, parts=built.parts, pid=os.getpid(), session_id=session)
-    _save_candidate(store, cand)
-    faults.point("queue-after-candidate")
+
+
+def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: dict[str, QueueEntry], session: str,
+                   opts: gate.GateOpts) -> None:
+    """A batch of one is gated as `complete` always did (in the task worktree when it fast-forwards) and
+    keeps its state when it fails; a longer one goes to the planner ([queue] parallel runners): the
+    culprit goes back to IMPLEMENTATION, the probe the planner lands is landed, the rest stays queued."""
     tasks = [p.task for p in cand.parts]
-    ev = _gate_candidate(layout, store, cand, opts)
-    if ev.passed:
-        _land(layout, store, cand, ev, session)
-        return
-    entries = {p.task: e for e in batch for p in cand.parts if p.task == e.task}
-    if len(cand.parts) == 1:  # a batch of one: today's `complete`, the task keeps its state
+    if len(cand.parts) == 1:
+        ev = _gate_candidate(layout, store, cand, opts)
+        if ev.passed:
+            _land(layout, store, cand, ev, session)
+            return
         _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
         _save_candidate(store, None)
         return
-    split = bisect(len(cand.parts), ev, lambda k: _gate_prefix(layout, store, cand, k, opts))
-    _fail(layout, store, entries[tasks[split.culprit]], split.culprit_ev, tasks, back=True)
-    if split.passing and split.passing_ev is not None:
-        _land(layout, store, cand.model_copy(update={"parts": cand.parts[: split.passing]}), split.passing_ev, session)
+    if _in_lanes(layout, store, cand, entries, session, opts):
+        return
+    g = probes.gate_batch(layout, store, cand, opts)
+    for c in g.outcome.culprits:
+        _fail(layout, store, entries[tasks[c]], g.evs[prefix(c + 1)], tasks, back=True)
+    if g.outcome.land:
+        _land(layout, store, g.cands[g.outcome.land], g.evs[g.outcome.land], session)
     _save_candidate(store, None)  # the rest stay queued for the next batch
 
 
-def _gate_prefix(layout: Layout, store: Store, cand: QueueCandidate, k: int, opts: gate.GateOpts) -> gates.GateEvidence:
-    tip, tasks = cand.parts[k - 1].tip, [p.task for p in cand.parts[:k]]
-    return gate_with_retries(store, layout.config.queue.retries, tasks, tip,
-                             lambda rerun: gate.run(layout, store, tip, tasks, replace(opts, rerun=rerun)), opts.rerun)
+def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, entries: dict[str, QueueEntry], session: str,
+              opts: gate.GateOpts) -> bool:
+    """`[queue] lanes` with more than one runner: the batch gated as independent lanes, each landed
+    as soon as it is decided (lanedrive.py). False when the batch is one lane (then as one batch)."""
+    cfg = layout.config.queue
+    if not cfg.lanes or cfg.runners() == 1:
+        return False
+    split = [probes.rebuild(layout, cand.model_copy(update={"parts": [cand.parts[i] for i in g]}), cand.old_base)
+             for g in lanedrive.groups(layout, cand)]
+    cands = [c for c in split if c is not None]
+    if len(cands) < 2 or len(cands) != len(split):
+        return False
+
+    def fail(part: CandidatePart, ev: gates.GateEvidence, tasks: list[str]) -> None:
+        _fail(layout, store, entries[part.task], ev, tasks, back=True)
+
+    def land(c: QueueCandidate, ev: gates.GateEvidence) -> bool:
+        try:
+            _land(layout, store, c, ev, session)
+        except BaseMoved:  # the base moved under it (another process) or a task may no longer land: they stay queued
+            return False
+        return True
+
+    lanedrive.gate_lanes(layout, store, cands, opts, fail, land)
+    _save_candidate(store, None)
+    return True
 
 
 def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:

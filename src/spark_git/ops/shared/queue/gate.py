@@ -57,12 +57,14 @@ def _count(store: Store, ev: gates.GateEvidence) -> None:
     store.write_queue_log(log)
 
 
-def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts) -> gates.GateEvidence:
+def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts, name: str | None = None, *,
+        count: bool = True) -> gates.GateEvidence:
     """Runs gates.final on `tip` (env of the batch's last task, SPARK_QUEUE_BATCH = the tasks). The log
     goes to the last task's logs: a batch of one logs where `complete` always did, and a bisection's
-    failing run ends with the culprit."""
+    failing run ends with the culprit. `name`: the scratch worktree's (one per running candidate);
+    `count`: False when the caller counts the run (a gate in another thread must not write the log)."""
     git = layout.git()
-    path = queue_dir(layout) / f"{SCRATCH_PREFIX}{os.getpid()}"
+    path = scratch_path(layout, name)
     with store.mutex(WORKTREES):
         _remove(git, path)
         git.run("worktree", "add", "--quiet", "--detach", str(path), tip)
@@ -74,8 +76,22 @@ def run(layout: Layout, store: Store, tip: str, tasks: list[str], opts: GateOpts
     finally:
         with store.mutex(WORKTREES):
             _remove(git, path)
-    _count(store, ev)
+    if count:
+        _count(store, ev)
     return ev
+
+
+def scratch_path(layout: Layout, name: str | None = None) -> Path:
+    return queue_dir(layout) / (name or f"{SCRATCH_PREFIX}{os.getpid()}")
+
+
+def scratch_name(n: int) -> str:
+    """The scratch worktree of this process's n-th candidate."""
+    return f"{SCRATCH_PREFIX}{os.getpid()}-{n}"
+
+
+def count(store: Store, ev: gates.GateEvidence) -> None:
+    _count(store, ev)
 
 
 def stale_scratch(layout: Layout) -> list[Path]:

@@ -1,6 +1,6 @@
 """After a draining process was killed (the caller holds the queue-drain mutex, so it is dead): remove
-its scratch worktree, finish recording a batch whose base had already moved, drop a candidate that
-had not landed (its entries are still queued and are gated again)."""
+its scratch worktrees, forget the candidates it was gating, finish recording a batch whose base had
+already moved, drop a candidate that had not landed (its entries are still queued and are gated again)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from spark_git.state.store import Store
 
 
 def recover(layout: Layout, store: Store) -> list[str]:
-    done = gate.remove_stale(layout, store) + _landing_lock(store)
+    done = gate.remove_stale(layout, store) + _landing_lock(store) + _running(store)
     log = store.read_queue_log()
     cand = log.candidate
     if cand is None:
@@ -32,6 +32,18 @@ def recover(layout: Layout, store: Store) -> list[str]:
         done.append(f"dropped the candidate of a killed queue drain (nothing landed; {', '.join(p.task for p in cand.parts)} stay queued)")
         done += _half_checkout(git, cand.base_branch, cand.landing)
     return done
+
+
+def _running(store: Store) -> list[str]:
+    """The candidates a killed drain was gating in parallel: their gates died with it (core/proc.py's
+    watchdog) and remove_stale took their worktrees; their entries are still queued."""
+    log = store.read_queue_log()
+    if not log.running:
+        return []
+    gone = [", ".join(p.task for p in c.parts) for c in log.running]
+    log.running = []
+    store.write_queue_log(log)
+    return [f"dropped {len(gone)} running candidate(s) of a killed queue drain ({'; '.join(gone)}: they stay queued)"]
 
 
 def _half_checkout(git: Git, base: str, landing: str | None) -> list[str]:

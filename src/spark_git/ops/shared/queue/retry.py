@@ -16,13 +16,22 @@ def gate_with_retries(store: Store, retries: int, tasks: list[str], tip: str, at
     failing verdict is no answer); only the last failure is returned, i.e. a reproducible one."""
     ev = first = attempt(rerun)
     failures = 0
-    while not ev.passed and ev.ran and failures < retries:
+    while again(ev, failures, retries):
         failures += 1
         ev = attempt(True)
+    passed_on_retry(store, first, ev, failures, tasks, tip)
+    return ev
+
+
+def again(ev: gates.GateEvidence, failures: int, retries: int) -> bool:
+    """A failure that ran is retried while retries are left (always re-run: a failing verdict is no answer)."""
+    return not ev.passed and ev.ran and failures < retries
+
+
+def passed_on_retry(store: Store, first: gates.GateEvidence, ev: gates.GateEvidence, failures: int, tasks: list[str], tip: str) -> None:
     if ev.passed and failures:
         record_flaky(store, FlakyGate(command=first.command, tasks=tasks, tip=tip, failures=failures,
                                       failed_tests=first.failed_tests, log_path=first.log_path))
-    return ev
 
 
 def record_flaky(store: Store, f: FlakyGate) -> None:

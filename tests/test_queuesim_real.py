@@ -1,0 +1,124 @@
+"""The simulated queue (scripts/sim_queue) and the real one take the same decisions on the same inputs:
+6 approved tasks queued at once, culprits at given positions, a final gate that fails when the
+candidate holds a culprit (SPARK_QUEUE_BATCH, or SPARK_TASK for a batch of one gated in its task
+worktree) and logs each candidate it gates. Same tasks landed in the same order, same culprits named
+in the same order, the same candidates gated, the same gate runs. Real processes, real git."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fixtures.repo import git
+
+from spark_git.ops.landing.queuesim_day import Decisions, decisions
+from tests.queuekit import Queue, gate_cmd
+
+N = 6
+PER_TASK_S = 1.0  # parallel runs: a candidate of k tasks gates k seconds (plus ~1 s of start-up), so the runs end in the order the model has them end
+
+
+@dataclass(frozen=True)
+class Case:
+    culprits: frozenset[int]
+    batch_max: int = 8
+    parallel: int = 1
+    lanes: bool = False
+    n: int = N
+    flaky: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails
+    retries: int = 0
+
+    def sim(self, speculative: bool) -> Decisions:
+        return decisions(self.n, set(self.culprits), batch_max=self.batch_max, parallel=self.parallel, speculative=speculative,
+                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries)
+
+    def per_task_s(self) -> float:
+        return PER_TASK_S if self.parallel > 1 else 0.0
+
+
+def culprit_gate(tmp: Path, case: Case) -> list[str]:
+    """Logs its candidate (one line per run), sleeps per_task_s per task, fails on a culprit, and
+    fails its first run on a tree holding a flaky task (the trees it has seen live in a file)."""
+    return gate_cmd("import os, subprocess, sys, time\n"
+                    "b = os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']\n"
+                    "tasks = set(b.split(','))\n"
+                    f"open({str(tmp / 'gated.log')!r}, 'a').write(b + '\\n')\n"
+                    f"time.sleep({case.per_task_s()} * len(tasks))\n"
+                    f"if tasks & set({sorted(f't{i}' for i in case.culprits)!r}): sys.exit(1)\n"
+                    "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
+                    f"seen = {str(tmp / 'flaked.txt')!r}\n"
+                    f"if tasks & set({sorted(f't{i}' for i in case.flaky)!r}) and tree not in (open(seen).read() if os.path.exists(seen) else ''):\n"
+                    "    open(seen, 'a').write(tree + '\\n')\n"
+                    "    sys.exit(1)\n")
+
+
+def real_queue(tmp: Path, case: Case) -> Decisions:
+    """Every task `complete --no-wait`, then one `queue run` (a real process) drains the queue."""
+    extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}"
+    q = Queue(tmp, case.n, final=culprit_gate(tmp, case), extra=extra, parallel=case.parallel)
+    base = git(q.repo, "rev-parse", "main")
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    r = q.spark("t0", "--json", "queue", "run", process=True)
+    assert r.returncode == 0, r
+    subjects = git(q.repo, "log", "--first-parent", "--reverse", "--format=%s", f"{base}..main").splitlines()
+    assert all(s.startswith("spark-git: land task t") for s in subjects), subjects
+    q.assert_landed_as_merges()
+    assert q.queue_refs() == [] and q.scratch() == []
+    qlog = q.queue_log()
+    named = [int(o["task"][1:]) for o in qlog["outcomes"] if o["result"] == "failed"]
+    print(*(f"{o['task']} {o['result']}: {o.get('reason')} {o.get('gate_log')}" for o in qlog["outcomes"]), sep="\n")  # shown when it fails
+    gated = [[int(t[1:]) for t in line.split(",")] for line in (tmp / "gated.log").read_text().splitlines()]
+    assert qlog["gate_runs"] == len(gated) or case.parallel > 1  # the queue's own count: one per run the gate saw (a stopped run is not counted)
+    return Decisions([int(s.rsplit(" t", 1)[1]) for s in subjects], named, qlog["gate_runs"], gated)
+
+
+def same(real: Decisions, sim: Decisions, case: Case) -> None:
+    assert (real.landed, real.culprits, real.gate_runs) == (sim.landed, sim.culprits, sim.gate_runs), (real, sim)
+    assert sorted(real.gated) == sorted(sim.gated), (real, sim)  # two runs that start together log in either order
+    assert sorted(real.landed + real.culprits) == list(range(case.n)) and not case.culprits & set(real.landed)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize(("culprits", "batch_max"), [(set(), 8), ({2}, 8), ({0, 5}, 8), ({1, 4}, 4), ({3}, 1)])
+def test_the_simulated_queue_decides_as_the_real_one(tmp_path: Path, culprits: set[int], batch_max: int) -> None:
+    case = Case(frozenset(culprits), batch_max)
+    real = real_queue(tmp_path, case)
+    assert real == case.sim(speculative=False), real  # bisect.py, today's drain
+    assert real == case.sim(speculative=True)  # speculate.py at parallel=1
+    same(real, case.sim(speculative=False), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize(("flaky", "retries"), [({1}, 1), ({1}, 0)])
+def test_with_a_flaky_gate_too(tmp_path: Path, flaky: set[int], retries: int) -> None:
+    """A task whose tree fails its first run: with `[queue] retries = 1` the retry passes it (one run
+    more, nobody blamed); without, the flake names it a culprit, in both queues alike."""
+    case = Case(frozenset({3}), flaky=frozenset(flaky), retries=retries)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=False), case)
+    assert (1 in real.culprits) == (retries == 0)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize("culprits", [set(), {2}, {1, 4}])
+def test_with_two_runners_too(tmp_path: Path, culprits: set[int]) -> None:
+    """[queue] parallel = 2: two candidates gated at once, a run the planner no longer needs stopped."""
+    case = Case(frozenset(culprits), parallel=2)
+    same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize("culprits", [set(), {2}])
+def test_with_lanes_too(tmp_path: Path, culprits: set[int]) -> None:
+    """[queue] lanes = true, 2 runners: 5 tasks on files of their own are 5 lanes in 2 groups (0 2 4 and
+    1 3), each gated by its own planner and landed when decided; the group landing second is gated
+    again on the combined tree (recheck = "combined")."""
+    case = Case(frozenset(culprits), parallel=2, lanes=True, n=5)
+    same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.fixture
+def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_BWRAP", "")  # the gate logs its candidates outside the tree (a sandboxed gate cannot)
