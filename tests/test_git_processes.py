@@ -27,7 +27,7 @@ BOUNDS = {
     "start": 19,  # the include files listed once for all new worktrees (was 20)
     "classify": 7,
     "merge": 26,  # +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13); +2 `diff A...B`: files git does not hold that the rebase or the landing would overwrite (issue 12)
-    "merge (nothing to do)": 6,
+    "merge (nothing to do)": 5,  # no `log` of the empty range when the agent's head is the task's
     "status": 7,
     "doctor": 3,
     "complete": 35,  # +3: the task lands as a merge commit (merge-tree, commit-tree, and the ancestry that tells whether the patch check is needed); the merge queue: +2 to enqueue (list, CAS create), +8 to drain (queue list twice, readiness and landing re-checks, base, ancestry, dequeue); +1 `diff --diff-filter=A`: ignored files a landing would overwrite (issue 12: 2); +2 to check them again just before the base moves (the main worktree found, one `diff`: a file made while the task waited in the queue)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from spark_git.ops.landing.queuestats import figures
-from spark_git.state.queuelog import QUEUE_PREFIX, QueueCounts, QueueLog, QueueOutcome
+from spark_git.state.queuelog import QueueCounts, QueueLog, QueueOutcome
+from spark_git.state.queuerefs import QUEUE_PREFIX
 from tests.queuekit import PYTEST_GATE, Queue, gate_cmd
 
 

@@ -3,12 +3,18 @@ and the CLI path's stand-in for pydantic's plugin loader."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from spark_git.core.config import Config, defaults
+import pytest
+from pydantic import ValidationError
+
+from spark_git.core.config import Config, TopLevel, _sections, defaults, validated
 
 
 def test_the_default_config_is_what_validation_gives() -> None:
@@ -61,3 +67,53 @@ def test_no_model_field_uses_the_builtin_list_as_default_factory() -> None:
             seen += f.default_factory is empty_list
     assert seen and not found, f"use core.model.empty_list: {found}"
     assert inspect.isfunction(empty_list)
+
+
+def _outcome(validate: Callable[[dict[str, Any]], Config], data: dict[str, Any]) -> object:
+    try:
+        got = validate(data)
+    except ValidationError as e:
+        return e.errors(include_url=False, include_context=False)
+    return got.model_dump(), got.model_fields_set, {n: getattr(got, n).model_fields_set for n in _sections()}
+
+
+@pytest.mark.parametrize("data", [
+    {},
+    {"protocol": "light"},
+    {"protocol": "light", "gates": {"build": "make", "reports": {"final": {"junit": "j.xml"}}}, "risk": {"high": ["x/*"]}},
+    {"task_branch_template": "t/{task}", "queue": {"batch_max": 2}, "sync": {}},
+    {"protocol": "fast"},  # a bad top-level value
+    {"gates": {"timeout_s": "10"}, "ports": {"start": 5, "end": 4}},  # bad values in two sections
+    {"gates": 5, "nope": 1},  # a section that is not a table, an unknown key
+    {"task_branch_template": "{task}", "agent_branch_template": "{task}/{agent}"},  # the model validator
+    {"queue": {"batch_max": 2, "extra": 1}, "protocol": "light"},
+])
+def test_a_config_validated_by_section_is_what_the_whole_model_gives(data: dict[str, Any]) -> None:
+    assert _outcome(validated, data) == _outcome(Config.model_validate, data)
+
+
+def test_config_adds_only_sections_to_its_top_level_keys() -> None:
+    """`validated` checks the top-level keys with `TopLevel` and each section with its own model: a
+    validator or a plain key written on `Config` itself would be skipped there."""
+    decorators = Config.__pydantic_decorators__
+    assert all(not getattr(decorators, kind) or getattr(decorators, kind).keys() == getattr(TopLevel.__pydantic_decorators__, kind).keys()
+               for kind in ("validators", "field_validators", "root_validators", "model_validators", "field_serializers", "model_serializers"))
+    assert set(Config.model_fields) == set(TopLevel.model_fields) | set(_sections())
+
+
+def test_the_cli_process_freezes_its_imports_and_collects_again_an_in_process_call_leaves_the_gc_alone(tmp_path: Path) -> None:
+    """__main__.py: no collection while the modules load, then they are frozen and collection is back
+    on for the command; a caller running main(argv) in its own process keeps its gc as it was."""
+    code = (
+        "import gc, sys\n"
+        "from spark_git.__main__ import main\n"
+        "sys.argv = ['spark-git', 'schema', 'config']\n"
+        "rc = main()\n"
+        "assert rc == 0 and gc.isenabled() and gc.get_freeze_count() > 1000, (rc, gc.isenabled(), gc.get_freeze_count())\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    from fixtures.repo import spark
+
+    frozen = gc.get_freeze_count()
+    assert spark(tmp_path, "schema", "config", process=False).returncode == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

@@ -4,6 +4,7 @@ command's module loaded."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     before = _ctrl_c_raises_interrupted()
     try:
-        return _main(args)
+        return _main(args, whole_process=argv is None)
     except (Interrupted, KeyboardInterrupt):  # one envelope under --json, wherever Ctrl-C struck
         _say_interrupted("--json" in args[: args.index("--") if "--" in args else len(args)])
         return INTERRUPTED
@@ -42,7 +43,7 @@ def _say_interrupted(json_mode: bool) -> None:
         sys.stderr.write(f"error: {INTERRUPTED_MESSAGE}\n")
 
 
-def _main(args: list[str]) -> int:
+def _main(args: list[str], whole_process: bool = False) -> int:
     if args in (["--version"], ["-V"]):
         from spark_git import __version__
 
@@ -73,12 +74,21 @@ def _main(args: list[str]) -> int:
         args = [a for a in args[:end] if a != "--json"] + args[end:]
     args = _directory_first(args)
     _without_pydantic_plugins()
-    from spark_git.cli.entry import run
-
+    if whole_process:
+        # No garbage collection while the modules load: they allocate objects that live as long as the
+        # process, and every collection would walk them all again. cli/entry.py freezes them (out of
+        # every later collection) and turns collection back on before the command runs. Not for an
+        # in-process caller (tests): its own garbage would be frozen with them.
+        gc.disable()
     try:
-        return run(args, json_mode)
+        from spark_git.cli.entry import run
+
+        return run(args, json_mode, freeze_imports=whole_process)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        if whole_process:
+            gc.enable()
 
 
 def _directory_first(args: list[str]) -> list[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -13,7 +14,7 @@ from spark_git.cli.common import ENVELOPE_LOG, AppState, emit, envelope, stdout_
 from spark_git.core.errors import INTERRUPTED, INTERRUPTED_MESSAGE, USAGE
 
 
-def run(args: list[str], json_mode: bool) -> int:
+def run(args: list[str], json_mode: bool, freeze_imports: bool = False) -> int:
     from spark_git.cli.root import command_of, load
 
     # the log is this process's alone: a gate or hook running spark-git must not write into it
@@ -21,7 +22,11 @@ def run(args: list[str], json_mode: bool) -> int:
     # click's exceptions, wherever typer takes click from (it may vendor its own)
     clicked: Any = sys.modules[typer.BadParameter.__module__]
     try:
-        rv = load(command_of(args))(args=args, prog_name="spark-git", obj=st, standalone_mode=False)
+        app = load(command_of(args))
+        if freeze_imports:  # what the imports built lives until exit: no collection needs to walk it (__main__.py)
+            gc.freeze()
+            gc.enable()
+        rv = app(args=args, prog_name="spark-git", obj=st, standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except clicked.UsageError as e:
         return _usage(st, e, clicked, command_of(args))

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout
 from spark_git.protocol.context import Ctx, PlanCheck, entered_at, requirements_path, task_head, task_md_digest
 from spark_git.protocol.unmet import Unmet
-from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.models import TaskFile
+
+if TYPE_CHECKING:
+    from spark_git.state.report_evidence import AgentStatus
 
 # The attribution forms of the merge gate (gates/attribution.py): `[agent] subject` or a trailer.
 _PREFIX = re.compile(r"\[([a-z0-9][a-z0-9._-]{0,62})\]")

@@ -7,13 +7,16 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.state.models import AgentStatus, Checkpoint, TaskFile, WalkRules
+from spark_git.state.models import Checkpoint, TaskFile, WalkRules
 from spark_git.state.store import Store
+
+if TYPE_CHECKING:
+    from spark_git.state.report_evidence import AgentStatus
 
 TASK_MD_SECTIONS = ("Task Objective", "Scope", "Stakeholder Agent Reports")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spark_git.core.git import Git
 from spark_git.protocol.checks import (
@@ -29,8 +30,10 @@ from spark_git.protocol.context import (
 )
 from spark_git.protocol.states import State
 from spark_git.protocol.unmet import OWNER, Unmet
-from spark_git.state.models import AgentStatus
 from spark_git.state.taskmd import plan_section, task_md_sections
+
+if TYPE_CHECKING:
+    from spark_git.state.report_evidence import AgentStatus
 
 
 def _role(ctx: Ctx, agent: str) -> str:

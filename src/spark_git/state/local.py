@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_git.core.errors import GitError
 from spark_git.core.git import ZERO_SHA
@@ -19,16 +19,13 @@ from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
 from spark_git.state.locks import NOTES, mutex, try_mutex
-from spark_git.state.models import (
-    AgentStatus,
-    AuditSnapshot,
-    AuditTrail,
-    MainLock,
-    PortsFile,
-    TaskFile,
-)
-from spark_git.state.queuelog import QUEUE_PREFIX, Priority, QueueEntry, QueueLog, new_seq
+from spark_git.state.models import AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
+from spark_git.state.queuerefs import QUEUE_PREFIX, Priority, QueueEntry, new_seq
 from spark_git.state.store import ARCHIVE_PREFIX, VERDICTS_REF, ArchiveRecord, NoteEntry, Shared, archive_ref_for
+
+if TYPE_CHECKING:
+    from spark_git.state.queuelog import QueueLog
+    from spark_git.state.report_evidence import AgentStatus
 
 HISTORY = "history"  # <task>/history/<created_at>/: the records of ended tasks of the same name
 
@@ -96,6 +93,9 @@ class LocalStore:
     # -- agent reports -----------------------------------------------------------------------
 
     def read_status(self, task: str, agent: str) -> AgentStatus | None:
+        # Its models (and the evidence ones in it) are defined by the commands that read a report.
+        from spark_git.state.report_evidence import AgentStatus
+
         return read_optional(self.layout.agent_status(task, agent), AgentStatus)
 
     def write_status(self, st: AgentStatus) -> None:
@@ -244,6 +244,9 @@ class LocalStore:
         return True
 
     def read_queue_log(self) -> QueueLog:
+        # Its models are defined by the commands that read the log, not by every one that opens a Store.
+        from spark_git.state.queuelog import QueueLog
+
         return read_optional(self._queue_log(), QueueLog) or QueueLog()
 
     def write_queue_log(self, log: QueueLog) -> None:

@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from spark_git.core.model import Model, empty_list
-from spark_git.state.report_evidence import Evidence
 
 SCHEMA_VERSION = 1
 
@@ -50,11 +49,12 @@ def parse_time(s: str) -> datetime:
     return datetime.fromisoformat(s.replace("Z", "+00:00"))
 
 
-class _File(Model):
+class FileModel(Model):
+    # A file spark-git writes: unknown keys are kept (a newer spark-git's fields survive this one's rewrite).
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
-class Transition(_File):
+class Transition(FileModel):
     from_state: str | None = Field(None, alias="from")
     to: str
     at: str = Field(default_factory=now)
@@ -65,7 +65,7 @@ class Transition(_File):
     hash: str | None = None  # state/chain.py: sha256 over the previous entry's hash and this entry
 
 
-class WalkRules(_File):
+class WalkRules(FileModel):
     """The config's thresholds for a task's walk, fixed when it starts (like its protocol)."""
 
     requirements_min_bytes: int
@@ -74,7 +74,7 @@ class WalkRules(_File):
     final_say: list[str] = Field(default_factory=empty_list)
 
 
-class AgentEntry(_File):
+class AgentEntry(FileModel):
     name: str
     branch: str
     worktree: str
@@ -83,14 +83,14 @@ class AgentEntry(_File):
     last_merge_sha: str | None = None
 
 
-class AgentAddition(_File):
+class AgentAddition(FileModel):
     agent: str
     state: str
     at: str = Field(default_factory=now)
     why: str
 
 
-class Checkpoint(_File):
+class Checkpoint(FileModel):
     type: Literal["plan", "changes"] = "changes"
     commit_sha: str | None = None
     presented_at: str | None = None
@@ -103,7 +103,7 @@ class Checkpoint(_File):
     signature: str | None = None  # its SSH signature (`ssh-keygen -Y sign -n spark-git-approval`, armored)
 
 
-class Complexity(_File):
+class Complexity(FileModel):
     """Seed 002's complexity assessment, recorded at classification: a suggestion, the human decides."""
 
     score: int
@@ -141,7 +141,7 @@ class ForgeMark(Model):
     seen_at: str | None = None  # when the forge was last asked
 
 
-class TaskFile(_File):
+class TaskFile(FileModel):
     """`<task>/task.json`: the ownership lock and the task's state."""
 
     schema_version: int = SCHEMA_VERSION
@@ -179,7 +179,7 @@ class TaskFile(_File):
     created_branches: list[str] = Field(default_factory=empty_list)
 
 
-class MainLock(_File):
+class MainLock(FileModel):
     """`<tasks_root>/main/task.json`: who is operating on the main worktree directly."""
 
     schema_version: int = SCHEMA_VERSION
@@ -190,31 +190,7 @@ class MainLock(_File):
     pid: int | None = None
 
 
-class AgentStatus(_File):
-    """`<task>/agents/<agent>/status.json`: the agent's own report."""
-
-    agent: str
-    task: str
-    # IN_PROGRESS, WAITING, MERGING: 003's intermediate statuses (none of them is COMPLETE).
-    status: Literal["WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR", "NEW"] = "NEW"
-    decision: Literal["APPROVED", "REJECTED", "PENDING"] | None = None
-    round: int = 0
-    last_review_sha: str | None = None
-    last_review_patch_id: str | None = None  # patch id of base...last_review_sha (an update that keeps it keeps the review)
-    last_merge_sha: str | None = None
-    work_remaining: str | None = None
-    feedback: str | None = None
-    report_path: str | None = None
-    updated_at: str = Field(default_factory=now)
-    task_state: str | None = None  # the task's state when the agent reported
-    task_head: str | None = None  # the task head when the agent reported
-    blocking: list[str] = Field(default_factory=empty_list)  # SCOPE_NEGOTIATION: items that must be fixed now
-    deferrable: list[str] = Field(default_factory=empty_list)  # items that may become follow-ups
-    scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
-    evidence: Evidence | None = None  # `report --evidence`: the agent's 004 output / 000 state JSON
-
-
-class AuditTrail(_File):
+class AuditTrail(FileModel):
     """`<task>/audit-trail.json`: everything that happened; kept after cleanup."""
 
     schema_version: int = SCHEMA_VERSION
@@ -228,7 +204,7 @@ class AuditTrail(_File):
     events: list[dict[str, Any]] = Field(default_factory=empty_list)
 
 
-class AuditSnapshot(_File):
+class AuditSnapshot(FileModel):
     """`<task>/audit-snapshot.json`: the summary written when a task ends (cleanup or abandon); kept.
     `task_json` is the final task.json, so the final state outlives the lock."""
 

@@ -1,43 +1,17 @@
-"""The merge queue's record beside the queue refs: the candidate being gated (so a drain killed
+"""The merge queue's record beside the queue refs (state/queuerefs.py): the candidate being gated (so a drain killed
 after its landing can be finished) and the recent outcomes (what a waiting `complete` reads)."""
 
 from __future__ import annotations
 
-import time
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import Field
 
 from spark_git.core.model import Model, empty_list
 from spark_git.state.models import now
 
-QUEUE_PREFIX = "refs/spark/queue/"
 OUTCOMES_KEPT = 50  # recent outcomes shown by `spark-git queue`; older ones are in each task's audit trail
 FLAKY_KEPT = 20  # recent flaky gate runs kept in the log
-SEQ_DIGITS = 20  # a normal entry's seq: its enqueue time in ns, zero-padded; a high-priority one has one more leading 0
-Priority = Literal["normal", "high"]
-
-
-def new_seq(priority: Priority = "normal") -> str:
-    """Refs sort by name: a high-priority seq ("00…", 21 digits) sorts before every normal one ("01…"
-    until 2286), and int(seq) is the enqueue time in both (one fact, no second field)."""
-    seq = f"{time.time_ns():0{SEQ_DIGITS}d}"
-    return "0" + seq if priority == "high" else seq
-
-
-def seq_priority(seq: str) -> Priority:
-    return "high" if len(seq) > SEQ_DIGITS else "normal"
-
-
-def ref_seq(ref: str) -> str:
-    return ref[len(QUEUE_PREFIX):].partition("-")[0] if ref.startswith(QUEUE_PREFIX) else ""
-
-
-class QueueEntry(NamedTuple):
-    ref: str  # refs/spark/queue/<seq>-<task>
-    seq: str  # orders the queue (zero-padded nanoseconds)
-    task: str
-    sha: str  # the task head that was queued
 
 
 class CandidatePart(Model):

@@ -18,7 +18,7 @@ from spark_git.state.local import LocalStore
 from spark_git.state.locks import NOTES, mutex
 from spark_git.state.models import MainLock, TaskFile, now
 from spark_git.state.notes import NOTES_REF
-from spark_git.state.queuelog import QUEUE_PREFIX, Priority, QueueEntry, new_seq
+from spark_git.state.queuerefs import QUEUE_PREFIX, Priority, QueueEntry, new_seq
 from spark_git.state.remote_branch import FETCH_MUTEX
 from spark_git.state.remote_refs import Lease, RemoteRefs, canonical
 from spark_git.state.store import VERDICTS_REF, NoteEntry, Shared

@@ -1,6 +1,6 @@
-"""What an agent can hand in as evidence with its report (`report --evidence FILE`), as the source
-documents write it: the agents' Universal Output JSON (seed 004) and the SPARK state JSON (seed 000).
-Unknown keys are kept (extra="allow"): the documents' examples carry more than the guards read."""
+"""An agent's report (`<task>/agents/<agent>/status.json`, `AgentStatus`) and what it can hand in as
+evidence with it (`report --evidence FILE`), as the source documents write it: the agents' Universal
+Output JSON (seed 004) and the SPARK state JSON (seed 000). Unknown keys are kept (extra="allow"): the documents' examples carry more than the guards read."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from spark_git.core.model import Model, empty_list
+from spark_git.state.models import FileModel, now
 
 
 class _Open(Model):
@@ -103,3 +104,27 @@ class Evidence(_Open):
     spark: SparkState | None = None
     files: list[EvidenceFile] = Field(default_factory=empty_list)
     task_head: str | None = None
+
+
+class AgentStatus(FileModel):
+    """`<task>/agents/<agent>/status.json`: the agent's own report."""
+
+    agent: str
+    task: str
+    # IN_PROGRESS, WAITING, MERGING: 003's intermediate statuses (none of them is COMPLETE).
+    status: Literal["WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR", "NEW"] = "NEW"
+    decision: Literal["APPROVED", "REJECTED", "PENDING"] | None = None
+    round: int = 0
+    last_review_sha: str | None = None
+    last_review_patch_id: str | None = None  # patch id of base...last_review_sha (an update that keeps it keeps the review)
+    last_merge_sha: str | None = None
+    work_remaining: str | None = None
+    feedback: str | None = None
+    report_path: str | None = None
+    updated_at: str = Field(default_factory=now)
+    task_state: str | None = None  # the task's state when the agent reported
+    task_head: str | None = None  # the task head when the agent reported
+    blocking: list[str] = Field(default_factory=empty_list)  # SCOPE_NEGOTIATION: items that must be fixed now
+    deferrable: list[str] = Field(default_factory=empty_list)  # items that may become follow-ups
+    scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
+    evidence: Evidence | None = None  # `report --evidence`: the agent's 004 output / 000 state JSON

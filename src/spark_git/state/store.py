@@ -17,18 +17,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from spark_git.core.layout import Layout
-from spark_git.state.models import (
-    AgentStatus,
-    AuditSnapshot,
-    AuditTrail,
-    MainLock,
-    PortsFile,
-    TaskFile,
-)
-from spark_git.state.queuelog import Priority, QueueEntry, QueueLog
+from spark_git.state.models import AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
+from spark_git.state.queuerefs import Priority, QueueEntry
 
 if TYPE_CHECKING:
+    from spark_git.state.queuelog import QueueLog
     from spark_git.state.remote_refs import Lease
+    from spark_git.state.report_evidence import AgentStatus
 
 NoteEntry = tuple[str, dict[str, Any]]  # (commit, JSON object)
 # Archive refs are named `refs/spark/archive/<task>/<name>/<sha12>` in every backend: users type them.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import getpass
 import os
 import shlex
-import socket
 from collections.abc import Callable
 from typing import Literal
 
@@ -55,7 +54,7 @@ def who_approves(session: str | None) -> str:
         user = getpass.getuser()
     except Exception:  # no passwd entry (containers)
         user = os.environ.get("USER", "unknown")
-    return f"{user}@{socket.gethostname()}" + (f" (session {session})" if session else "")
+    return f"{user}@{os.uname().nodename}" + (f" (session {session})" if session else "")
 
 
 def approve(

@@ -16,7 +16,8 @@ from spark_git.gates import command as gates
 from spark_git.ops.shared.queue import drain, enqueue, gate
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
-from spark_git.state.queuelog import Priority, QueueOutcome
+from spark_git.state.queuelog import QueueOutcome
+from spark_git.state.queuerefs import Priority
 
 
 class CompleteData(Model):

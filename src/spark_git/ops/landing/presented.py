@@ -9,7 +9,8 @@ from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.model import Model
 from spark_git.ops.shared import history
-from spark_git.state.models import AgentStatus, TaskFile
+from spark_git.state.models import TaskFile
+from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
 
 

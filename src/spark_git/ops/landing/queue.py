@@ -9,7 +9,8 @@ from spark_git.ops.shared.forge import ForgeView, refresh_all
 from spark_git.ops.shared.queue.drain import DRAIN, drain_locked
 from spark_git.ops.shared.queue.gate import GateOpts
 from spark_git.state.backends import open_store
-from spark_git.state.queuelog import FlakyGate, Priority, QueueCandidate, QueueOutcome, seq_priority
+from spark_git.state.queuelog import FlakyGate, QueueCandidate, QueueOutcome
+from spark_git.state.queuerefs import Priority, seq_priority
 from spark_git.state.store import Store
 
 RECENT = 10

@@ -9,7 +9,8 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.backends import open_store
 from spark_git.state.models import parse_time
-from spark_git.state.queuelog import QueueLog, QueueOutcome, ref_seq
+from spark_git.state.queuelog import QueueLog, QueueOutcome
+from spark_git.state.queuerefs import ref_seq
 
 
 class QueueStats(Model):

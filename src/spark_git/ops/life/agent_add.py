@@ -13,7 +13,8 @@ from spark_git.ops.shared.taskfile import role_of, updating
 from spark_git.ops.shared.worktrees import Created, Progress, ensure_worktree, quiet, setup_new, undo
 from spark_git.state.files import write_text_atomic
 from spark_git.state.locks import WORKTREES
-from spark_git.state.models import AgentAddition, AgentEntry, AgentStatus, TaskFile
+from spark_git.state.models import AgentAddition, AgentEntry, TaskFile
+from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
 
 

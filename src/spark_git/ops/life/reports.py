@@ -17,8 +17,8 @@ from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.shared.taskfile import updating, usable_status
-from spark_git.state.models import AgentStatus, now
-from spark_git.state.report_evidence import AgentOutput, Evidence, EvidenceFile, SparkState
+from spark_git.state.models import now
+from spark_git.state.report_evidence import AgentOutput, AgentStatus, Evidence, EvidenceFile, SparkState
 from spark_git.state.store import Store
 
 STATUSES = ("WORKING", "IN_PROGRESS", "WAITING", "MERGING", "COMPLETE", "BLOCKED", "ERROR")

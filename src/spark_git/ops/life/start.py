@@ -22,7 +22,8 @@ from spark_git.ops.shared.worktrees import Created, Progress, checkout_new, ensu
 from spark_git.state import chain
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, mint_session, require_owner
-from spark_git.state.models import AgentEntry, AgentStatus, TaskFile, Transition
+from spark_git.state.models import AgentEntry, TaskFile, Transition
+from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
 
 

@@ -6,7 +6,6 @@ here; `release()` frees one explicitly."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from spark_git.core.caller import agent_session, gate_session
@@ -25,6 +24,8 @@ def _live(store: Store, e: PortEntry) -> bool:
 
 def _bindable(port: int) -> bool:
     # Skip ports some other program already listens on (a dev server started outside spark-git).
+    import socket  # here: its import defines a dozen enums (≈ 2 ms of every command that imports envs)
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("127.0.0.1", port))

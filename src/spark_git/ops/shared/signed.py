@@ -13,7 +13,6 @@ import getpass
 import json
 import os
 import shutil
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ def principal(git: Git) -> str:
         user = getpass.getuser()
     except Exception:  # no passwd entry (containers)
         user = os.environ.get("USER", "unknown")
-    return f"{user}@{socket.gethostname()}"
+    return f"{user}@{os.uname().nodename}"  # gethostname(), without importing socket (≈ 2 ms)
 
 
 def record(git: Git, tf: TaskFile, kind: str, target: str, task_md_sha256: str | None, by: str, at: str) -> dict[str, Any]:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from spark_git import protocol
 from spark_git.core.caller import is_self
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.layout import Layout
 from spark_git.state.locks import require_owner, task_mutex_name
-from spark_git.state.models import AgentStatus, TaskFile, now
+from spark_git.state.models import TaskFile, now
 from spark_git.state.recorded import check_recorded
 from spark_git.state.store import Store
+
+if TYPE_CHECKING:
+    from spark_git.state.report_evidence import AgentStatus
 
 
 def load_task(store: Store, task: str, *, check: bool = True) -> TaskFile:

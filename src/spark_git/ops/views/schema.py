@@ -69,7 +69,7 @@ COMMANDS: dict[str, str] = {
 # Files spark-git writes (and the config it reads) → model.
 FILES: dict[str, str] = {
     "task.json": "spark_git.state.models:TaskFile",
-    "status.json": "spark_git.state.models:AgentStatus",
+    "status.json": "spark_git.state.report_evidence:AgentStatus",
     "audit-trail.json": "spark_git.state.models:AuditTrail",
     "audit-snapshot.json": "spark_git.state.models:AuditSnapshot",
     "main-lock.json": "spark_git.state.models:MainLock",  # <tasks_root>/main/task.json

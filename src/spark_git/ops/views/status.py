@@ -28,8 +28,10 @@ from spark_git.ops.views import crossradar
 from spark_git.ops.views.crossradar import TaskClash
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
-from spark_git.state.models import AgentStatus, TaskFile
-from spark_git.state.queuelog import QUEUE_PREFIX, FlakyGate
+from spark_git.state.models import TaskFile
+from spark_git.state.queuelog import FlakyGate
+from spark_git.state.queuerefs import QUEUE_PREFIX
+from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
 
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet

@@ -23,8 +23,9 @@ from spark_git.ops.shared.worktrees import lost_head, stray_agent_branch
 from spark_git.state import audit
 from spark_git.state.files import read_optional
 from spark_git.state.locks import idle_for
-from spark_git.state.models import AgentStatus, AuditSnapshot, AuditTrail, TaskFile, now
+from spark_git.state.models import AuditSnapshot, AuditTrail, TaskFile, now
 from spark_git.state.recorded import layout_problem
+from spark_git.state.report_evidence import AgentStatus
 
 ENDED = ("CLEANUP", "ABANDONED")
 

@@ -13,7 +13,7 @@ from spark_git.ops.shared.queue import gate
 from spark_git.ops.shared.queue.drain import DRAIN
 from spark_git.ops.shared.queue.land import LANDING_REASON, evict
 from spark_git.ops.shared.queue.recover import recover
-from spark_git.state.queuelog import QueueEntry
+from spark_git.state.queuerefs import QueueEntry
 
 
 def check_queue(ctx: Ctx) -> None:

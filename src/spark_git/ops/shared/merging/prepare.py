@@ -62,7 +62,8 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     task_head, a_head = heads.get(branch_ref(tf.task_branch)), heads.get(branch_ref(entry.branch))
     if task_head is None or a_head is None:
         raise Blocked(f"branch {tf.task_branch if task_head is None else entry.branch} does not exist", next=[f"spark-git doctor {task}"], task=task)
-    messages = layout.git().messages(f"{task_head}..{a_head}")  # oldest first: also the list of new commits
+    # oldest first: also the list of new commits (none, without a git process, when the heads are one commit)
+    messages = layout.git().messages(f"{task_head}..{a_head}") if a_head != task_head else {}
     _check_base_not_merged(layout, tf, agent, awt, task_head, a_head, heads.get(branch_ref(tf.base_branch)), messages)
     if a_head != task_head:  # the rebase writes the task's new files into the agent's worktree, the landing the agent's into the task's
         refuse_overwrite(awt.cwd, a_head, task_head, task=task, what=f"rebasing {agent} onto {tf.task_branch}")

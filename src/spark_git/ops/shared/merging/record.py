@@ -14,7 +14,7 @@ from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.state.files import write_atomic
-from spark_git.state.models import AgentStatus, TaskFile, now
+from spark_git.state.models import TaskFile, now
 from spark_git.state.store import Store
 
 
@@ -76,6 +76,8 @@ def record(plan: Plan, ev: gates.GateEvidence) -> list[LandedCommit]:
 def update_agent_status(store: Store, task: str, agent: str, sha: str) -> None:
     """The agent's status.json mirrors last_merge_sha. An unreadable one is left as it is (doctor moves it
     aside): the merge has landed, and task.json, the record that counts, must still be written."""
+    from spark_git.state.report_evidence import AgentStatus  # what a merge with nothing to land never defines
+
     try:
         st = store.read_status(task, agent) or AgentStatus(agent=agent, task=task)
     except CorruptState as e:

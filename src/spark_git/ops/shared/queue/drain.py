@@ -22,7 +22,8 @@ from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_l
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
 from spark_git.ops.shared.queue.speculate import prefix
-from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueEntry, QueueOutcome
+from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueOutcome
+from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store
 
 DRAIN = "queue-drain"

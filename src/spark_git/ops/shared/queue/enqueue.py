@@ -10,7 +10,7 @@ from spark_git.ops.shared.queue.checks import base_worktree, enqueue_unmet
 from spark_git.ops.shared.taskfile import updating
 from spark_git.state.locks import MAIN, require_owner
 from spark_git.state.models import QueueMark, TaskFile
-from spark_git.state.queuelog import Priority, QueueEntry
+from spark_git.state.queuerefs import Priority, QueueEntry
 from spark_git.state.store import Store
 
 

@@ -19,7 +19,8 @@ from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.state.locks import task_mutex_name
-from spark_git.state.queuelog import OUTCOMES_KEPT, QueueCandidate, QueueEntry, QueueOutcome
+from spark_git.state.queuelog import OUTCOMES_KEPT, QueueCandidate, QueueOutcome
+from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store
 
 LANDING_REASON = "spark-git queue: landing"

@@ -17,7 +17,8 @@ from spark_git.gates import command as gates
 from spark_git.ops.shared.queue import candidate, gate, retry
 from spark_git.ops.shared.queue.runners import Runners
 from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation, prefix
-from spark_git.state.queuelog import QueueCandidate, QueueEntry
+from spark_git.state.queuelog import QueueCandidate
+from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store
 
 
