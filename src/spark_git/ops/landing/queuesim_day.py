@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from spark_git.ops.landing.queuesim import GateModel, Result, Sim, Strategy, Task
-from spark_git.ops.landing.queuestats import _rank
+from spark_git.ops.landing.queuestats import nearest_rank
 
 SHARED = ("pyproject.toml", "uv.lock")
 STRATEGIES = (
@@ -70,7 +70,7 @@ def row(tasks: list[Task], strategy: Strategy, runners: int, gate: GateModel) ->
     span_h = (max((at for _, at in r.landed), default=0.0) - min(arrive.values(), default=0.0)) / 3600
     culprit = {t.id for t in tasks if t.culprit}
     return Row(strategy.name, runners, len(r.landed), round(len(r.landed) / span_h, 1) if span_h > 0 else 0.0,
-               round(_rank(waits, 0.5) or 0.0, 1), round(_rank(waits, 0.95) or 0.0, 1),
+               round(nearest_rank(waits, 0.5) or 0.0, 1), round(nearest_rank(waits, 0.95) or 0.0, 1),
                round(r.gate_runs / len(r.landed), 2) if r.landed else 0.0, r.cancelled, len(r.culprits),
                sum(1 for c in r.culprits if c not in culprit), r.rechecks, r.ungated)
 

@@ -21,6 +21,7 @@ from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
+from spark_git.ops.shared.queue.selection import run_length
 from spark_git.ops.shared.queue.speculate import prefix
 from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueEntry, QueueOutcome
 from spark_git.state.store import Store
@@ -93,14 +94,9 @@ def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
 
 
 def _run(layout: Layout, store: Store, ready: list[QueueEntry]) -> list[QueueEntry]:
-    """The longest run of ready entries with the first one's base branch, at most queue.batch_max."""
-    base = _base_of(store, ready[0])
-    run = []
-    for e in ready[: layout.config.queue.batch_max]:
-        if _base_of(store, e) != base:
-            break
-        run.append(e)
-    return run
+    """The next batch (selection.run_length: the longest run with the first one's base, at most queue.batch_max)."""
+    most = layout.config.queue.batch_max
+    return ready[: run_length([_base_of(store, e) for e in ready[:most]], most)]
 
 
 def _base_of(store: Store, e: QueueEntry) -> str | None:

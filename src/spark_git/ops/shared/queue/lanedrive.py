@@ -23,17 +23,10 @@ Land = Callable[[QueueCandidate, gates.GateEvidence], bool]  # compare-and-swap;
 
 
 def groups(layout: Layout, cand: QueueCandidate) -> list[list[int]]:
-    """The batch's lanes (part indexes, queue order), merged into at most one group per runner: each
-    new lane goes to the smallest group so far (a group of lanes is still independent of the others)."""
-    git = layout.git()
-    found = lanes.partition([git.changed_paths(cand.old_base, p.head) for p in cand.parts], layout.config.queue.shared)
-    out: list[list[int]] = []
-    for lane in found:
-        if len(out) < layout.config.queue.runners():
-            out.append(list(lane))
-        else:
-            min(out, key=len).extend(lane)
-    return [sorted(g) for g in out]
+    """The batch's lanes (part indexes, queue order), merged into at most one group per runner (lanes.grouped)."""
+    git, cfg = layout.git(), layout.config.queue
+    found = lanes.partition([git.changed_paths(cand.old_base, p.head) for p in cand.parts], cfg.shared)
+    return lanes.grouped(found, cfg.runners())
 
 
 class LaneDrive(Drive):
