@@ -28,23 +28,24 @@ class Case:
     n: int = N
     flaky: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails
     retries: int = 0
+    slow: frozenset[int] = frozenset()  # each gates twice as long (per_task_s twice)
 
     def sim(self, speculative: bool) -> Decisions:
         return decisions(self.n, set(self.culprits), batch_max=self.batch_max, parallel=self.parallel, speculative=speculative,
-                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries)
+                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow)
 
     def per_task_s(self) -> float:
         return PER_TASK_S if self.parallel > 1 else 0.0
 
 
 def culprit_gate(tmp: Path, case: Case) -> list[str]:
-    """Logs its candidate (one line per run), sleeps per_task_s per task, fails on a culprit, and
+    """Logs its candidate (one line per run), sleeps per_task_s per task (twice for a slow one), fails on a culprit, and
     fails its first run on a tree holding a flaky task (the trees it has seen live in a file)."""
     return gate_cmd("import os, subprocess, sys, time\n"
                     "b = os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']\n"
                     "tasks = set(b.split(','))\n"
                     f"open({str(tmp / 'gated.log')!r}, 'a').write(b + '\\n')\n"
-                    f"time.sleep({case.per_task_s()} * len(tasks))\n"
+                    f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
                     f"if tasks & set({sorted(f't{i}' for i in case.culprits)!r}): sys.exit(1)\n"
                     "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
                     f"seen = {str(tmp / 'flaked.txt')!r}\n"
@@ -117,6 +118,18 @@ def test_with_lanes_too(tmp_path: Path, culprits: set[int]) -> None:
     again on the combined tree (recheck = "combined")."""
     case = Case(frozenset(culprits), parallel=2, lanes=True, n=5)
     same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_with_two_lanes_rechecked_in_a_chain(tmp_path: Path) -> None:
+    """3 runners, 6 tasks: 3 lanes (0 3, 1 4, 2 5) whose gates end 1 s apart (2, 4, 5 are slow). The
+    first lands on its own verdict; the second is rechecked on it, the third on top of the second's
+    recheck at the same time, so the second landing does not restart it: 5 gate runs, not 6."""
+    case = Case(frozenset(), parallel=3, lanes=True, slow=frozenset({2, 4, 5}))
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == [0, 3, 1, 4, 2, 5] and real.gate_runs == 5
+    assert sorted(real.gated).count([2, 5]) == 2  # its own gate and one recheck
 
 
 @pytest.fixture

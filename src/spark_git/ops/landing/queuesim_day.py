@@ -17,10 +17,10 @@ STRATEGIES = (
     Strategy("serial", batch_max=1, speculative=False),
     Strategy("batch-and-bisect [today]", speculative=False),
     Strategy("speculative"),
-    Strategy("speculative + lanes", lanes="batch", shared=SHARED),
+    Strategy("speculative + lanes [the drain]", lanes="batch", shared=SHARED),
     Strategy("speculative + lanes, recheck none", lanes="batch", shared=SHARED, recheck="none"),
-    Strategy("speculative + lanes, chained recheck", lanes="batch", shared=SHARED, chain=True),
-    Strategy("lanes across batches, chained recheck", lanes="queue", shared=SHARED, chain=True),
+    Strategy("speculative + lanes, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
+    Strategy("lanes across batches, chained recheck", lanes="queue", shared=SHARED),
 )
 
 
@@ -97,13 +97,13 @@ class Decisions:
 
 
 def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False, per_task_s: float = 0.0,
-              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0) -> Decisions:
+              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0, slow: frozenset[int] = frozenset()) -> Decisions:
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
-    1 s plus per_task_s per task in the candidate, no random flakes; the first run on a tree holding
-    a `flaky` task fails; `lanes`: [queue] lanes = true). The real queue must take the same decisions
-    (tests/test_queuesim_real.py)."""
+    1 s plus per_task_s per task in the candidate, twice for a `slow` one, no random flakes; the first
+    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true). The real queue must
+    take the same decisions (tests/test_queuesim_real.py)."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
-    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky)
+    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky, slow_tasks=slow)
     r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes="batch" if lanes else "no"), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
