@@ -96,6 +96,10 @@ class LaneDrive(Drive):
             self.submit(car.job)
             i += 1
 
+    def wanted(self, job: Job) -> bool:
+        """A recheck of a car that was rebuilt (or left) after it ended, in the same wait, is stale."""
+        return not job.recheck or any(car.job is job for car in self.train)
+
     def rechecked(self, job: Job, ev: gates.GateEvidence) -> None:
         i = next(k for k, car in enumerate(self.train) if car.job is job)
         car = self.train[i]

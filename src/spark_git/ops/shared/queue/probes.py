@@ -74,6 +74,10 @@ class Drive:
     def rechecked(self, job: Job, ev: gates.GateEvidence) -> None:
         raise AssertionError("no recheck without lanes")
 
+    def wanted(self, job: Job) -> bool:
+        """False for a run whose verdict nobody asks for any more (it ended just as it was stopped)."""
+        return True
+
     def _start(self) -> None:
         """Fills the free runners, one probe per lane in turn (each lane's batch first; a lane with a
         failure to find before one whose batch may still pass)."""
@@ -116,6 +120,8 @@ class Drive:
 
     def _finished(self, job: Job, ev: gates.GateEvidence) -> None:
         gate.count(self.store, ev)
+        if not self.wanted(job):
+            return
         tasks, tip = [p.task for p in job.cand.parts], job.cand.parts[-1].tip
         if retry.again(ev, job.failures, self.layout.config.queue.retries):
             job.first, job.failures = job.first or ev, job.failures + 1
