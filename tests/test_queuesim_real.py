@@ -29,10 +29,11 @@ class Case:
     flaky: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails
     retries: int = 0
     slow: frozenset[int] = frozenset()  # each gates twice as long (per_task_s twice)
+    pipeline: bool = False  # [queue] pipeline = true (lanes across batches)
 
     def sim(self, speculative: bool) -> Decisions:
         return decisions(self.n, set(self.culprits), batch_max=self.batch_max, parallel=self.parallel, speculative=speculative,
-                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow)
+                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow, pipeline=self.pipeline)
 
     def per_task_s(self) -> float:
         return PER_TASK_S if self.parallel > 1 else 0.0
@@ -56,7 +57,7 @@ def culprit_gate(tmp: Path, case: Case) -> list[str]:
 
 def real_queue(tmp: Path, case: Case) -> Decisions:
     """Every task `complete --no-wait`, then one `queue run` (a real process) drains the queue."""
-    extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}"
+    extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}\npipeline = {str(case.pipeline).lower()}"
     q = Queue(tmp, case.n, final=culprit_gate(tmp, case), extra=extra, parallel=case.parallel)
     base = git(q.repo, "rev-parse", "main")
     for t in q.tasks:
@@ -130,6 +131,18 @@ def test_with_two_lanes_rechecked_in_a_chain(tmp_path: Path) -> None:
     same(real, case.sim(speculative=True), case)
     assert real.landed == [0, 3, 1, 4, 2, 5] and real.gate_runs == 5
     assert sorted(real.gated).count([2, 5]) == 2  # its own gate and one recheck
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize(("culprits", "slow"), [(set(), {1, 2, 3}), ({2}, {1, 2})])
+def test_with_lanes_across_batches_too(tmp_path: Path, culprits: set[int], slow: set[int]) -> None:
+    """[queue] pipeline = true, 2 runners, 4 tasks on files of their own: a lane opens for the next
+    waiting task whenever a runner is free (t2 while t1 is gated, t3 while t2's recheck runs), the
+    rechecks chained across them; with t2 a culprit, t3 is opened in its place and lands."""
+    case = Case(frozenset(culprits), parallel=2, lanes=True, n=4, slow=frozenset(slow), pipeline=True)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == [t for t in range(4) if t not in culprits]
 
 
 @pytest.fixture

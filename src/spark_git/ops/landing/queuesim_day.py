@@ -8,6 +8,7 @@ import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from spark_git.ops.landing.queuesim import GateModel, Result, Sim, Strategy, Task
 from spark_git.ops.landing.queuestats import nearest_rank
@@ -97,14 +98,16 @@ class Decisions:
 
 
 def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False, per_task_s: float = 0.0,
-              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0, slow: frozenset[int] = frozenset()) -> Decisions:
+              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0, slow: frozenset[int] = frozenset(),
+              pipeline: bool = False) -> Decisions:
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
     1 s plus per_task_s per task in the candidate, twice for a `slow` one, no random flakes; the first
-    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true). The real queue must
+    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true, `pipeline` too). The real queue must
     take the same decisions (tests/test_queuesim_real.py)."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
     gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky, slow_tasks=slow)
-    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes="batch" if lanes else "no"), parallel, gate).run()
+    mode: Literal["no", "batch", "queue"] = ("queue" if pipeline else "batch") if lanes else "no"
+    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
 

@@ -59,13 +59,17 @@ class Drive:
     def run(self) -> None:
         try:
             with proc.subreaper(), self.runners:  # one subreaper for all runs: a run ending must not turn it off under another
-                while not all(lane.done for lane in self.lanes):
+                while self.more():
                     self._start()
                     for job, ev in self.runners.done():
                         self._finished(job, ev)
                     self._settle()
         finally:
             self._persist()  # the runners are all stopped and waited for by now: none left running
+
+    def more(self) -> bool:
+        """A lane is still to be decided or landed (pipeline.py opens new ones here)."""
+        return not all(lane.done for lane in self.lanes)
 
     def decided(self, lane: Lane) -> None:
         """The lane's outcome is in (lanedrive lands it here)."""
