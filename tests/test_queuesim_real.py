@@ -14,6 +14,7 @@ from fixtures.repo import git
 
 from spark_git.ops.landing.queuesim_day import Decisions, decisions
 from tests.queuekit import Queue, gate_cmd
+from tests.test_queue_lanes import passed as passed_verdict
 
 N = 6
 PER_TASK_S = 1.0  # parallel runs: a candidate of k tasks gates k seconds (plus ~1 s of start-up), so the runs end in the order the model has them end
@@ -68,6 +69,8 @@ def real_queue(tmp: Path, case: Case) -> Decisions:
     assert all(s.startswith("spark-git: land task t") for s in subjects), subjects
     q.assert_landed_as_merges()
     assert q.queue_refs() == [] and q.scratch() == []
+    if case.lanes:  # every landing moved main to a tree whose gate passed (a recheck's, when its base had moved)
+        assert all(passed_verdict(q, o["new_base"]) for o in q.queue_log()["outcomes"] if o["result"] == "landed")
     qlog = q.queue_log()
     named = [int(o["task"][1:]) for o in qlog["outcomes"] if o["result"] == "failed"]
     print(*(f"{o['task']} {o['result']}: {o.get('reason')} {o.get('gate_log')}" for o in qlog["outcomes"]), sep="\n")  # shown when it fails
