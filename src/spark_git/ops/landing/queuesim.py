@@ -50,7 +50,7 @@ class Strategy:
     name: str
     batch_max: int = 8
     speculative: bool = True  # Speculation(n, runners) instead of today's bisect.py (one runner)
-    lanes: Literal["no", "batch", "queue"] = "no"  # batch: the drain's ([queue] lanes); queue: across batches (a proposal)
+    lanes: Literal["no", "batch", "queue"] = "no"  # batch: the drain's [queue] lanes; queue: across batches (the drain's [queue] pipeline too)
     recheck: Literal["combined", "none"] = "combined"
     chain: bool = True  # combined rechecks each on top of the ones ahead, landed in order (the drain's, lanedrive.py); False: restarted when the base moves (the drain before)
     shared: tuple[str, ...] = ()
@@ -224,8 +224,8 @@ class Sim:
         self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base, self.landed) for g in groups]
 
     def _open_queue_lanes(self) -> None:
-        """Lanes across batches (a proposal): a new batch for every lane of the waiting window that has
-        none in flight, while runners are free."""
+        """Lanes across batches (pipeline.py with drain._admit): a new batch for every lane of the
+        waiting window that has none in flight, while runners are free."""
         busy = {t.id for b in self.batches for t in b.entries}
         pool = sorted([*(t for b in self.batches for t in b.entries), *self.waiting[: self.s.window]], key=lambda t: t.id)
         opened = 0

@@ -21,7 +21,7 @@ STRATEGIES = (
     Strategy("speculative + lanes [the drain]", lanes="batch", shared=SHARED),
     Strategy("speculative + lanes, recheck none", lanes="batch", shared=SHARED, recheck="none"),
     Strategy("speculative + lanes, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
-    Strategy("lanes across batches, chained recheck", lanes="queue", shared=SHARED),
+    Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED),
 )
 
 
