@@ -225,7 +225,7 @@ def _admit(layout: Layout, store: Store, base: str, session: str, busy: set[str]
     if head is None:  # no runner free (asked after every verdict), or no base
         return []
     mine = [e for e in store.queue_entries() if _base_of(store, e) == base]
-    waiting = {e.ref for e in _ready(layout, store, [e for e in mine if e.ref not in busy])[: 2 * cfg.batch_max]}
+    waiting = {e.ref for e in _ready(layout, store, [e for e in mine if e.ref not in busy][: 2 * cfg.batch_max])}
     pool = [e for e in mine if e.ref in busy or e.ref in waiting]
     out: list[QueueCandidate] = []
     for lane in lanes.partition([git.changed_paths(head, e.sha) for e in pool], cfg.shared):

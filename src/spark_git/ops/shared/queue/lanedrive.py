@@ -114,10 +114,12 @@ class LaneDrive(Drive):
 
     def _land_ahead(self) -> None:
         """Lands the cars at the head of the train whose rechecks passed, in order."""
-        while self.train and self.train[0].passed is not None:
-            car = self.train.pop(0)
+        while self.train:
+            car = self.train[0]
+            if car.combined is None or car.passed is None:
+                return
+            self.train.pop(0)
             car.lane.done = True
-            assert car.combined is not None and car.passed is not None
             if not self.land(car.combined, car.passed):  # the base moved under it: the rest are rebuilt on where it is now
                 self._couple(0)
                 return
