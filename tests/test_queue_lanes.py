@@ -1,16 +1,19 @@
 """Lanes in the real drain with chained rechecks (lanedrive.py), real processes: a combined recheck
 that fails blames nobody, the lane ahead of it has landed, and the lane behind it (built on it) is
-merged again without it, gated again and lands; main holds only trees whose gate passed."""
+merged again without it, gated again and lands; main holds only trees whose gate passed. Lanes
+across batches (pipeline.py): a SIGKILL while two lanes gate is repaired by one `doctor --fix`."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from fixtures.repo import git
+from fixtures.repo import git, spark_argv
 
 from tests.queuekit import Queue, gate_cmd
+from tests.test_queue_parallel import Blocking, landed_after
 
 
 def interacting_gate(log: Path) -> list[str]:
@@ -54,3 +57,26 @@ def passed(q: Queue, rev: str) -> bool:
     tree = git(q.repo, "rev-parse", f"{rev}^{{tree}}")
     notes = git(q.repo, "notes", "--ref", "refs/notes/spark-verdicts", "show", tree, check=False)
     return any(json.loads(ln).get("result") == "passed" for ln in notes.splitlines() if ln.startswith("{"))
+
+
+def test_sigkill_while_pipelined_lanes_gate_then_one_doctor_fix_repairs(tmp_path: Path) -> None:
+    """`pipeline = true`, 2 runners: the lanes t0 and t1 gate at once when the drain is killed; one
+    `doctor --fix` repairs, nothing landed or lost, and the next `queue run` lands all three."""
+    b = Blocking(tmp_path)
+    q = Queue(tmp_path, 3, final=b.gate, parallel=2, extra="[queue]\nlanes = true\npipeline = true")
+    heads = {t: git(q.repo, "rev-parse", t) for t in q.tasks}
+    for t in q.tasks:
+        assert q.spark(t, "complete", t, "--no-wait").returncode == 0
+    base = git(q.repo, "rev-parse", "main")
+    p = subprocess.Popen(spark_argv("--json", "queue", "run"), cwd=q.repo, env=q.env("t0"), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert len(b.wait_started(2)) == 2
+    assert sorted(x["task"] for c in q.queue_log()["running"] for x in c["parts"]) == ["t0", "t1"]  # a lane each
+    p.kill()
+    p.communicate(timeout=60)
+    b.wait_all_gone()
+    r = q.spark("t0", "--json", "doctor", "--fix")
+    assert {f["kind"]: f["fixed"] for f in r.json["data"]["findings"]}.get("queue-drain-killed") is True, r
+    assert q.scratch() == [] and q.queue_log()["running"] == [] and q.queue_log().get("candidate") is None
+    assert git(q.repo, "rev-parse", "main") == base and len(q.queue_refs()) == 3
+    landed_after(q, b, heads)
