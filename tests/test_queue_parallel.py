@@ -59,7 +59,9 @@ def test_a_clean_batch_with_two_runners_lands_whole_on_its_own_verdict(tmp_path:
     assert r.returncode == 0, r
     assert sorted(landed_tasks(q)) == q.tasks
     assert len({o["new_base"] for o in r.json["data"]["outcomes"]}) == 1
-    assert q.queue_log()["gate_runs"] in (1, 2)  # the batch, and prefix 2 unless it was stopped before its gate began
+    # the batch, prefix 2 unless it was stopped before its gate began, and prefix 3 when prefix 2 passed
+    # first on a loaded machine (the planner's next split); a stopped run is not counted
+    assert q.queue_log()["gate_runs"] in (1, 2, 3)
     assert passed_verdict(q, "main") and q.scratch() == [] and q.queue_log()["running"] == []
 
 

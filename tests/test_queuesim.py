@@ -112,3 +112,16 @@ def test_bad_options_exit_2_and_say_which() -> None:
     for args, word in ((["--runners", "0"], "--runners"), (["--runners", "x"], "--runners"), (["--flake", "2"], "--flake"), (["--tasks", "0"], "--tasks")):
         r = subprocess.run([sys.executable, "-m", "spark_git.ops.landing.queuesim_day", *args], capture_output=True, text=True)
         assert r.returncode == 2 and word in r.stderr and not r.stdout, (args, r)
+
+
+def test_chained_rechecks_are_not_restarted_by_a_lane_landing_ahead() -> None:
+    """Three lanes: the first two end together (one lands, the other is rechecked on it), the third
+    later, rechecked on top of that recheck at once (the drain's chain); restarted, the third's
+    recheck runs again once the second lands."""
+    tasks = [Task(i, 0.0, frozenset({f"t{i}.py"}), False) for i in range(3)]
+    gate = GateModel(mean_s=60.0, jitter_s=0.0, flake=0.0, retries=0, per_task_s=30.0, slow_tasks=frozenset({2}))
+    chained = Sim(tasks, Strategy("c", lanes="batch"), 3, gate).run()
+    restarted = Sim(tasks, Strategy("r", lanes="batch", chain=False), 3, gate).run()
+    assert [i for i, _ in chained.landed] == [0, 1, 2] == [i for i, _ in restarted.landed]
+    assert (chained.rechecks, restarted.rechecks) == (2, 3)
+    assert dict(chained.landed)[2] == 240.0 < dict(restarted.landed)[2] and chained.ungated == restarted.ungated == 0

@@ -14,6 +14,7 @@ from fixtures.repo import git
 
 from spark_git.ops.landing.queuesim_day import Decisions, decisions
 from tests.queuekit import Queue, gate_cmd
+from tests.test_queue_lanes import passed as passed_verdict
 
 N = 6
 PER_TASK_S = 1.0  # parallel runs: a candidate of k tasks gates k seconds (plus ~1 s of start-up), so the runs end in the order the model has them end
@@ -28,23 +29,25 @@ class Case:
     n: int = N
     flaky: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails
     retries: int = 0
+    slow: frozenset[int] = frozenset()  # each gates twice as long (per_task_s twice)
+    pipeline: bool = False  # [queue] pipeline = true (lanes across batches)
 
     def sim(self, speculative: bool) -> Decisions:
         return decisions(self.n, set(self.culprits), batch_max=self.batch_max, parallel=self.parallel, speculative=speculative,
-                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries)
+                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow, pipeline=self.pipeline)
 
     def per_task_s(self) -> float:
         return PER_TASK_S if self.parallel > 1 else 0.0
 
 
 def culprit_gate(tmp: Path, case: Case) -> list[str]:
-    """Logs its candidate (one line per run), sleeps per_task_s per task, fails on a culprit, and
+    """Logs its candidate (one line per run), sleeps per_task_s per task (twice for a slow one), fails on a culprit, and
     fails its first run on a tree holding a flaky task (the trees it has seen live in a file)."""
     return gate_cmd("import os, subprocess, sys, time\n"
                     "b = os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']\n"
                     "tasks = set(b.split(','))\n"
                     f"open({str(tmp / 'gated.log')!r}, 'a').write(b + '\\n')\n"
-                    f"time.sleep({case.per_task_s()} * len(tasks))\n"
+                    f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
                     f"if tasks & set({sorted(f't{i}' for i in case.culprits)!r}): sys.exit(1)\n"
                     "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
                     f"seen = {str(tmp / 'flaked.txt')!r}\n"
@@ -55,7 +58,7 @@ def culprit_gate(tmp: Path, case: Case) -> list[str]:
 
 def real_queue(tmp: Path, case: Case) -> Decisions:
     """Every task `complete --no-wait`, then one `queue run` (a real process) drains the queue."""
-    extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}"
+    extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}\npipeline = {str(case.pipeline).lower()}"
     q = Queue(tmp, case.n, final=culprit_gate(tmp, case), extra=extra, parallel=case.parallel)
     base = git(q.repo, "rev-parse", "main")
     for t in q.tasks:
@@ -66,6 +69,8 @@ def real_queue(tmp: Path, case: Case) -> Decisions:
     assert all(s.startswith("spark-git: land task t") for s in subjects), subjects
     q.assert_landed_as_merges()
     assert q.queue_refs() == [] and q.scratch() == []
+    if case.lanes:  # every landing moved main to a tree whose gate passed (a recheck's, when its base had moved)
+        assert all(passed_verdict(q, o["new_base"]) for o in q.queue_log()["outcomes"] if o["result"] == "landed")
     qlog = q.queue_log()
     named = [int(o["task"][1:]) for o in qlog["outcomes"] if o["result"] == "failed"]
     print(*(f"{o['task']} {o['result']}: {o.get('reason')} {o.get('gate_log')}" for o in qlog["outcomes"]), sep="\n")  # shown when it fails
@@ -117,6 +122,30 @@ def test_with_lanes_too(tmp_path: Path, culprits: set[int]) -> None:
     again on the combined tree (recheck = "combined")."""
     case = Case(frozenset(culprits), parallel=2, lanes=True, n=5)
     same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_with_two_lanes_rechecked_in_a_chain(tmp_path: Path) -> None:
+    """3 runners, 6 tasks: 3 lanes (0 3, 1 4, 2 5) whose gates end 1 s apart (2, 4, 5 are slow). The
+    first lands on its own verdict; the second is rechecked on it, the third on top of the second's
+    recheck at the same time, so the second landing does not restart it: 5 gate runs, not 6."""
+    case = Case(frozenset(), parallel=3, lanes=True, slow=frozenset({2, 4, 5}))
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == [0, 3, 1, 4, 2, 5] and real.gate_runs == 5
+    assert sorted(real.gated).count([2, 5]) == 2  # its own gate and one recheck
+
+
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize(("culprits", "slow"), [(set(), {1, 2, 3}), ({2}, {1, 2})])
+def test_with_lanes_across_batches_too(tmp_path: Path, culprits: set[int], slow: set[int]) -> None:
+    """[queue] pipeline = true, 2 runners, 4 tasks on files of their own: a lane opens for the next
+    waiting task whenever a runner is free (t2 while t1 is gated, t3 while t2's recheck runs), the
+    rechecks chained across them; with t2 a culprit, t3 is opened in its place and lands."""
+    case = Case(frozenset(culprits), parallel=2, lanes=True, n=4, slow=frozenset(slow), pipeline=True)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == [t for t in range(4) if t not in culprits]
 
 
 @pytest.fixture

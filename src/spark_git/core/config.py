@@ -194,6 +194,8 @@ class QueueConfig(_Strict):
 
     lanes: bool = Field(False, description="With more than one runner, gate tasks whose changed paths do not overlap in separate lanes "
                         "(at most one per runner) that land without waiting for each other; see `shared` and `recheck`.")
+    pipeline: bool = Field(False, description="With `lanes`: open a lane whenever a runner is free, for waiting tasks whose paths overlap "
+                           "none in flight, without waiting for the lanes opened before it (lanes across batches).")
 
     def runners(self) -> int:
         """`parallel`, or the CPU count (at least 1) when unset."""

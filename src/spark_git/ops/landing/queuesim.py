@@ -37,11 +37,12 @@ class GateModel:
     seed: int = 1
     per_task_s: float = 0.0  # added per task in the candidate (the equivalence test's gate: a fixed finishing order)
     flaky_tasks: frozenset[int] = frozenset()  # the first run on a tree holding one of these fails (the equivalence test's flaky gate)
+    slow_tasks: frozenset[int] = frozenset()  # each counts twice in per_task_s (the equivalence test: lanes that end apart)
 
     def attempt(self, key: str, ids: list[int], n: int) -> tuple[float, bool]:
         """(duration, flaked) of attempt n on the candidate `key` holding the tasks `ids`: the same draw whichever strategy asks."""
         r = random.Random(f"{self.seed}:{key}:{n}")
-        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)) + self.per_task_s * len(ids), r.random() < self.flake
+        return max(self.mean_s / 10, r.gauss(self.mean_s, self.jitter_s)) + self.per_task_s * (len(ids) + len(self.slow_tasks & set(ids))), r.random() < self.flake
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ class Strategy:
     name: str
     batch_max: int = 8
     speculative: bool = True  # Speculation(n, runners) instead of today's bisect.py (one runner)
-    lanes: Literal["no", "batch", "queue"] = "no"  # batch: the drain's ([queue] lanes); queue: across batches (a proposal)
+    lanes: Literal["no", "batch", "queue"] = "no"  # batch: the drain's [queue] lanes; queue: across batches (the drain's [queue] pipeline too)
     recheck: Literal["combined", "none"] = "combined"
-    chain: bool = False  # combined rechecks each on top of the ones ahead (not the drain's way: a proposal), else restarted when the base moves
+    chain: bool = True  # combined rechecks each on top of the ones ahead, landed in order (the drain's, lanedrive.py); False: restarted when the base moves (the drain before)
     shared: tuple[str, ...] = ()
     window: int = 16  # lanes: the waiting entries partitioned at once (the head of the queue)
 
@@ -223,8 +224,8 @@ class Sim:
         self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base, self.landed) for g in groups]
 
     def _open_queue_lanes(self) -> None:
-        """Lanes across batches (a proposal): a new batch for every lane of the waiting window that has
-        none in flight, while runners are free."""
+        """Lanes across batches (pipeline.py with drain._admit): a new batch for every lane of the
+        waiting window that has none in flight, while runners are free."""
         busy = {t.id for b in self.batches for t in b.entries}
         pool = sorted([*(t for b in self.batches for t in b.entries), *self.waiting[: self.s.window]], key=lambda t: t.id)
         opened = 0

@@ -8,19 +8,20 @@ import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from spark_git.ops.landing.queuesim import GateModel, Result, Sim, Strategy, Task
-from spark_git.ops.landing.queuestats import _rank
+from spark_git.ops.landing.queuestats import nearest_rank
 
 SHARED = ("pyproject.toml", "uv.lock")
 STRATEGIES = (
     Strategy("serial", batch_max=1, speculative=False),
     Strategy("batch-and-bisect [today]", speculative=False),
     Strategy("speculative"),
-    Strategy("speculative + lanes", lanes="batch", shared=SHARED),
+    Strategy("speculative + lanes [the drain]", lanes="batch", shared=SHARED),
     Strategy("speculative + lanes, recheck none", lanes="batch", shared=SHARED, recheck="none"),
-    Strategy("speculative + lanes, chained recheck", lanes="batch", shared=SHARED, chain=True),
-    Strategy("lanes across batches, chained recheck", lanes="queue", shared=SHARED, chain=True),
+    Strategy("speculative + lanes, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
+    Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED),
 )
 
 
@@ -70,7 +71,7 @@ def row(tasks: list[Task], strategy: Strategy, runners: int, gate: GateModel) ->
     span_h = (max((at for _, at in r.landed), default=0.0) - min(arrive.values(), default=0.0)) / 3600
     culprit = {t.id for t in tasks if t.culprit}
     return Row(strategy.name, runners, len(r.landed), round(len(r.landed) / span_h, 1) if span_h > 0 else 0.0,
-               round(_rank(waits, 0.5) or 0.0, 1), round(_rank(waits, 0.95) or 0.0, 1),
+               round(nearest_rank(waits, 0.5) or 0.0, 1), round(nearest_rank(waits, 0.95) or 0.0, 1),
                round(r.gate_runs / len(r.landed), 2) if r.landed else 0.0, r.cancelled, len(r.culprits),
                sum(1 for c in r.culprits if c not in culprit), r.rechecks, r.ungated)
 
@@ -97,14 +98,16 @@ class Decisions:
 
 
 def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False, per_task_s: float = 0.0,
-              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0) -> Decisions:
+              lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0, slow: frozenset[int] = frozenset(),
+              pipeline: bool = False) -> Decisions:
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
-    1 s plus per_task_s per task in the candidate, no random flakes; the first run on a tree holding
-    a `flaky` task fails; `lanes`: [queue] lanes = true). The real queue must take the same decisions
-    (tests/test_queuesim_real.py)."""
+    1 s plus per_task_s per task in the candidate, twice for a `slow` one, no random flakes; the first
+    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true, `pipeline` too). The real queue must
+    take the same decisions (tests/test_queuesim_real.py)."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
-    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky)
-    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes="batch" if lanes else "no"), parallel, gate).run()
+    gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky, slow_tasks=slow)
+    mode: Literal["no", "batch", "queue"] = ("queue" if pipeline else "batch") if lanes else "no"
+    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
 

@@ -36,8 +36,8 @@ def figures(log: QueueLog) -> QueueStats:
     waits = sorted(w for w in (_wait_s(o) for o in landed) if w is not None)
     c = log.counts
     return QueueStats(
-        outcomes=len(log.outcomes), landed=len(landed), landed_per_hour=_per_hour(landed), wait_p50_s=_rank(waits, 0.50),
-        wait_p95_s=_rank(waits, 0.95), counted_since=c.since, gate_runs=c.gate_runs, landed_total=c.landed,
+        outcomes=len(log.outcomes), landed=len(landed), landed_per_hour=_per_hour(landed), wait_p50_s=nearest_rank(waits, 0.50),
+        wait_p95_s=nearest_rank(waits, 0.95), counted_since=c.since, gate_runs=c.gate_runs, landed_total=c.landed,
         gate_runs_per_landed=round(c.gate_runs / c.landed, 3) if c.landed else None, flaky=c.flaky,
         flaky_rate=round(c.flaky / c.gate_runs, 4) if c.gate_runs else None,
     )
@@ -61,7 +61,8 @@ def _per_hour(landed: list[QueueOutcome]) -> float | None:
     return round(len(landed) * 3600 / max(span, 1.0), 2)  # a span under a second counts as one
 
 
-def _rank(sorted_vals: list[float], q: float) -> float | None:
+def nearest_rank(sorted_vals: list[float], q: float) -> float | None:
+    """The q-quantile of sorted values by nearest rank (None: no values); the queue's figures and the model's alike."""
     if not sorted_vals:
         return None
     return sorted_vals[max(0, math.ceil(q * len(sorted_vals)) - 1)]

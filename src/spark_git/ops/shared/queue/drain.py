@@ -16,11 +16,12 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.shared.queue import candidate, gate, lanedrive, probes
+from spark_git.ops.shared.queue import candidate, gate, lanedrive, lanes, pipeline, probes
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
 from spark_git.ops.shared.queue.retry import gate_with_retries
+from spark_git.ops.shared.queue.selection import run_length
 from spark_git.ops.shared.queue.speculate import prefix
 from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueOutcome
 from spark_git.state.queuerefs import QueueEntry
@@ -61,8 +62,12 @@ def drain_locked(layout: Layout, store: Store, session: str | None, opts: gate.G
         ready = _ready(layout, store)
         if not ready:
             return repaired
+        who, how = session or f"queue-drain-{os.getpid()}", opts or gate.GateOpts()
         try:
-            _batch(layout, store, _run(layout, store, ready), session or f"queue-drain-{os.getpid()}", opts or gate.GateOpts())
+            if _pipelined(layout):
+                _pipeline(layout, store, ready, who, how)
+            else:
+                _batch(layout, store, _run(layout, store, ready), who, how)
             rebuilds = 0
         except BaseMoved:
             rebuilds += 1  # nothing landed on the stale base; rebuild on the new one
@@ -81,10 +86,10 @@ def way_on(layout: Layout, store: Store, task: str) -> list[str]:
     return fixes[:1] or [f"spark-git complete {task}"]
 
 
-def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
-    """Entries that may land, in queue order; the others leave the queue with a blocked outcome."""
+def _ready(layout: Layout, store: Store, entries: list[QueueEntry] | None = None) -> list[QueueEntry]:
+    """Entries (default: the queue's) that may land, in queue order; the others leave the queue with a blocked outcome."""
     ready = []
-    for e in store.queue_entries():
+    for e in store.queue_entries() if entries is None else entries:
         why = problem(layout, store, e)
         if why is None:
             ready.append(e)
@@ -94,14 +99,9 @@ def _ready(layout: Layout, store: Store) -> list[QueueEntry]:
 
 
 def _run(layout: Layout, store: Store, ready: list[QueueEntry]) -> list[QueueEntry]:
-    """The longest run of ready entries with the first one's base branch, at most queue.batch_max."""
-    base = _base_of(store, ready[0])
-    run = []
-    for e in ready[: layout.config.queue.batch_max]:
-        if _base_of(store, e) != base:
-            break
-        run.append(e)
-    return run
+    """The next batch (selection.run_length: the longest run with the first one's base, at most queue.batch_max)."""
+    most = layout.config.queue.batch_max
+    return ready[: run_length([_base_of(store, e) for e in ready[:most]], most)]
 
 
 def _base_of(store: Store, e: QueueEntry) -> str | None:
@@ -158,7 +158,7 @@ def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: 
         _fail(layout, store, entries[tasks[0]], ev, tasks, back=False)
         _save_candidate(store, None)
         return
-    if _in_lanes(layout, store, cand, entries, session, opts):
+    if _in_lanes(layout, store, cand, session, opts):
         return
     g = probes.gate_batch(layout, store, cand, opts)
     for c in g.outcome.culprits:
@@ -168,8 +168,7 @@ def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: 
     _save_candidate(store, None)  # the rest stay queued for the next batch
 
 
-def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, entries: dict[str, QueueEntry], session: str,
-              opts: gate.GateOpts) -> bool:
+def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, session: str, opts: gate.GateOpts) -> bool:
     """`[queue] lanes` with more than one runner: the batch gated as independent lanes, each landed
     as soon as it is decided (lanedrive.py). False when the batch is one lane (then as one batch)."""
     cfg = layout.config.queue
@@ -180,20 +179,66 @@ def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, entries: dict[
     cands = [c for c in split if c is not None]
     if len(cands) < 2 or len(cands) != len(split):
         return False
+    lanedrive.gate_lanes(layout, store, cands, opts, *_lane_ends(layout, store, session))
+    _save_candidate(store, None)
+    return True
 
+
+def _lane_ends(layout: Layout, store: Store, session: str) -> tuple[lanedrive.Fail, lanedrive.Land]:
+    """How a lane's culprit leaves the queue, and how a lane lands (False: the base moved under it or
+    a task may no longer land; they stay queued)."""
     def fail(part: CandidatePart, ev: gates.GateEvidence, tasks: list[str]) -> None:
-        _fail(layout, store, entries[part.task], ev, tasks, back=True)
+        _fail(layout, store, QueueEntry(part.ref, "", part.task, part.head), ev, tasks, back=True)
 
     def land(c: QueueCandidate, ev: gates.GateEvidence) -> bool:
         try:
             _land(layout, store, c, ev, session)
-        except BaseMoved:  # the base moved under it (another process) or a task may no longer land: they stay queued
+        except BaseMoved:
             return False
         return True
 
-    lanedrive.gate_lanes(layout, store, cands, opts, fail, land)
+    return fail, land
+
+
+def _pipelined(layout: Layout) -> bool:
+    cfg = layout.config.queue
+    return cfg.lanes and cfg.pipeline and cfg.runners() > 1
+
+
+def _pipeline(layout: Layout, store: Store, ready: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
+    """Lanes across batches (pipeline.py) on the first ready entry's base, until none can be opened.
+    Raises BaseMoved when no entry left the queue (so a base that keeps moving ends the drain)."""
+    base = _base_of(store, ready[0]) or ""
+    store.sync_base(base)
+    pipeline.drive(layout, store, opts, *_lane_ends(layout, store, session),
+                   lambda busy, room: _admit(layout, store, base, session, busy, room))
     _save_candidate(store, None)
-    return True
+    if {e.ref for e in ready} <= {e.ref for e in store.queue_entries()}:
+        raise BaseMoved("nothing left the queue")
+
+
+def _admit(layout: Layout, store: Store, base: str, session: str, busy: set[str], room: int) -> list[QueueCandidate]:
+    """New lanes for up to `room` free runners: the queue's entries on `base` in flight and the first
+    2 x batch_max waiting, partitioned; each lane with nothing in flight, at most a batch of it (the
+    drain's `_run`), built on the base as it is now."""
+    git, cfg = layout.git(), layout.config.queue
+    head = git.branch_head(base) if room > 0 else None
+    if head is None:  # no runner free (asked after every verdict), or no base
+        return []
+    mine = [e for e in store.queue_entries() if _base_of(store, e) == base]
+    waiting = {e.ref for e in _ready(layout, store, [e for e in mine if e.ref not in busy][: 2 * cfg.batch_max])}
+    pool = [e for e in mine if e.ref in busy or e.ref in waiting]
+    out: list[QueueCandidate] = []
+    for lane in lanes.partition([git.changed_paths(head, e.sha) for e in pool], cfg.shared):
+        if len(out) >= room:
+            break
+        if busy & {pool[i].ref for i in lane}:
+            continue
+        built = candidate.build(git, head, _run(layout, store, [pool[i] for i in lane]))
+        _give_back_unbuilt(layout, store, built, base, head)
+        if built.parts:
+            out.append(QueueCandidate(base_branch=base, old_base=head, parts=built.parts, pid=os.getpid(), session_id=session))
+    return out
 
 
 def _gate_candidate(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.GateOpts) -> gates.GateEvidence:

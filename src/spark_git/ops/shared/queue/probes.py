@@ -60,7 +60,7 @@ class Drive:
     def run(self) -> None:
         try:
             with proc.subreaper(), self.runners:  # one subreaper for all runs: a run ending must not turn it off under another
-                while not all(lane.done for lane in self.lanes):
+                while self.more():
                     self._start()
                     for job, ev in self.runners.done():
                         self._finished(job, ev)
@@ -68,12 +68,20 @@ class Drive:
         finally:
             self._persist()  # the runners are all stopped and waited for by now: none left running
 
+    def more(self) -> bool:
+        """A lane is still to be decided or landed (pipeline.py opens new ones here)."""
+        return not all(lane.done for lane in self.lanes)
+
     def decided(self, lane: Lane) -> None:
         """The lane's outcome is in (lanedrive lands it here)."""
         lane.done = True
 
     def rechecked(self, job: Job, ev: gates.GateEvidence) -> None:
         raise AssertionError("no recheck without lanes")
+
+    def wanted(self, job: Job) -> bool:
+        """False for a run whose verdict nobody asks for any more (it ended just as it was stopped)."""
+        return True
 
     def _start(self) -> None:
         """Fills the free runners, one probe per lane in turn (each lane's batch first; a lane with a
@@ -117,6 +125,8 @@ class Drive:
 
     def _finished(self, job: Job, ev: gates.GateEvidence) -> None:
         gate.count(self.store, ev)
+        if not self.wanted(job):
+            return
         tasks, tip = [p.task for p in job.cand.parts], job.cand.parts[-1].tip
         if retry.again(ev, job.failures, self.layout.config.queue.retries):
             job.first, job.failures = job.first or ev, job.failures + 1

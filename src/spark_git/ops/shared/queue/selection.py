@@ -1,6 +1,6 @@
 """The batch a drain takes, pure: the longest run of ready entries (queue order) with the first one's
-base branch, at most `[queue] batch_max`. drain.py's `_run` makes the same choice from the store;
-scripts/sim_queue drives this one."""
+base branch, at most `[queue] batch_max`. drain.py's `_run` calls it with the bases from the store;
+scripts/sim_queue with its own."""
 
 from __future__ import annotations
 
