@@ -168,10 +168,10 @@ def test_ctrl_c_during_a_gate_prints_one_envelope_and_exits_130(tmp_path: Path) 
 
 def test_every_detail_key_of_an_error_is_in_the_error_schema() -> None:
     """The error schema is closed: each key a SparkError's `details={...}` gives must be a field of
-    ErrorData (ops/views/schema.py), or every `--json` refusal carrying it breaks the contract."""
+    ErrorData (ops/views/envelope.py), or every `--json` refusal carrying it breaks the contract."""
     import re
 
-    from spark_git.ops.views.schema import ErrorData
+    from spark_git.ops.views.envelope import ErrorData
 
     src = Path(__file__).parent.parent / "src" / "spark_git"
     texts = [f.read_text() for f in src.rglob("*.py")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from spark_git.core.errors import BadInput
 from spark_git.core.model import Model
@@ -82,75 +82,8 @@ FILES: dict[str, str] = {
 }
 
 
-class ErrorData(Model):
-    """`data` of a refusal or failure raised as an error (`data_schema` "error"): the message, a hint,
-    and the details that refusal gives; no other keys."""
-
-    model_config = {"extra": "forbid"}
-    error: str
-    hint: str | None = None
-    # ownership, mutexes and state
-    owner: str | None = None
-    last_active_at: str | None = None
-    session: str | None = None
-    mutex: str | None = None
-    holder: dict[str, Any] | None = None
-    state: str | None = None
-    legal_next_states: list[str] | None = None
-    unmet: list[str] | None = Field(default=None, description="Protocol conditions not met, each with the command that fixes it.")
-    # the repository and the task's files
-    path: str | None = None
-    problem: str | None = None
-    task_dir: str | None = None
-    worktree: str | None = None
-    agents: list[str] | None = None
-    files: list[str] | None = None
-    dirty: list[str] | None = None
-    conflicts: list[str] | None = None
-    collisions: Any = None
-    commits: list[str] | None = None
-    base_commits: list[str] | None = None
-    existing: str | None = None
-    name: str | None = None
-    kind: str | None = None
-    key: str | None = Field(default=None, description="The config key that is wrong.")
-    locked: list[str] | None = Field(default=None, description="Locked worktrees (git worktree lock) and why.")
-    errors: list[Any] | None = Field(default=None, description="Validation errors (bad config or input), as pydantic reports them.")
-    # git and gate failures
-    argv: list[str] | None = None
-    returncode: int | None = None
-    stderr: str | None = None
-    cwd: str | None = None
-    remote: str | None = Field(default=None, description="The git remote ([sync] remote) that failed.")
-    command: Any = None
-    exit_code: int | None = None
-    timed_out: bool | None = None
-    log_path: str | None = None
-    log_tail: list[str] | None = None
-    failed_tests: list[str] | None = None
-    retry: str | None = None
-    run_by_hand: str | None = None
-    batch: list[str] | None = None
-    queue_ref: str | None = None
-    url: str | None = Field(default=None, description="`complete --via`: the PR/MR opened on the forge (auto-merge refused).")
-    sent_back_to_implementation: bool | None = None
-    radar: list[dict[str, Any]] | None = Field(default=None, description="A refused merge: the conflict radar's clashes with other agents' unmerged work (schema `status`, Clash).")
-    traceback: str | None = Field(default=None, description="An internal error's (exit 70) traceback.")
-
-
-class Envelope(Model):
-    """Every command's --json output: one object on stdout."""
-
-    model_config = {"extra": "forbid"}
-    status: str = Field(description="OK | BLOCKED | FAIL", pattern="^(OK|BLOCKED|FAIL)$")
-    summary: str
-    task: str | None
-    data: dict[str, Any] = Field(description="Follows the schema named by data_schema.")
-    next: list[str] = Field(description="Shell commands that make progress from here, each accepted at this moment.")
-    data_schema: str | None = Field(description='The schema `data` follows: "error" for a refusal or failure raised as an error, else the command\'s own (e.g. "merge --all", also when BLOCKED).')
-
-
-GENERIC: dict[str, type[BaseModel]] = {"envelope": Envelope, "error": ErrorData}
+# The envelope every --json command prints and the `data` of an error (ops/views/envelope.py).
+GENERIC: dict[str, str] = {"envelope": "spark_git.ops.views.envelope:Envelope", "error": "spark_git.ops.views.envelope:ErrorData"}
 
 
 class SchemaData(Model):
@@ -160,9 +93,7 @@ class SchemaData(Model):
 
 def model_of(name: str) -> type[BaseModel] | None:
     """The model behind NAME (a command, a file or `envelope`/`error`); None if that module is absent."""
-    if name in GENERIC:
-        return GENERIC[name]
-    spec = COMMANDS.get(name) or FILES.get(name)
+    spec = COMMANDS.get(name) or FILES.get(name) or GENERIC.get(name)
     if spec is None:
         raise BadInput(f"no schema named {name!r}", hint="`spark-git schema` lists them: " + ", ".join(names()))
     mod, _, cls = spec.partition(":")
