@@ -10,6 +10,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from fixtures.modelserver.core import require_binary
 from fixtures.repo import git, spark_argv
 
 from tests.mergekit import PY, Task, config
@@ -168,6 +169,18 @@ def test_approve_and_status_say_when_no_sandbox_keeps_agents_from_the_key(tmp_pa
     said = r.json["data"]["unguarded"]
     assert len(said) == 1 and said[0].startswith("Codex") and str(_state()) in said[0] and "NOT GUARANTEED" in r.json["summary"]
     assert said[0] in t.spark("--json", "status").json["data"]["warnings"]
+
+
+def test_status_says_gemini_is_boxed_only_when_spark_git_starts_it(tmp_path: Path) -> None:
+    """Gemini CLI has no sandbox of its own: `agent run` boxes it where bubblewrap is (ops/life/agentbox.py),
+    a session started by hand is not; without bubblewrap no session is."""
+    require_binary("bwrap")
+    t = _ready(tmp_path, non_interactive=True)
+    (t.repo / ".gemini").mkdir()
+    boxed = [w for w in t.spark("--json", "status").json["data"]["warnings"] if w.startswith("Gemini CLI")]
+    assert len(boxed) == 1 and "`spark-git agent run` starts run in bubblewrap" in boxed[0] and "started by hand" in boxed[0], boxed
+    bare = [w for w in t.spark("--json", "status", env={"SPARK_BWRAP": ""}).json["data"]["warnings"] if w.startswith("Gemini CLI")]
+    assert len(bare) == 1 and "agent run" not in bare[0] and str(_state()) in bare[0], bare
 
 
 def test_doctor_reports_an_archive_ref_the_audit_trail_names_that_is_gone(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """The real Gemini CLI (0.61) as agent a of task t1, driven by the scripted model server (issue 22):
 what really happened on disk and in git, and which layer stopped each escape — spark-git's hook
 (`spark-git: blocked`), Gemini's own workspace check (`Path not in workspace`: file tools' paths and a
-shell's `dir_path`) or its shell tool's refusal of command substitution. Gemini on Linux has no OS
-boundary spark-git turns on (docs/hooks.md, Gemini CLI)."""
+shell's `dir_path`) or its shell tool's refusal of command substitution. Gemini is started here by
+hand (`gemini` in the worktree), where it has no OS boundary (docs/hooks.md, Gemini CLI); started by
+`spark-git agent run` it runs inside spark-git's bubblewrap (tests/test_agent_box.py)."""
 
 from __future__ import annotations
 
@@ -147,10 +148,11 @@ def test_escapes_fail_and_name_the_layer(t: GeminiTask) -> None:
 
 
 def test_the_keys_what_stops_a_gemini_agent_and_what_not(t: GeminiTask) -> None:
-    """Issue 23 with the real Gemini CLI, which spark-git gives no OS boundary: its file tools stop at
+    """Issue 23 with the real Gemini CLI started by hand, with no OS boundary: its file tools stop at
     the workspace, and the hook refuses command lines naming the state directory (a link to it too).
     A script the hook does not read still prints the key and adds an approver: measured here, documented as open
-    (docs/merging.md, trust model); `status` and `approve` say NOT GUARANTEED for Gemini."""
+    (docs/merging.md, trust model); `status` and `approve` say NOT GUARANTEED for Gemini. Under `agent run`
+    the same scripts fail (tests/test_agent_box.py)."""
     state = Path(t.env["XDG_STATE_HOME"]) / "spark-git"
     state.mkdir(parents=True, exist_ok=True)
     key, allowed = state / "approval_ed25519", state / "allowed_signers"

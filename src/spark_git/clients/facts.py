@@ -47,15 +47,17 @@ class Facts:
     it switches off) for settings that turn spark-git's hooks or the sandbox off in any file a session
     loads; `managed`: absolute files an administrator's settings live in (read too); `run`: how
     `agent run` starts it (None: it cannot); `wrap`: its hook entries' commands run inside jsonhooks.WRAP
-    (the client lets a tool call through when its hook fails: exit 1, a silent exit 2, a signal)."""
+    (the client lets a tool call through when its hook fails: exit 1, a silent exit 2, a signal);
+    `own_box`: it has an OS sandbox of its own that spark-git configures (default: `sandbox` given), else
+    `agent run` starts it inside bubblewrap (ops/life/agentbox.py), `state` (`~/…` dirs) writable there."""
 
-    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "protect", "run", "sandbox", "settings", "title", "wrap")
+    __slots__ = ("config_dir", "instructions", "loads", "main_loads", "managed", "name", "off", "own_box", "protect", "run", "sandbox", "settings", "state", "title", "wrap")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
         sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (), run: Run | None = None,
-        instructions: tuple[str, bool] | None = None, wrap: bool = False,
+        instructions: tuple[str, bool] | None = None, wrap: bool = False, own_box: bool | None = None, state: tuple[str, ...] = (),
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -72,6 +74,8 @@ class Facts:
         # file is spark-git's) — a Claude Code skill; else a marked section of the client's own file
         self.instructions = instructions
         self.wrap = wrap
+        self.own_box = sandbox is not None if own_box is None else own_box
+        self.state = state  # the client's own files in the user's home (`~/.gemini`): writable in spark-git's box
 
     def hook(self, command: str) -> str:
         """The command of a spark-git hook entry as installed for this client."""

@@ -9,7 +9,8 @@ move a ref or write outside the worktree it is gated in. What the gate sees:
 - the user's spark-git state dir hidden (an empty tmpfs): it holds the verdict key.
 Temp directories outside the repository stay writable as everywhere else. Without bwrap the gate
 runs as before, unsandboxed, and `status`/`hooks check` say so. SPARK_BWRAP names the bwrap to use
-(empty: none; a seam for tests and for machines where bwrap is elsewhere)."""
+(empty: none; a seam for tests and for machines where bwrap is elsewhere). The same builder boxes a
+client that has no sandbox of its own under `agent run` (ops/life/agentbox.py: `all_readonly`, `fresh`)."""
 
 from __future__ import annotations
 
@@ -48,14 +49,22 @@ class Sandbox:
     writable: tuple[Path, ...]
     pinned: tuple[Path, ...] = ()  # files inside a writable dir kept read-only
     hidden: tuple[Path, ...] = ()  # directories replaced by an empty tmpfs
+    # the whole file system read-only underneath (the devices kept, /dev/shm read-only too): an agent's box
+    all_readonly: bool = False
+    fresh: tuple[Path, ...] = ()  # private empty tmpfs (/tmp), before `readonly` (which may lie inside)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` run by bwrap; later mounts win over earlier ones, so the order is the policy."""
         out = [self.program, "--dev-bind", "/", "/"]
+        if self.all_readonly:
+            out = [self.program, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
+            out += ["--ro-bind", "/dev/shm", "/dev/shm"] if os.path.isdir("/dev/shm") else []
+        for p in self.fresh:
+            out += ["--tmpfs", str(p)]
         for p in self.readonly:
             out += ["--ro-bind", str(p), str(p)]
-        for p in self.hidden:
-            out += ["--tmpfs", str(p)]
+        for p in self.hidden:  # in an agent's box read-only too: a write there fails rather than vanishing unseen
+            out += ["--tmpfs", str(p), *(["--remount-ro", str(p)] if self.all_readonly else [])]
         for p in self.writable:
             out += ["--bind", str(p), str(p)]
         for p in self.pinned:

@@ -23,6 +23,7 @@ def agent_run(
     tmux: Annotated[bool, typer.Option("--tmux", help="The interactive client in a tmux window named TASK/AGENT (session `spark-git`, created when none is running).")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Headless, every agent the task's protocol state asks for, in parallel up to [agents] parallel.")] = False,
     prompt: Annotated[str | None, typer.Option("--prompt", help="What to tell the agent (default: its brief and the instruction to answer with the Output JSON).")] = None,
+    unboxed: Annotated[bool, typer.Option("--unboxed", help="Run a client that has no OS sandbox of its own even without bubblewrap to box it: nothing but the hook then keeps the agent in its worktree.")] = False,
 ) -> None:
     """Start the agent's client in its worktree as that agent (its hooks and sandbox checked first); headless, its answer becomes its report."""
     def action(layout: Layout) -> Result:
@@ -33,16 +34,21 @@ def agent_run(
             raise BadInput("--headless and --tmux exclude each other", next=[f"spark-git agent run {task} {agent} --headless"])
         name = client or next((c.name for c in hooksetup.configured(hooksetup.root_of(layout))), registry.DEFAULT)
         if all_:
-            return _all(ctx, layout, task, name, prompt, [*([agent] if agent else []), *(client_args or [])], tmux)
+            return _all(ctx, layout, task, name, prompt, [*([agent] if agent else []), *(client_args or [])], tmux, unboxed)
         if agent is None:
             raise BadInput("name the agent to run, or --all", next=[f"spark-git agent run {task} --all"])
         if tmux:
-            d = ops_run.in_tmux(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
-            return Result(f"agent {d.agent} of {d.task}: {d.client} in tmux window {d.window}", d, task=d.task,
-                          human=lambda out: out.print(f"  watch it: tmux attach -t {ops_run.TMUX_SESSION}"), next=[f"spark-git status {d.task}"])
-        d = ops_run.headless(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()))
+            d = ops_run.in_tmux(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()), unboxed=unboxed)
+
+            def watch(out: Out) -> None:
+                _unboxed(out, d)
+                out.print(f"  watch it: tmux attach -t {ops_run.TMUX_SESSION}")
+
+            return Result(f"agent {d.agent} of {d.task}: {d.client} in tmux window {d.window}", d, task=d.task, human=watch, next=[f"spark-git status {d.task}"])
+        d = ops_run.headless(layout, task, agent, name, prompt=prompt, extra=tuple(client_args or ()), unboxed=unboxed)
 
         def human(out: Out) -> None:
+            _unboxed(out, d)
             cost = f", ${d.cost_usd:.4f}" if d.cost_usd is not None else ""
             out.print(f"  {d.client}: exit {d.exit_code} after {d.duration_s}s" + (f", {d.tokens} tokens" if d.tokens is not None else "") + cost)
             out.print(f"  log: {d.log}")
@@ -58,7 +64,12 @@ def agent_run(
     execute(ctx, action)
 
 
-def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str | None, extra: list[str], tmux: bool) -> Result:
+def _unboxed(out: Out, d: Any) -> None:
+    if d.boundary == "none":
+        out.print(f"  NO OS boundary: {d.client} ran without a sandbox (no bubblewrap, --unboxed); only the hook kept it in its worktree")
+
+
+def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str | None, extra: list[str], tmux: bool, unboxed: bool) -> Result:
     """--all: after `--` click reads every word as positional, so AGENT holds the first client argument."""
     from spark_git.cli.common import state
     from spark_git.ops.life import agentrunall as runall
@@ -67,7 +78,7 @@ def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str
         raise BadInput("--all runs headless: --tmux opens one agent's window", next=[f"spark-git agent run {task} --all"])
     live = None if state(ctx).json or not sys.stdout.isatty() else _Live()
     try:
-        d = runall.run_all(layout, task, client, prompt=prompt, extra=tuple(extra), tick=live.tick if live else None)
+        d = runall.run_all(layout, task, client, prompt=prompt, extra=tuple(extra), tick=live.tick if live else None, unboxed=unboxed)
     finally:
         if live:
             live.stop()

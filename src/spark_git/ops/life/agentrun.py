@@ -16,13 +16,13 @@ from pathlib import Path
 
 from spark_git.clients import registry, runout
 from spark_git.clients.base import Client
-from spark_git.core import proc
+from spark_git.core import gatebox, proc
 from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
+from spark_git.ops.life import agentbox, reports
 from spark_git.ops.life import brief as ops_brief
-from spark_git.ops.life import reports
 from spark_git.ops.shared import envs, hooksetup
 from spark_git.ops.shared.agentruns import RUN_FILE, RunRecord, running
 from spark_git.ops.shared.taskfile import load_task
@@ -41,6 +41,10 @@ FINISH = ("When you are done, commit your work in your worktree, then answer wit
           "(seed 004): {\"status\": \"OK|BLOCKED|NEEDS_INFO|NEEDS_DECISION|FAIL\", \"summary\": \"...\", "
           "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text.")
 TIMEOUT_S = 3600.0
+# What keeps the agent in its worktree besides the hook (AgentRunData.boundary): the client's own OS
+# sandbox as spark-git configures it, spark-git's bubblewrap around the client (ops/life/agentbox.py),
+# or nothing (no bubblewrap, accepted with --unboxed).
+CLIENT_BOX, BWRAP_BOX, NO_BOX = "client", "bubblewrap", "none"
 
 
 class AgentRunData(Model):
@@ -53,6 +57,7 @@ class AgentRunData(Model):
     tokens: int | None = None
     cost_usd: float | None = None
     outcome: str  # reported | failed | started
+    boundary: str  # client | bubblewrap | none: the OS boundary the client ran in (CLIENT_BOX, BWRAP_BOX, NO_BOX)
     report_status: str | None = None
     evidence: str | None = None
     last_words: str | None = None
@@ -60,9 +65,10 @@ class AgentRunData(Model):
     window: str | None = None
 
 
-def prepared(layout: Layout, store: Store, task: str, agent: str, client: str) -> tuple[str, str, Client, Path]:
+def prepared(layout: Layout, store: Store, task: str, agent: str, client: str, *, unboxed: bool = False) -> tuple[str, str, Client, Path]:
     """Every check before anything starts: task, agent, client known and installed, its hooks and
-    sandbox loading in the agent's worktree, no run of the agent alive. (task, agent, client, worktree)."""
+    sandbox loading in the agent's worktree, an OS boundary for it (or `unboxed` accepted), no run of
+    the agent alive. (task, agent, client, worktree)."""
     task, agent = task_name(task), agent_name(agent)
     if client not in registry.CLIENTS:
         raise BadInput(f"unknown client {client!r}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
@@ -76,6 +82,11 @@ def prepared(layout: Layout, store: Store, task: str, agent: str, client: str) -
         raise Blocked(f"{c.facts.title} is not installed here (`{exe}` is not on PATH)", hint=f"install {c.facts.title}, or choose another --client",
                       next=[f"spark-git agent run {task} {agent} --client {n}" for n in registry.CLIENTS if n != client][:1], task=task)
     _boundary(layout, store, task, agent, c)
+    if agentbox.wanted(c) and gatebox.bwrap() is None and not unboxed:
+        raise Blocked(f"{c.facts.title} has no OS sandbox of its own and bubblewrap (bwrap) is not installed: agent {agent}, and every script it "
+                      "runs, could write outside its worktree, move main through .git and read or add approval keys",
+                      hint="install bubblewrap, or accept running the agent without an OS boundary with --unboxed",
+                      next=[f"spark-git agent run {task} {agent} --client {c.name} --unboxed"], task=task)
     live = running(layout, task, agent)
     if live is not None:
         raise Blocked(f"agent {agent} of task {task} is already running ({live.client}, pid {live.pid}, since {live.started_at})",
@@ -112,6 +123,15 @@ def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
     return env
 
 
+def launch(layout: Layout, c: Client, wt: Path, env: dict[str, str]) -> tuple[gatebox.Sandbox | None, dict[str, str], str]:
+    """(spark-git's box to start the client in, its env, the boundary): a client without an OS sandbox
+    of its own goes inside bubblewrap when there is one (prepared() refused its absence unless accepted)."""
+    if not agentbox.wanted(c):
+        return None, env, CLIENT_BOX
+    box = agentbox.for_agent(layout, c, wt, env)
+    return (None, env, NO_BOX) if box is None else (box, agentbox.boxed_env(env), BWRAP_BOX)
+
+
 def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
     b = ops_brief.brief(layout, store, task, agent)
     return ("You are agent " + agent + " of spark-git task " + task + ". Your brief, the Universal Input JSON (seed 004):\n"
@@ -119,11 +139,13 @@ def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
 
 
 def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None,
-             extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> AgentRunData:
+             extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S, unboxed: bool = False) -> AgentRunData:
     store = open_store(layout)
-    task, agent, c, wt = prepared(layout, store, task, agent, client)
+    task, agent, c, wt = prepared(layout, store, task, agent, client, unboxed=unboxed)
     assert c.facts.run is not None
+    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     argv = c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), extra=extra)
+    argv = box.wrap(argv) if box else argv
     logs = layout.agent_dir(task, agent) / "runs"
     logs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -134,12 +156,12 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
         write_atomic(rec_path, rec)
     try:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            r = proc.run(argv, wt, out, timeout_s, env=agent_env(store, task, agent), err=err)
+            r = proc.run(argv, wt, out, timeout_s, env=env, err=err)
     finally:
         rec_path.unlink(missing_ok=True)
     heard = runout.read(out_path.read_text(errors="replace"))
     d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", exit_code=r.exit_code, duration_s=r.duration_s,
-                     tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", log=str(out_path))
+                     tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", boundary=boundary, log=str(out_path))
     _hear(layout, store, d, heard, err_path, logs / f"{stamp}-output.json")
     store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
@@ -174,16 +196,18 @@ def _tail(path: Path, n: int = 2000) -> str:
 TMUX_SESSION = "spark-git"  # the tmux session agent windows open in (created when none is running)
 
 
-def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = ()) -> AgentRunData:
+def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = (),
+            unboxed: bool = False) -> AgentRunData:
     """The interactive client in a tmux window named TASK/AGENT, its environment exactly the agent's
     (`env -i`: the tmux server's own environment may be the user's and hold what agents must not)."""
     store = open_store(layout)
-    task, agent, c, wt = prepared(layout, store, task, agent, client)
+    task, agent, c, wt = prepared(layout, store, task, agent, client, unboxed=unboxed)
     assert c.facts.run is not None
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
-    env = agent_env(store, task, agent)
+    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
+    cmd = box.wrap(cmd) if box else cmd
     window = f"{task}/{agent}"
     has = _tmux("has-session", "-t", TMUX_SESSION)
     verb = ["new-window", "-t", f"{TMUX_SESSION}:"] if has.returncode == 0 else ["new-session", "-d", "-s", TMUX_SESSION]
@@ -192,7 +216,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
         raise Blocked(f"tmux could not open window {window}: {r.stderr.strip() or r.stdout.strip()}", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
     rec = RunRecord(task=task, agent=agent, client=c.name, mode="tmux", pid=int(r.stdout.strip()), started_at=now(), window=window)
     write_atomic(layout.agent_dir(task, agent) / RUN_FILE, rec)
-    d = AgentRunData(task=task, agent=agent, client=c.name, mode="tmux", outcome="started", window=window)
+    d = AgentRunData(task=task, agent=agent, client=c.name, mode="tmux", outcome="started", boundary=boundary, window=window)
     store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
 

@@ -65,17 +65,17 @@ def asked(layout: Layout, store: Store, task: str) -> tuple[str, list[str]]:
 
 
 def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = (),
-            tick: Callable[[list[Row]], None] | None = None) -> AgentRunAllData:
+            tick: Callable[[list[Row]], None] | None = None, unboxed: bool = False) -> AgentRunAllData:
     task = task_name(task)
     store = open_store(layout)
     state, agents = asked(layout, store, task)
     for a in agents:  # every refusal before anything starts
-        one.prepared(layout, store, task, a, client)
+        one.prepared(layout, store, task, a, client, unboxed=unboxed)
     parallel = layout.config.agents.parallel or os.cpu_count() or 1
     rows = {a: Row(agent=a, client=client) for a in agents}
     starts: dict[str, float] = {}
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [pool.submit(_child, layout, task, rows[a], starts, prompt, extra) for a in agents]
+        futures = [pool.submit(_child, layout, task, rows[a], starts, prompt, extra, unboxed) for a in agents]
         while wait(futures, timeout=0.25).not_done:  # the display refreshes between
             for r in rows.values():
                 _peek(layout, task, r, starts)
@@ -88,9 +88,9 @@ def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None
     return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=list(rows.values()), next=_next(layout, store, task))
 
 
-def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt: str | None, extra: tuple[str, ...]) -> None:
+def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt: str | None, extra: tuple[str, ...], unboxed: bool) -> None:
     argv = [sys.executable, "-m", "spark_git", "-C", str(layout.main_worktree), "--json", "agent", "run", task, row.agent,
-            "--client", row.client, "--headless", *(["--prompt", prompt] if prompt else []), "--", *extra]
+            "--client", row.client, "--headless", *(["--prompt", prompt] if prompt else []), *(["--unboxed"] if unboxed else []), "--", *extra]
     t0 = starts[row.agent] = time.monotonic()
     row.state = "running"
     p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, preexec_fn=proc.die_with_parent, check=False)

@@ -15,6 +15,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.life import wtsettle
 from spark_git.ops.life.agent_add import add_agent
 from spark_git.ops.shared import archive
 from spark_git.protocol import agent_add_guard
@@ -100,6 +101,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
             raise
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
+        note = "; ".join(n for n in (note, wtsettle.settle(layout, store, Path(a.worktree), client)) if n) or None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
     # Only a worktree made now is claimed (above): an existing one (another agent's, or made for another
     # session) is handed out but judged as before, else naming it would take over its identity.

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_git.clients import registry
-from spark_git.core import sshsig
+from spark_git.core import gatebox, sshsig
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.state.models import Checkpoint, TaskFile
@@ -144,6 +144,11 @@ def unguarded(main: Path) -> list[str]:
     out = []
     for c in used:
         sb = c.facts.sandbox
+        if not c.facts.own_box:  # `agent run` boxes it in bubblewrap (ops/life/agentbox.py); a session started by hand is not
+            boxed = "sessions `spark-git agent run` starts run in bubblewrap without it, but " if gatebox.bwrap() else ""
+            out.append(f"{c.facts.title}: {boxed}a session started by hand has no OS sandbox, so nothing guarantees it cannot read "
+                       f"the approval key in {sshsig.state_dir()}")
+            continue
         if sb is None:
             out.append(f"{c.facts.title}: spark-git starts no OS sandbox it can vouch for with its agent sessions (none, or one a launch "
                        f"flag switches off), so nothing guarantees they cannot read the approval key in {sshsig.state_dir()}")

@@ -32,7 +32,7 @@ def _invalid(ctx: Ctx, tf: TaskFile, kind: str, cp: Checkpoint, wrong: str | Non
         return
     ctx.add(Finding(where=tf.task_name, kind="approval-invalid", problem=f"task.json records the {kind} as approved, but {wrong}",
                     repair=f"spark-git approve {tf.task_name} --{kind}  (the human approves again; a record nobody signed never counts)",
-                    details={"approval": kind, **what, "approved_by": cp.approved_by}))
+                    details=dict(approval=kind, **what, approved_by=cp.approved_by)))
 
 
 def named_archives(events: list[dict[str, Any]]) -> dict[str, str]:
