@@ -5,6 +5,7 @@ file spark-git created and nobody changed is removed; one changed since is kept,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from spark_git.clients.base import Client
@@ -24,17 +25,21 @@ def _ours(c: Client, body: str) -> str:
 def install(root: Path, clients: list[Client], body: str) -> list[str]:
     """Written or brought up to date; the files that changed."""
     changed = []
-    for c in clients:
-        if c.facts.instructions is None:
-            continue
-        path = root / c.facts.instructions[0]
-        old = path.read_text() if path.is_file() else None
+    for c, path, old in _files(root, clients):
         new = _with(old, _ours(c, body))
         if new != old:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(path, new)
             changed.append(str(path))
     return changed
+
+
+def _files(root: Path, clients: list[Client]) -> Iterator[tuple[Client, Path, str | None]]:
+    """Each client that has instructions: its file under `root` and what the file holds now (None: absent)."""
+    for c in clients:
+        if c.facts.instructions is not None:
+            path = root / c.facts.instructions[0]
+            yield c, path, path.read_text() if path.is_file() else None
 
 
 def _with(old: str | None, ours: str) -> str:
@@ -50,11 +55,7 @@ def _with(old: str | None, ours: str) -> str:
 
 def uninstall(root: Path, clients: list[Client], body: str) -> list[str]:
     changed = []
-    for c in clients:
-        if c.facts.instructions is None:
-            continue
-        path = root / c.facts.instructions[0]
-        old = path.read_text() if path.is_file() else None
+    for c, path, old in _files(root, clients):
         if old is None or BEGIN not in old:
             continue
         if old == _ours(c, body) or (old.startswith(SKILL_HEAD + BEGIN) and old.endswith(END)):
