@@ -107,3 +107,25 @@ def test_without_bubblewrap_the_run_is_refused_unless_accepted(t: GeminiTask) ->
     assert r.returncode == 0, r
     assert json.loads(r.stdout)["data"]["boundary"] == "none"
     assert "hi" in run.results()[0]
+
+
+def test_what_runs_from_under_tmp_stays_visible_in_the_box(t: GeminiTask) -> None:
+    """The box's /tmp is private, but a program that lives under /tmp (a checkout or venv there, e.g. a
+    fresh clone in /tmp: its `spark-git` hook was "command not found" in the box) is shown again
+    read-only: the PATH directories and spark-git's own Python and package."""
+    import os
+    import shutil
+    import tempfile
+
+    require_binary("bwrap")
+    bin_dir = Path(tempfile.mkdtemp(prefix="spark-box-bin-", dir="/tmp"))
+    try:
+        (bin_dir / "probe-tool").write_text("#!/bin/sh\necho probed\n")
+        (bin_dir / "probe-tool").chmod(0o755)
+        env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        r, run = agent_run(t, [sh("probe-tool > seen.txt; touch /tmp/inside.txt"), Say(json.dumps(OUTPUT))], env=env)
+        assert r.returncode == 0, r
+        assert (t.a / "seen.txt").read_text() == "probed\n", run.results()
+        assert (bin_dir / "probe-tool").read_text() == "#!/bin/sh\necho probed\n" and not Path("/tmp/inside.txt").exists()
+    finally:
+        shutil.rmtree(bin_dir, ignore_errors=True)

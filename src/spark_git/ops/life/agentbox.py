@@ -15,6 +15,7 @@ Without bubblewrap there is no box: `agent run` refuses unless told to run unbox
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from spark_git.clients import gitgrants
@@ -65,10 +66,19 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str]) ->
     secret = paths.state_dir()
     secret.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden even if it is created while the agent runs
     # shown again (read-only) over the private /tmp, in case they live there
-    shown: list[Path] = [layout.main_worktree, Path(layout.repo.common_dir), layout.tasks_root, home]
+    shown: list[Path] = [layout.main_worktree, Path(layout.repo.common_dir), layout.tasks_root, home, *_programs(env)]
     return gatebox.Sandbox(program=program, readonly=tuple(dict.fromkeys(_real(p) for p in shown if os.path.exists(p))),
                            writable=tuple(dict.fromkeys(writable)), pinned=tuple(dict.fromkeys(pinned)), hidden=(_real(secret),),
                            all_readonly=True, fresh=(PRIVATE_TMP,))
+
+
+def _programs(env: dict[str, str]) -> list[Path]:
+    """What the client and its hooks run from, where the private /tmp would hide it (a checkout or a
+    venv under /tmp: the hook's `spark-git` was "command not found" there): spark-git's Python, its
+    package and the PATH directories."""
+    found = [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2],
+             *(Path(d) for d in env.get("PATH", "").split(os.pathsep) if d)]
+    return [p for p in found if _inside(_real(p), [PRIVATE_TMP])]
 
 
 # Inside the box: temp files and the caches build tools write under HOME (pip, go: XDG_CACHE_HOME;
