@@ -2,7 +2,7 @@
 False, e.g. Gemini CLI 0.61), when `agent run` starts it: the whole client inside bubblewrap, built
 by the gates' builder (core/gatebox.py). What the client, and everything it runs, sees:
 - the whole file system read-only (devices kept), /tmp an empty private tmpfs (TMPDIR and the build
-  tools' caches point there: BOXED_ENV);
+  tools' caches point there: BOXED_ENV) over which what runs from there is shown again read-only;
 - writable: the agent's worktree; the git writes its commit needs, those clients/gitgrants.py grants
   Claude Code's sandbox (objects, its admin dir, refs and logs with its own branch and reflog; every
   other existing ref and reflog pinned read-only, the admin dir's commondir and gitdir too; a NEW
