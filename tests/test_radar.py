@@ -36,7 +36,7 @@ def test_status_names_the_pair_and_the_file_before_any_merge(tmp_path: Path) -> 
     assert git(p.repo, "fsck", "--no-progress") == ""  # the trial merges' trees went to scratch objects
     assert radar["note"] is None
     conflicts = [c for c in radar["checked"] if c["conflict"]]
-    assert conflicts == [{"agent": "a1", "other": "a2", "conflict": True, "files": ["src/app.py"]}]
+    assert conflicts == [{"agent": "a1", "other": "a2", "conflict": True, "files": ["src/app.py"], "combined": []}]
     pairs = {(c["agent"], c["other"]) for c in radar["checked"]}
     assert pairs == {("a1", None), ("a2", None), ("a3", None), ("a1", "a2"), ("a1", "a3"), ("a2", "a3")}
     # The human views: the one-line summary names the pair, the full view names the file.
@@ -77,7 +77,7 @@ def test_merge_json_carries_the_warning(tmp_path: Path) -> None:
     p = _task(tmp_path)
     r = p.spark("--json", "merge", p.task, "--agent", "a2")
     assert r.returncode == 0 and r.stderr == "", r
-    assert r.json["data"]["radar"] == [{"agent": "a2", "other": "a1", "conflict": True, "files": ["src/app.py"]}]
+    assert r.json["data"]["radar"] == [{"agent": "a2", "other": "a1", "conflict": True, "files": ["src/app.py"], "combined": []}]
 
 
 def test_a_git_without_merge_tree_write_tree_degrades_with_a_note(tmp_path: Path) -> None:
@@ -113,4 +113,4 @@ def test_merge_warns_before_the_gate_runs(tmp_path: Path) -> None:
     r = p.spark("merge", p.task, "--agent", "a1")
     assert r.returncode == 1 and "warning: a1 conflicts with a2's unmerged work in src/app.py" in r.stderr, r
     j = p.spark("--json", "merge", p.task, "--agent", "a1")
-    assert j.returncode == 1 and j.json["data"]["radar"] == [{"agent": "a1", "other": "a2", "conflict": True, "files": ["src/app.py"]}], j
+    assert j.returncode == 1 and j.json["data"]["radar"] == [{"agent": "a1", "other": "a2", "conflict": True, "files": ["src/app.py"], "combined": []}], j

@@ -23,6 +23,7 @@ from spark_git.core.layout import Layout
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from spark_git.core.gitdrivers import Combined
     from spark_git.gates.evidence import GateEvidence
 
 
@@ -369,3 +370,9 @@ def gate_line(out: Out, gate: GateEvidence | None) -> None:
         tests = f"  tests: {counts(gate.tests)}" if gate.tests else ""
         parsed = f"  ({token(gate.reports)})" if gate.reports and token(gate.reports) else ""
         out.print(f"  gate {gate.gate}: {'passed' if gate.passed else 'FAILED'} in {gate.duration_s:.1f}s{tests}{parsed}  log {gate.log_path}")
+
+
+def combined_lines(out: Out, combined: list[Combined]) -> None:
+    """Files a configured merge driver combined where both sides changed the same lines (git said nothing)."""
+    for c in combined:
+        out.print(f"  [yellow]combined by merge={_esc(c.driver)}:[/yellow] {_esc(c.path)} (lines {c.spans()} of the merge base changed on both sides; read the result)")

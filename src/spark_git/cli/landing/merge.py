@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, _esc, execute, gate_failure_lines, gate_line, state, ticker
+from spark_git.cli.common import Out, Result, SessionOpt, _esc, combined_lines, execute, gate_failure_lines, gate_line, state, ticker
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
@@ -158,6 +158,7 @@ def update(
                 out.print(f"  {d.task}: {d.old_head[:12]} → {d.new_head[:12]} (on {d.base_branch} {d.base_head[:12]}; {how}old head kept as {d.archive_ref})")
             if d.approval != "none":
                 out.print(f"  approval: {d.approval}: {d.approval_why}")
+            combined_lines(out, d.combined)
             for a in d.agents:
                 out.print(f"  {a.agent}: " + (f"moved to {(a.new_head or '?')[:12]}" if a.moved else f"left alone: {a.why_not}"))
             for r in d.recovered:

@@ -105,6 +105,9 @@ def problems(t: TaskView) -> list[tuple[str, str, int]]:
         out.append((f"evicted from the queue ({t.given_back.result}): {t.given_back.reason}", "evicted from the queue", 0))
     for c in t.radar.conflicts if t.radar else []:
         out.append((f"conflict {c.agent}/{c.other or 'task'}: {', '.join(c.files)}", "conflict", 1))
+    for c in t.radar.checked if t.radar else []:
+        if c.combined:
+            out.append((f"combined by a merge driver {c.agent}/{c.other or 'task'}: {', '.join(k.path for k in c.combined)}", "combined", 1))
     for a in t.agents:
         if a.report is not None and a.report.status in ("ERROR", "BLOCKED"):
             out.append((f"{a.name} {a.report.status}: {a.report.feedback or '(no message)'}", a.report.status.lower(), 1))
@@ -193,7 +196,11 @@ def _radar_lines(t: TaskView, w: int | None) -> list[str]:
     for c in r.conflicts:
         who = f"{c.agent} and {c.other} conflict" if c.other else f"{c.agent} conflicts with the task head"
         lines += fit.wrap(f"⚠ {who} in {', '.join(c.files)}", w, "  ")
-    if r.checked and not r.conflicts:
+    for c in r.checked:
+        for k in c.combined:  # git would merge these without a word: a driver settles the overlap
+            who = f"{c.agent} and {c.other}" if c.other else f"{c.agent} and the task head"
+            lines += fit.wrap(f"⚠ {who} both change {k.path} lines {k.spans()}: merge={k.driver} would combine them silently", w, "  ")
+    if r.checked and not r.conflicts and not any(c.combined for c in r.checked):
         n = len(r.checked)
         lines.append(f"  radar: nothing would conflict ({n} pair{'s' if n != 1 else ''} with unmerged work checked)")
     return lines

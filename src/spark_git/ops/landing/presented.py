@@ -5,6 +5,7 @@ recorded."""
 
 from __future__ import annotations
 
+from spark_git.core import gitdrivers
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.model import Model
@@ -57,6 +58,9 @@ class Presented(Model):
     gates: list[GateResult]  # the last run of each gate
     reviewers: list[ReviewerDecision]
     flags: list[str]  # what the human should know before approving
+    # files in this head that a configured merge driver combined where both sides changed the same lines
+    # (its updates onto the base), and those it would combine onto the base as it is now
+    combined: list[gitdrivers.Combined] = []
 
 
 def present(store: Store, tf: TaskFile, target: str) -> Presented:
@@ -69,8 +73,24 @@ def present(store: Store, tf: TaskFile, target: str) -> Presented:
         files=files, added=sum(f.added or 0 for f in files), removed=sum(f.removed or 0 for f in files),
         gates=_gates(store, task, target), reviewers=_reviewers(store, tf, target), flags=[],
     )
+    view.combined = _combined(store, tf, target)
     view.flags = _flags(store, tf, view)
     return view
+
+
+def _combined(store: Store, tf: TaskFile, target: str) -> list[gitdrivers.Combined]:
+    """What `update` recorded for the heads this one is built on, then what landing onto the moved base would add."""
+    git = store.layout.git()
+    try:
+        trail = store.read_audit(tf.task_name)
+    except SparkError:  # an unreadable trail: doctor reports it
+        trail = None
+    out = [gitdrivers.Combined.model_validate(c) for e in (trail.events if trail else []) if e.get("kind") == "updated"
+           and isinstance(e.get("new_head"), str) and git.is_ancestor(e["new_head"], target) for c in e.get("combined") or []]
+    base_head = git.branch_head(tf.base_branch)
+    if base_head and not git.is_ancestor(base_head, target):
+        out += gitdrivers.combined(git, base_head, target)
+    return out
 
 
 def _commits(store: Store, task: str, base: str, target: str) -> list[PresentedCommit]:
@@ -149,6 +169,8 @@ def _flags(store: Store, tf: TaskFile, view: Presented) -> list[str]:
         report = _report(store, tf.task_name, name)
         if report is not None and report.status in ("ERROR", "BLOCKED"):
             flags.append(f"agent {name} reports {report.status}: {report.feedback or '(no message)'}")
+    for c in view.combined:
+        flags.append(f"{c.path}: lines {c.spans()} were changed on both sides and merge={c.driver} combined them without a conflict; read the result")
     base_head = git.branch_head(view.base_branch)
     if base_head and base_head != view.base:
         flags.append(f"{view.base_branch} moved since (now {base_head[:12]}): complete will merge the task onto it (if its patch applies unchanged) and gate it again")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from spark_git import protocol
-from spark_git.core import faults
+from spark_git.core import faults, gitdrivers
 from spark_git.core.errors import Blocked, GitError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout, task_name
@@ -54,6 +54,9 @@ class UpdateData(Model):
     # old_patch_id: of the approved (or presented) commit; new_patch_id: of the new head
     agents: list[AgentUpdate] = []
     recovered: list[str] = []
+    # files the rebase settled through a configured merge driver (union, ours, custom) where both sides
+    # changed the same lines: git reports no conflict there, so this is the only place it is told
+    combined: list[gitdrivers.Combined] = []
 
 
 def update(layout: Layout, store: Store, task: str, *, session: str | None, leave_conflict: bool = False) -> UpdateData:
@@ -93,6 +96,8 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     base_adds = added(git, f"{head}...{base_head}") if rebasing else []
     refuse_if(twt.cwd, not_held(twt.cwd, base_adds), task=task, what=f"rebasing {task} onto {tf.base_branch}")
     movers = _movers(store, git, tf, head, base_head if rebasing else None, base_adds)  # checked before anything moves
+    if rebasing:
+        d.combined = gitdrivers.combined(twt, base_head, head)  # read before: the rebase leaves no trace of it
     if rebasing and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
         return d
     if not rebasing:
@@ -107,7 +112,8 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     if d.rebased or d.resolved or any(a.moved for a in d.agents):
         store.event(task, "updated", session, base=tf.base_branch, base_head=base_head, old_head=d.old_head, new_head=d.new_head,
                     archive_ref=d.archive_ref, old_patch_id=d.old_patch_id, new_patch_id=d.new_patch_id, approval=d.approval,
-                    agents={a.agent: (a.new_head if a.moved else a.why_not) for a in d.agents})
+                    agents={a.agent: (a.new_head if a.moved else a.why_not) for a in d.agents},
+                    combined=[c.model_dump(mode="json") for c in d.combined])
     return d
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_git.core import gitmerge
+from spark_git.core import gitdrivers, gitmerge
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.model import Model
 
@@ -21,6 +21,7 @@ class Clash(Model):
     other: str | None  # another agent with unmerged work; None: the task head
     conflict: bool
     files: list[str]  # where merging the two would conflict; [] when it merges cleanly
+    combined: list[gitdrivers.Combined] = []  # where it merges "cleanly" only through a configured merge driver
 
 
 class Radar(Model):
@@ -64,8 +65,10 @@ def scan_many(git: Git, objects: Path, tasks: list[tuple[list[Pair], dict[str, i
     if found is None:
         return [Radar(checked=[], note=OLD_GIT_NOTE) for _ in tasks]
     result = dict(zip(todo, found, strict=True))
+    clean = [p for p in todo if not result[p]]
+    hidden = {p: gitdrivers.combined(git, p[2], p[3]) for p in clean} if clean and gitdrivers.declared(git, clean[0][2]) else {}
     return [
-        Radar(checked=[Clash(agent=p[0], other=p[1], conflict=bool(result.get(p)), files=result.get(p, [])) for p in ps])
+        Radar(checked=[Clash(agent=p[0], other=p[1], conflict=bool(result.get(p)), files=result.get(p, []), combined=hidden.get(p, [])) for p in ps])
         for ps, _ in tasks
     ]
 
