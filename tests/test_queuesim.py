@@ -28,13 +28,19 @@ def drive(plan: Planner, culprits: set[int]) -> tuple[list[Probe], Outcome]:
 
 
 def test_bisect_plan_is_bisect_py_and_speculation_at_parallel_1() -> None:
-    """The adapter replays the real bisect.py; at parallel=1 speculate.py must take the same probes."""
+    """The adapter replays the real bisect.py; at parallel=1 speculate.py takes the same probes and
+    decisions, and gates the failing probe once more where that one run alone would name the culprit
+    (speculate.CONFIRM)."""
     for n in range(1, 9):
         for k in range(n + 1):
             for culprits in map(set, itertools.combinations(range(n), k)):
                 ours, spec = drive(BisectPlan(n), culprits), drive(Speculation(n, 1), culprits)
-                assert ours == spec, (n, culprits)
-                land, named = ours[1].land, ours[1].culprits
+                first = [p for i, p in enumerate(spec[0]) if p not in spec[0][:i]]
+                assert (first, spec[1]) == ours, (n, culprits)
+                again = len(spec[0]) - len(first)
+                named = ours[1].culprits
+                assert again == (1 if named and sum(1 for p in ours[0] if named[0] in p and culprits & set(p)) == 1 else 0), (n, culprits, spec)
+                land = ours[1].land
                 assert not culprits & set(land) and set(named) <= culprits, (n, culprits, ours)
 
 

@@ -1,6 +1,7 @@
 """The queue's pure planner (ops/shared/queue/speculate.py) over every culprit set of up to 8 entries
-and 1..4 runners: what lands passed, no culprit lands, a culprit is named only on evidence, every
-entry ends somewhere; parallel=1 takes bisect.py's decisions with its gate runs."""
+and 1..4 runners: what lands passed, no culprit lands, a culprit is named only on evidence (two
+failing runs that hold it), every entry ends somewhere; parallel=1 takes bisect.py's decisions, with
+its gate runs and one more where a single run was all that named the culprit."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def play(n: int, parallel: int, bad: frozenset[int], order: str = "time") -> tup
     depth: dict[Probe, int] = {}
     runs, now = 0, 0
     running: list[Probe] = []
+    fails: dict[Probe, int] = {}
     while (o := sp.outcome()) is None:
         for p in sp.start():
-            assert p not in verdicts and p not in running, p
+            assert verdicts.get(p) is not True and p not in running, p  # gated again only to confirm a failure
             depth[p] = now + 1
             running.append(p)
             runs += 1
@@ -36,10 +38,13 @@ def play(n: int, parallel: int, bad: frozenset[int], order: str = "time") -> tup
         p = running.pop(min(range(len(running)), key=lambda i: depth[running[i]]) if order == "time" else -1)
         now = max(now, depth[p])
         verdicts[p] = not (bad & set(p))
+        fails[p] = fails.get(p, 0) + (not verdicts[p])
         sp.finish(p, verdicts[p])
         for q in sp.cancel():
             running.remove(q)
     assert sorted(sp.cancel()) == sorted(running)
+    for c in o.culprits:
+        assert sum(k for q, k in fails.items() if c in q) >= 2, (c, fails)
     return o, verdicts, runs, now
 
 
@@ -87,15 +92,25 @@ def today(n: int, bad: frozenset[int]) -> tuple[Probe, tuple[int, ...], tuple[in
     if ev.passed:
         return prefix(n), (), (), runs[0]
     if n == 1:
-        return (), (0,), (), runs[0]
-    split = bisect(n, ev, gate)
-    return prefix(split.passing), (split.culprit,), tuple(range(split.culprit + 1, n)), runs[0]
+        return (), (0,), (), runs[0] + 1  # confirmed by a second run
+    failed: list[int] = []
+    split = bisect(n, ev, lambda k: _noted(gate(k), k, failed))
+    once = not [k for k in failed if k > split.culprit]  # the batch's own run the only failure holding it
+    return prefix(split.passing), (split.culprit,), tuple(range(split.culprit + 1, n)), runs[0] + once
 
 
-@pytest.mark.parametrize(("parallel", "rounds"), [(1, [4] * 8), (2, [3, 3, 3, 4, 3, 3, 3, 3]), (3, [2, 2, 2, 2, 3, 3, 3, 2]), (4, [2] * 8)])
+def _noted(ev: GateEvidence, k: int, failed: list[int]) -> GateEvidence:
+    if not ev.passed:
+        failed.append(k)
+    return ev
+
+
+@pytest.mark.parametrize(("parallel", "rounds"), [(1, [4, 4, 4, 4, 4, 4, 4, 5]), (2, [3, 3, 3, 4, 3, 3, 3, 4]), (3, [2, 2, 2, 2, 3, 3, 3, 3]), (4, [2] * 8)])
 def test_one_culprit_among_eight_wall_clock(parallel: int, rounds: list[int]) -> None:
     """Gate times (rounds) by the culprit's position. parallel=1 then gates the entries behind the
-    culprit in a batch of their own (one more round); parallel>1 lands all 7 others at once."""
+    culprit in a batch of their own (one more round); parallel>1 lands all 7 others at once. The last
+    entry is named on the batch's run alone unless that run is confirmed: one more round where no
+    runner was spare to confirm it early (parallel 1-3)."""
     got = []
     for c in range(8):
         o, _, _, depth = play(8, parallel, frozenset({c}))
@@ -147,3 +162,18 @@ def test_bad_arguments_and_unknown_probes_are_refused() -> None:
         Speculation(3, 0)
     with pytest.raises(ValueError):
         Speculation(3, 1).finish(prefix(3), True)
+
+
+def test_a_culprit_is_named_only_on_two_failing_runs_so_a_double_flake_blames_nobody() -> None:
+    """The model's day blamed two innocent tasks (issue 34): a batch's run that failed on its first
+    try and on its retry (a flake twice) named the last entry. Now that run is gated once more."""
+    sp = Speculation(1, 4)
+    assert sp.start() == [prefix(1)]
+    sp.finish(prefix(1), False)  # both tries flaked
+    assert sp.outcome() is None and sp.start() == [prefix(1)]  # gated again, not blamed
+    sp.finish(prefix(1), True)
+    assert sp.outcome() == Outcome(prefix(1), True, (), ())
+    sp = Speculation(1, 1)
+    sp.finish(sp.start()[0], False)
+    sp.finish(sp.start()[0], False)  # a real culprit fails again: named
+    assert sp.outcome() == Outcome((), False, (0,), ())

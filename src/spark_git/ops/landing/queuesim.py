@@ -255,7 +255,8 @@ class Sim:
         self.draws[key] = self.draws.get(key, 0) + 1  # the same candidate gated again draws anew
         job = Job(b, probe, f"{key}:{self.draws[key]}", tree, passed=True, ends=[], recheck=recheck)
         self.running += 1
-        end = self._attempts(job, ids, any(b.entries[i].culprit for i in probe)) if tree not in self.passed_trees else self.clock
+        confirming = not recheck and probe in getattr(b.plan, "fails", {})  # gated again to confirm a failure: no retries (probes.py)
+        end = self._attempts(job, ids, any(b.entries[i].culprit for i in probe), 0 if confirming else self.gate.retries) if tree not in self.passed_trees else self.clock
         if recheck:
             self.result.rechecks += 1
             b.recheck = job
@@ -263,10 +264,10 @@ class Sim:
             b.jobs[probe] = job
         self._push(end, job)
 
-    def _attempts(self, job: Job, ids: list[int], culprit: bool) -> float:
+    def _attempts(self, job: Job, ids: list[int], culprit: bool, retries: int) -> float:
         """Runs the gate on the job's tree, again on a failure up to `retries` times; when the last run ends."""
         end = self.clock
-        for n in range(1 + self.gate.retries):
+        for n in range(1 + retries):
             self.result.gated.append(ids)
             dur, flaked = self.gate.attempt(job.key, ids, n)
             if self.gate.flaky_tasks & set(ids) and job.tree not in self.flaked:  # its first run on this tree fails

@@ -16,7 +16,7 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.shared.queue import candidate, gate, lanedrive, lanes, pipeline, probes
+from spark_git.ops.shared.queue import candidate, gate, lanedrive, lanes, pipeline, probes, retry
 from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.shared.queue.recover import recover
@@ -151,7 +151,8 @@ def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: 
     culprit goes back to IMPLEMENTATION, the probe the planner lands is landed, the rest stays queued."""
     tasks = [p.task for p in cand.parts]
     if len(cand.parts) == 1:
-        ev = _gate_candidate(layout, store, cand, opts)
+        ev = retry.confirmed(store, _gate_candidate(layout, store, cand, opts), tasks, cand.parts[0].tip,
+                             lambda rerun: _gate_once(layout, store, cand, replace(opts, rerun=rerun)))
         if ev.passed:
             _land(layout, store, cand, ev, session)
             return

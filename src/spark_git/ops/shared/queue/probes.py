@@ -128,11 +128,15 @@ class Drive:
         if not self.wanted(job):
             return
         tasks, tip = [p.task for p in job.cand.parts], job.cand.parts[-1].tip
-        if retry.again(ev, job.failures, self.layout.config.queue.retries):
+        confirming = job.probe in job.lane.sp.fails and not job.recheck  # gated again to confirm a failure: no retries (speculate.CONFIRM)
+        if retry.again(ev, job.failures, 0 if confirming else self.layout.config.queue.retries):
             job.first, job.failures = job.first or ev, job.failures + 1
             self.submit(job)
             return
-        retry.passed_on_retry(self.store, job.first or ev, ev, job.failures, tasks, tip)
+        if confirming:  # the failure it was gated again for: a pass now makes that one a flake
+            retry.passed_on_retry(self.store, job.lane.gated.evs[job.probe], ev, 1, tasks, tip)
+        else:
+            retry.passed_on_retry(self.store, job.first or ev, ev, job.failures, tasks, tip)
         self._persist()
         if job.recheck:
             self.rechecked(job, ev)

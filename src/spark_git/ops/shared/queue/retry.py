@@ -23,6 +23,16 @@ def gate_with_retries(store: Store, retries: int, tasks: list[str], tip: str, at
     return ev
 
 
+def confirmed(store: Store, ev: gates.GateEvidence, tasks: list[str], tip: str, attempt: Callable[[bool], gates.GateEvidence]) -> gates.GateEvidence:
+    """A failure that would send a task away is gated once more, without retries (speculate.CONFIRM: a
+    task is named on two failing runs, never on one): the fresh verdict stands; a pass records the flake."""
+    if ev.passed or not ev.ran:
+        return ev
+    fresh = attempt(True)
+    passed_on_retry(store, ev, fresh, 1, tasks, tip)
+    return fresh
+
+
 def again(ev: gates.GateEvidence, failures: int, retries: int) -> bool:
     """A failure that ran is retried while retries are left (always re-run: a failing verdict is no answer)."""
     return not ev.passed and ev.ran and failures < retries

@@ -9,7 +9,10 @@ ones behind it stay queued. parallel=N gates the batch with speculative prefixes
 runner takes the midpoint of the widest gap still unknown: a k-ary search), and, once the culprit is
 named (or while runners are idle and few suspects are left), the batch without it ("skip" probes):
 when that passes it lands whole. A second culprit (the skip probe fails too): the first is named,
-the passing prefix before it lands and the rest stays queued for the next batch, which finds it."""
+the passing prefix before it lands and the rest stays queued for the next batch, which finds it.
+A culprit is named on two failing runs that hold it, never on one: when the only failure holding it
+is one run (it is the batch's last entry, or alone), that probe is gated once more first, so a gate
+that flaked on every retry of one run sends nobody back (`CONFIRM`)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 Probe = tuple[int, ...]
+CONFIRM = 2  # failing runs holding an entry before it is named a culprit
 
 
 class Outcome(NamedTuple):
@@ -43,6 +47,7 @@ class Speculation:
         self.results: dict[Probe, bool] = {prefix(0): True}  # the base passed when it landed
         self.running: list[Probe] = []
         self.dropped: set[Probe] = set()  # cancelled: never started again
+        self.fails: dict[Probe, int] = {}  # failing runs of each probe (a probe gated again to confirm counts twice)
 
     def start(self, limit: int | None = None) -> list[Probe]:
         """`limit`: at most this many now (runners shared with other lanes)."""
@@ -61,7 +66,9 @@ class Speculation:
         if probe not in self.running:
             raise ValueError(f"probe {probe} is not running")
         self.running.remove(probe)
-        self.results[probe] = passed
+        self.results[probe] = passed  # gated again to confirm: the fresh verdict stands (a pass: the failure was a flake)
+        if not passed:
+            self.fails[probe] = self.fails.get(probe, 0) + 1
 
     def cancel(self) -> list[Probe]:
         """Running probes whose verdict can no longer change the outcome (all of them once decided)."""
@@ -81,6 +88,8 @@ class Speculation:
         if hi is None or hi != lo + 1:
             return None
         c, rest = lo, tuple(range(lo + 1, n))
+        if self._evidence(c) < CONFIRM:
+            return None  # `_confirm` gates the failing probe again
         if self.parallel > 1 and rest:
             s = self.results.get(skip(n, c))
             if s is None:
@@ -107,7 +116,22 @@ class Speculation:
         split = self._split()
         if split is not None:
             return split
-        return self._skip()
+        return self._skip() or self._confirm()
+
+    def _confirming(self) -> Probe | None:
+        """The shortest failing prefix, while its last suspect has fewer than CONFIRM failing runs
+        (a spare runner takes it early: the culprit may turn out to be that last suspect)."""
+        hi = self._hi()
+        return prefix(hi) if hi is not None and self._evidence(hi - 1) < CONFIRM else None
+
+    def _evidence(self, c: int) -> int:
+        """Failing runs of the probes that hold entry c and stand failed."""
+        return sum(k for p, k in self.fails.items() if c in p and not self.results[p])
+
+    def _confirm(self) -> Probe | None:
+        """prefix(c + 1) once more, when it would be the one failing run that names c (not running already)."""
+        p = self._confirming()
+        return None if p is None or p in self.running else p
 
     def _split(self) -> Probe | None:
         """The midpoint of the widest gap between prefixes known or in flight in (lo, hi): with one
@@ -139,6 +163,8 @@ class Speculation:
 
     def _useful(self, p: Probe) -> bool:
         lo, hi = self._lo(), self._hi()
+        if p == self._confirming():
+            return True
         if p == prefix(len(p)):
             return lo < len(p) < (self.n + 1 if hi is None else hi)
         missing = [i for i in range(self.n) if i not in p]
