@@ -44,7 +44,7 @@ def test_a_culprit_among_eight_with_two_runners_lands_the_seven_others_at_once(t
     seven = [t for t in q.tasks if t != "t5"]
     assert sorted(landed_tasks(q)) == seven
     assert {got[t]["new_base"] for t in seven} == {git(q.repo, "rev-parse", "main")}, "one landing: the batch without t5"
-    assert q.queue_log()["gate_runs"] <= 8  # the planner's most for one culprit among 8 (tests/test_speculate.py); stopped probes may not count
+    assert q.queue_log()["gate_runs"] <= 8  # the planner's most for one culprit among 8 (tests/test_speculate.py), stopped probes included
     assert git(q.repo, "rev-list", "--count", "--first-parent", f"{base}..main") == "7"
     assert passed_verdict(q, "main") and "bad.txt" not in q.landed_files()
     q.assert_landed_as_merges()
@@ -60,7 +60,7 @@ def test_a_clean_batch_with_two_runners_lands_whole_on_its_own_verdict(tmp_path:
     assert sorted(landed_tasks(q)) == q.tasks
     assert len({o["new_base"] for o in r.json["data"]["outcomes"]}) == 1
     # the batch, prefix 2 unless it was stopped before its gate began, and prefix 3 when prefix 2 passed
-    # first on a loaded machine (the planner's next split); a stopped run is not counted
+    # first on a loaded machine (the planner's next split); a stopped run is counted too
     assert q.queue_log()["gate_runs"] in (1, 2, 3)
     assert passed_verdict(q, "main") and q.scratch() == [] and q.queue_log()["running"] == []
 

@@ -81,7 +81,8 @@ class QueueLog(Model):
     candidate: QueueCandidate | None = None
     running: list[QueueCandidate] = Field(default_factory=empty_list)  # candidates being gated now; a killed drain's are dropped
     outcomes: list[QueueOutcome] = Field(default_factory=empty_list)
-    gate_runs: int = 0  # final-gate runs of the queue, ever (the benchmark reads it)
+    gate_runs: int = 0  # final-gate runs of the queue, ever, a stopped one included (the benchmark reads it)
+    stopped_runs: int = 0  # of those, runs the planner stopped once their verdict was no longer needed
     flaky: list[FlakyGate] = Field(default_factory=empty_list)  # the last FLAKY_KEPT
     counts: QueueCounts = Field(default_factory=QueueCounts)
 

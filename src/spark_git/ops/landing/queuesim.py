@@ -149,8 +149,8 @@ class Job:
 class Result:
     landed: list[tuple[int, float]] = field(default_factory=list)  # (task, when), in landing order
     culprits: list[int] = field(default_factory=list)  # named by the queue, in order
-    gate_runs: int = 0  # runs that ended (retries and rechecks included), as the queue counts them
-    cancelled: int = 0  # runs stopped once the planner no longer needed them (not in gate_runs)
+    gate_runs: int = 0  # runs started (retries, rechecks and stopped ones included), as the queue counts them
+    cancelled: int = 0  # of those, runs stopped once the planner no longer needed them
     rechecks: int = 0
     gated: list[list[int]] = field(default_factory=list)  # each run (a reused verdict is none): its candidate's tasks in queue order, as started
     ungated: int = 0  # landings of a tree no gate passed (recheck "none" after another lane landed)
@@ -309,8 +309,9 @@ class Sim:
         job.cancelled = True
         self.running -= 1
         ended = sum(1 for e in job.ends if e <= self.clock)  # a retry's first run ended before the stop
-        self.result.gate_runs += ended
-        self.result.cancelled += ended < len(job.ends)
+        stopped = ended < len(job.ends)  # the run in flight: it ran, if not to its end (probes.Drive.stop counts it)
+        self.result.gate_runs += ended + stopped
+        self.result.cancelled += stopped
 
     def _decide(self, b: Batch, o: Outcome) -> None:
         for j in b.jobs.values():

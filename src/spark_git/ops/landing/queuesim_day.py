@@ -57,7 +57,7 @@ class Row:
     wait_p50_min: float
     wait_p95_min: float
     runs_per_landed: float
-    cancelled: int  # speculative runs stopped once useless (not in runs_per_landed)
+    cancelled: int  # speculative runs stopped once useless (in runs_per_landed: they held a runner)
     culprits: int  # named by the queue
     wrongly_blamed: int  # named, but not a culprit (a flake that every retry reproduced)
     rechecks: int

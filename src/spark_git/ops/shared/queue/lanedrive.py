@@ -83,7 +83,7 @@ class LaneDrive(Drive):
         while i < len(self.train):
             car = self.train[i]
             if car.job is not None:
-                self.runners.stop(car.job)
+                self.stop(car.job)
             car.job, car.passed = None, None
             below = self.train[i - 1].combined if i else None
             tip = below.parts[-1].tip if below is not None else self.layout.git().branch_head(car.own.base_branch)

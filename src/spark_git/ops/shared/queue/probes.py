@@ -150,12 +150,22 @@ class Drive:
             for p in lane.sp.cancel():
                 for job in self.runners.running():
                     if job.lane is lane and job.probe == p and not job.recheck:
-                        self.runners.stop(job)
+                        self.stop(job)
             o = lane.sp.outcome()
             if o is not None and not lane.decided:
                 lane.decided, lane.gated.outcome = True, o
                 self._persist()
                 self.decided(lane)
+
+    def stop(self, job: Job) -> None:
+        """Kills a run the planner no longer needs. It ran, if not to its end: counted as a gate run, and
+        as stopped (`queue.json` had counted one run fewer than the gate saw)."""
+        if self.runners.stop(job):
+            log = self.store.read_queue_log()
+            log.gate_runs += 1
+            log.counts.gate_runs += 1
+            log.stopped_runs += 1
+            self.store.write_queue_log(log)
 
     def _persist(self) -> None:
         log = self.store.read_queue_log()

@@ -31,12 +31,16 @@ class Runners(Generic[K, R]):
     def running(self) -> list[K]:
         return [k for k, _ in self.live.values()]
 
-    def stop(self, key: K) -> None:
+    def stop(self, key: K) -> bool:
+        """Kills the run of `key`; False if it was not running (it ended already)."""
+        hit = False
         for f, (k, mark) in list(self.live.items()):
             if k == key:
                 del self.live[f]
                 self.stopped[f] = mark
                 proc.kill_marked(mark)
+                hit = True
+        return hit
 
     def done(self) -> list[tuple[K, R]]:
         """Waits until a live run ends; its key and result (a run's exception is raised here)."""
