@@ -1,10 +1,10 @@
-"""ops/shared/queue/lanes.py: the pure partition of ready queue entries into independent lanes."""
+"""ops/queue/lanes.py: the pure partition of ready queue entries into independent lanes."""
 
 from __future__ import annotations
 
 import random
 
-from spark_git.ops.shared.queue.lanes import grouped, partition, touches_shared
+from spark_git.ops.queue.lanes import grouped, partition, touches_shared
 
 
 def fs(*paths: str) -> frozenset[str]:

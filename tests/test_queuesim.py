@@ -1,4 +1,4 @@
-"""ops/landing/queuesim.py (scripts/sim_queue): the queue's real decision code on a virtual clock.
+"""sim/queue_model.py (scripts/sim_queue): the queue's real decision code on a virtual clock.
 The real queue taking the same decisions is tests/test_queuesim_real.py."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from spark_git.ops.landing.queuesim import BisectPlan, GateModel, Planner, Sim, Strategy, Task
-from spark_git.ops.landing.queuesim_day import STRATEGIES, Day, Decisions, decisions, row, workload
-from spark_git.ops.shared.queue.selection import run_length
-from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation
+from sim.queue_day import STRATEGIES, Day, Decisions, decisions, row, workload
+from sim.queue_model import BisectPlan, GateModel, Planner, Sim, Strategy, Task
+
+from spark_git.ops.queue.selection import run_length
+from spark_git.ops.queue.speculate import Outcome, Probe, Speculation
 
 
 def drive(plan: Planner, culprits: set[int]) -> tuple[list[Probe], Outcome]:
@@ -107,7 +108,7 @@ def test_deterministic_for_a_seed() -> None:
 
 
 def test_the_script_prints_the_table() -> None:
-    r = subprocess.run([sys.executable, "-m", "spark_git.ops.landing.queuesim_day", "--tasks", "60", "--hours", "1", "--runners", "2"],
+    r = subprocess.run([sys.executable, "-m", "sim.queue_day", "--tasks", "60", "--hours", "1", "--runners", "2"],
                        capture_output=True, text=True, check=True)
     lines = r.stdout.splitlines()
     assert lines[1].startswith("| strategy") and len(lines) == 3 + len(STRATEGIES), r.stdout
@@ -116,7 +117,7 @@ def test_the_script_prints_the_table() -> None:
 
 def test_bad_options_exit_2_and_say_which() -> None:
     for args, word in ((["--runners", "0"], "--runners"), (["--runners", "x"], "--runners"), (["--flake", "2"], "--flake"), (["--tasks", "0"], "--tasks")):
-        r = subprocess.run([sys.executable, "-m", "spark_git.ops.landing.queuesim_day", *args], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "sim.queue_day", *args], capture_output=True, text=True)
         assert r.returncode == 2 and word in r.stderr and not r.stdout, (args, r)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from fixtures.repo import git
+from sim.queue_day import Decisions, decisions
 
-from spark_git.ops.landing.queuesim_day import Decisions, decisions
 from tests.queuekit import Queue, gate_cmd
 from tests.test_queue_lanes import passed as passed_verdict
 

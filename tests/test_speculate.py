@@ -1,4 +1,4 @@
-"""The queue's pure planner (ops/shared/queue/speculate.py) over every culprit set of up to 8 entries
+"""The queue's pure planner (ops/queue/speculate.py) over every culprit set of up to 8 entries
 and 1..4 runners: what lands passed, no culprit lands, a culprit is named only on evidence (two
 failing runs that hold it), every entry ends somewhere; parallel=1 takes bisect.py's decisions, with
 its gate runs and one more where a single run was all that named the culprit."""
@@ -10,8 +10,8 @@ from itertools import combinations
 import pytest
 
 from spark_git.gates.evidence import GateEvidence
-from spark_git.ops.shared.queue.bisect import bisect
-from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation, prefix, skip
+from spark_git.ops.queue.bisect import bisect
+from spark_git.ops.queue.speculate import Outcome, Probe, Speculation, prefix, skip
 
 
 def culprit_sets(n: int) -> list[frozenset[int]]:

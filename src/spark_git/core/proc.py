@@ -168,7 +168,7 @@ class Siblings:
     marks: set[str] = field(default_factory=set)  # the runs' tokens: a sibling's orphans carry its own
 
 
-# Set in each runner thread of the queue (ops/shared/queue/runners.py); None: runs never overlap.
+# Set in each runner thread of the queue (ops/queue/runners.py); None: runs never overlap.
 SIBLINGS: ContextVar[Siblings | None] = ContextVar("spark_proc_siblings", default=None)
 
 

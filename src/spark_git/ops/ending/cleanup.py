@@ -15,8 +15,8 @@ from spark_git.core.layout import Layout, task_name, within
 from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
+from spark_git.ops.queue.checks import approval_unmet
 from spark_git.ops.shared import archive, caches, hooksetup, keep
-from spark_git.ops.shared.queue.checks import approval_unmet
 from spark_git.ops.shared.taskfile import load_task, save_task
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.ops.shared.worktrees import Progress, lost_head, quiet, stray_agent_branch

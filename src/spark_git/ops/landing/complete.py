@@ -13,7 +13,7 @@ from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.shared.queue import drain, enqueue, gate
+from spark_git.ops.queue import drain, enqueue, gate
 from spark_git.state.backends import open_store
 from spark_git.state.models import TaskFile
 from spark_git.state.queuelog import QueueOutcome

@@ -19,9 +19,9 @@ from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
 from spark_git.ops.landing import forgebody
+from spark_git.ops.queue import gate
+from spark_git.ops.queue.checks import forge_unmet
 from spark_git.ops.shared.merging.prepare import unmet_blocked
-from spark_git.ops.shared.queue import gate
-from spark_git.ops.shared.queue.checks import forge_unmet
 from spark_git.ops.shared.taskfile import load_task, updating
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner

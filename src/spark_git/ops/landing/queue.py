@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared.forge import ForgeView, refresh_all
-from spark_git.ops.shared.queue.drain import DRAIN, drain_locked
-from spark_git.ops.shared.queue.gate import GateOpts
+from spark_git.ops.queue.drain import DRAIN, drain_locked
+from spark_git.ops.queue.forge import ForgeView, refresh_all
+from spark_git.ops.queue.gate import GateOpts
 from spark_git.state.backends import open_store
 from spark_git.state.queuelog import FlakyGate, QueueCandidate, QueueOutcome
 from spark_git.state.queuerefs import Priority, seq_priority

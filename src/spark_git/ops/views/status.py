@@ -19,9 +19,10 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
+from spark_git.ops.queue import forge
+from spark_git.ops.queue.forge import ForgeView
 from spark_git.ops.shared import agentruns as agent_record
-from spark_git.ops.shared import forge, mainlock, radar, remote, signed
-from spark_git.ops.shared.forge import ForgeView
+from spark_git.ops.shared import mainlock, radar, remote, signed
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.ops.views import crossradar

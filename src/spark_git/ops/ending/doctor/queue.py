@@ -9,10 +9,10 @@ from functools import partial
 
 from spark_git.core.errors import Blocked
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
-from spark_git.ops.shared.queue import gate
-from spark_git.ops.shared.queue.drain import DRAIN
-from spark_git.ops.shared.queue.land import LANDING_REASON, evict
-from spark_git.ops.shared.queue.recover import recover
+from spark_git.ops.queue import gate
+from spark_git.ops.queue.drain import DRAIN
+from spark_git.ops.queue.land import LANDING_REASON, evict
+from spark_git.ops.queue.recover import recover
 from spark_git.state.queuerefs import QueueEntry
 
 

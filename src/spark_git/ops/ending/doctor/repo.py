@@ -12,8 +12,8 @@ from spark_git.core.errors import Blocked, CorruptState
 from spark_git.core.git import ZERO_SHA, Worktree
 from spark_git.core.layout import Layout, within
 from spark_git.ops.ending.doctor.scan import Ctx, Finding, idle_minutes
+from spark_git.ops.queue.land import LANDING_REASON
 from spark_git.ops.shared import archive
-from spark_git.ops.shared.queue.land import LANDING_REASON
 from spark_git.ops.shared.taskfile import start_mutex_name
 from spark_git.state.files import read_optional
 from spark_git.state.locks import MAIN, WORKTREES, idle_for, mutex

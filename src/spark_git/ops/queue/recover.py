@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
+from spark_git.ops.queue import gate
+from spark_git.ops.queue.checks import base_worktree
+from spark_git.ops.queue.land import LANDING_REASON, finish
 from spark_git.ops.shared.merging.strays import drop_identical_untracked
-from spark_git.ops.shared.queue import gate
-from spark_git.ops.shared.queue.checks import base_worktree
-from spark_git.ops.shared.queue.land import LANDING_REASON, finish
 from spark_git.state.locks import MAIN
 from spark_git.state.store import Store
 

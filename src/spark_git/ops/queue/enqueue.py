@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout
+from spark_git.ops.queue.checks import base_worktree, enqueue_unmet
 from spark_git.ops.shared.merging.prepare import unmet_blocked
-from spark_git.ops.shared.queue.checks import base_worktree, enqueue_unmet
 from spark_git.ops.shared.taskfile import updating
 from spark_git.state.locks import MAIN, require_owner
 from spark_git.state.models import QueueMark, TaskFile

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from spark_git.core.git import Git
 from spark_git.core.gitmerge import merge_tree
-from spark_git.ops.shared.queue.unchanged import patch_unchanged
+from spark_git.ops.queue.unchanged import patch_unchanged
 from spark_git.state.queuelog import CandidatePart
 from spark_git.state.queuerefs import QueueEntry
 

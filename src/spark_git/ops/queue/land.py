@@ -14,8 +14,8 @@ from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
+from spark_git.ops.queue.checks import approval_unmet, base_worktree
 from spark_git.ops.shared import mainlock
-from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.state.locks import task_mutex_name

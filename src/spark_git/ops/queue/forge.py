@@ -57,7 +57,7 @@ def observe(layout: Layout, store: Store, tf: TaskFile) -> ForgeView | None:
 
 
 def _record(layout: Layout, store: Store, task: str, seen: forge.Seen) -> TaskFile | None:
-    from spark_git.ops.shared.queue.land import record_outcome  # lazy: only a PR/MR seen merged or closed is recorded
+    from spark_git.ops.queue.land import record_outcome  # lazy: only a PR/MR seen merged or closed is recorded
     from spark_git.ops.shared.taskfile import updating
     from spark_git.ops.shared.transitions import record_transition
     from spark_git.state.queuelog import QueueOutcome

@@ -16,13 +16,13 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.shared.queue import candidate, gate, lanedrive, lanes, pipeline, probes, retry
-from spark_git.ops.shared.queue.checks import approval_unmet, base_worktree, in_the_way
-from spark_git.ops.shared.queue.land import BaseMoved, evict, land, nothing_to_land, problem
-from spark_git.ops.shared.queue.recover import recover
-from spark_git.ops.shared.queue.retry import gate_with_retries
-from spark_git.ops.shared.queue.selection import run_length
-from spark_git.ops.shared.queue.speculate import prefix
+from spark_git.ops.queue import candidate, gate, lanedrive, lanes, pipeline, probes, retry
+from spark_git.ops.queue.checks import approval_unmet, base_worktree, in_the_way
+from spark_git.ops.queue.land import BaseMoved, evict, land, nothing_to_land, problem
+from spark_git.ops.queue.recover import recover
+from spark_git.ops.queue.retry import gate_with_retries
+from spark_git.ops.queue.selection import run_length
+from spark_git.ops.queue.speculate import prefix
 from spark_git.state.queuelog import CandidatePart, QueueCandidate, QueueOutcome
 from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from spark_git.gates.evidence import GateEvidence
-from spark_git.ops.shared.queue import bisect as bisecting
-from spark_git.ops.shared.queue.lanes import grouped, partition
-from spark_git.ops.shared.queue.selection import run_length
-from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation, prefix
+from spark_git.ops.queue import bisect as bisecting
+from spark_git.ops.queue.lanes import grouped, partition
+from spark_git.ops.queue.selection import run_length
+from spark_git.ops.queue.speculate import Outcome, Probe, Speculation, prefix
 
 BASE = "main"  # every simulated task lands on one base branch
 

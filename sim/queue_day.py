@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from spark_git.ops.landing.queuesim import GateModel, Result, Sim, Strategy, Task
+from sim.queue_model import GateModel, Result, Sim, Strategy, Task
 from spark_git.ops.landing.queuestats import nearest_rank
 
 SHARED = ("pyproject.toml", "uv.lock")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
-from spark_git.ops.shared.queue import gate, lanes
-from spark_git.ops.shared.queue.probes import Drive, Job, Lane, rebuild
-from spark_git.ops.shared.queue.speculate import prefix
+from spark_git.ops.queue import gate, lanes
+from spark_git.ops.queue.probes import Drive, Job, Lane, rebuild
+from spark_git.ops.queue.speculate import prefix
 from spark_git.state.queuelog import CandidatePart, QueueCandidate
 from spark_git.state.store import Store
 

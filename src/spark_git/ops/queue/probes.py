@@ -14,9 +14,9 @@ from itertools import count
 from spark_git.core import proc
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
-from spark_git.ops.shared.queue import candidate, gate, retry
-from spark_git.ops.shared.queue.runners import Runners
-from spark_git.ops.shared.queue.speculate import Outcome, Probe, Speculation, prefix
+from spark_git.ops.queue import candidate, gate, retry
+from spark_git.ops.queue.runners import Runners
+from spark_git.ops.queue.speculate import Outcome, Probe, Speculation, prefix
 from spark_git.state.queuelog import QueueCandidate
 from spark_git.state.queuerefs import QueueEntry
 from spark_git.state.store import Store

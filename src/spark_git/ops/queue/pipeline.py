@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from spark_git.core.layout import Layout
-from spark_git.ops.shared.queue import gate
-from spark_git.ops.shared.queue.lanedrive import Fail, Land, LaneDrive
-from spark_git.ops.shared.queue.probes import Lane
-from spark_git.ops.shared.queue.speculate import Speculation
+from spark_git.ops.queue import gate
+from spark_git.ops.queue.lanedrive import Fail, Land, LaneDrive
+from spark_git.ops.queue.probes import Lane
+from spark_git.ops.queue.speculate import Speculation
 from spark_git.state.queuelog import QueueCandidate
 from spark_git.state.store import Store
 
