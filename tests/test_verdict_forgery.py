@@ -98,7 +98,7 @@ def test_a_copied_verdict_does_not_land_through_complete(tmp_path: Path) -> None
     SPELLINGS["notes --ref spark-verdicts"](t.wt(), _tree(t.repo, t.head()), line)
     assert t.spark("approve", "t1", "--changes").returncode == 0
     c = t.spark("--json", "complete", "t1")
-    assert c.returncode == 1 and _runs(counter) == 2, c
+    assert c.returncode == 1 and _runs(counter) == 3, c  # the copied line was ignored: the gate ran, failed, and failed again (speculate.CONFIRM)
     assert git(t.repo, "rev-parse", "refs/heads/main") == main
 
 
@@ -112,7 +112,7 @@ def test_a_copied_verdict_does_not_land_through_the_queue(tmp_path: Path) -> Non
     assert t.spark("approve", "t1", "--changes").returncode == 0
     assert t.spark("complete", "t1", "--no-wait").returncode == 0
     t.spark("--json", "queue", "run")
-    assert _runs(counter) == 2  # the candidate's gate ran (the copied line was ignored) and failed
+    assert _runs(counter) == 3  # the candidate's gate ran (the copied line was ignored) and failed, twice (speculate.CONFIRM)
     assert git(t.repo, "rev-parse", "refs/heads/main") == main
 
 

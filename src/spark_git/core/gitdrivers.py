@@ -6,6 +6,7 @@ the two sides' diffs against the merge base (no merge is run, nothing is written
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from spark_git.core.git import Git
 from spark_git.core.model import Model
@@ -24,13 +25,17 @@ class Combined(Model):
         return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.lines)
 
 
-def declared(git: Git, rev: str) -> bool:
-    """Does any `.gitattributes` at `rev`, or the repository's info/attributes, set a `merge` attribute?
-    (One process: the radar asks this before looking at any pair.)"""
-    info = git.git_path("info/attributes")
-    if info.is_file() and "merge" in info.read_text(errors="replace"):
-        return True
-    return git.run("grep", "-q", "-e", "merge", rev, "--", "*.gitattributes", check=False).returncode == 0
+def declared(worktree: Path, common_dir: Path) -> bool:
+    """Does the worktree's top `.gitattributes` or the repository's info/attributes mention a `merge`
+    attribute? Files read, no git process (status counts them). A driver set only in a nested
+    `.gitattributes` is not seen here (docs/decisions.md)."""
+    for f in (worktree / ".gitattributes", common_dir / "info" / "attributes"):
+        try:
+            if "merge" in f.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def combined(git: Git, ours: str, theirs: str) -> list[Combined]:

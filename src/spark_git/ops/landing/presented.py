@@ -88,7 +88,7 @@ def _combined(store: Store, tf: TaskFile, target: str) -> list[gitdrivers.Combin
     out = [gitdrivers.Combined.model_validate(c) for e in (trail.events if trail else []) if e.get("kind") == "updated"
            and isinstance(e.get("new_head"), str) and git.is_ancestor(e["new_head"], target) for c in e.get("combined") or []]
     base_head = git.branch_head(tf.base_branch)
-    if base_head and not git.is_ancestor(base_head, target):
+    if base_head and gitdrivers.declared(git.cwd, store.layout.repo.common_dir) and not git.is_ancestor(base_head, target):
         out += gitdrivers.combined(git, base_head, target)
     return out
 

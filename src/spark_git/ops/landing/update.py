@@ -96,7 +96,7 @@ def _update_locked(layout: Layout, store: Store, tf: TaskFile, session: str | No
     base_adds = added(git, f"{head}...{base_head}") if rebasing else []
     refuse_if(twt.cwd, not_held(twt.cwd, base_adds), task=task, what=f"rebasing {task} onto {tf.base_branch}")
     movers = _movers(store, git, tf, head, base_head if rebasing else None, base_adds)  # checked before anything moves
-    if rebasing:
+    if rebasing and gitdrivers.declared(twt.cwd, layout.repo.common_dir):
         d.combined = gitdrivers.combined(twt, base_head, head)  # read before: the rebase leaves no trace of it
     if rebasing and not _rebase(layout, store, tf, twt, d, session, leave_conflict):
         return d

@@ -66,7 +66,7 @@ def scan_many(git: Git, objects: Path, tasks: list[tuple[list[Pair], dict[str, i
         return [Radar(checked=[], note=OLD_GIT_NOTE) for _ in tasks]
     result = dict(zip(todo, found, strict=True))
     clean = [p for p in todo if not result[p]]
-    hidden = {p: gitdrivers.combined(git, p[2], p[3]) for p in clean} if clean and gitdrivers.declared(git, clean[0][2]) else {}
+    hidden = {p: gitdrivers.combined(git, p[2], p[3]) for p in clean} if clean and gitdrivers.declared(git.cwd, objects.parent) else {}
     return [
         Radar(checked=[Clash(agent=p[0], other=p[1], conflict=bool(result.get(p)), files=result.get(p, []), combined=hidden.get(p, [])) for p in ps])
         for ps, _ in tasks
