@@ -103,7 +103,7 @@ def test_status_shows_the_last_run_and_a_second_run_of_a_running_agent_is_refuse
     owner = {**task.env, "SPARK_SESSION_ID": "owner"}
     a = json.loads(spark(task.repo, "status", "t1", "--json", env=owner).stdout)["data"]["tasks"][0]["agents"][0]
     assert a["run"]["state"] == "done" and a["run"]["client"] == "claude" and a["run"]["outcome"] == "reported", a
-    assert "claude reported (exit 0)" in spark(task.repo, "status", "t1", env=owner).stdout
+    assert "claude reported COMPLETE" in spark(task.repo, "status", "t1", env=owner).stdout
     # a live run: its record names a process that is there (this one)
     rec = task.base / "repo.tasks/t1/agents/a/run.json"
     rec.write_text(json.dumps({"task": "t1", "agent": "a", "client": "claude", "mode": "headless", "pid": os.getpid(), "started_at": "x"}))
@@ -150,11 +150,53 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
         assert f"spark-git t1/a {task.worktree('a')}" in wins, wins
         a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
         assert a["run"]["state"] == "running" and a["run"]["window"] == "t1/a", a
-        assert Path(f"/proc/{a['run']['pid']}/cmdline").read_bytes().split(b"\0")[0] == b"cat"  # the stand-in, exec'd by env -i and sh
-        environ = Path(f"/proc/{a['run']['pid']}/environ").read_bytes().split(b"\0")  # the client's own (env -i exec'd it)
+        client = _child_of(a["run"]["pid"])  # the window's shell waits for its client, to write its exit code
+        assert Path(f"/proc/{client}/cmdline").read_bytes().split(b"\0")[0] == b"cat"  # the stand-in, exec'd by env -i and sh
+        environ = Path(f"/proc/{client}/environ").read_bytes().split(b"\0")  # the client's own (env -i exec'd it)
         assert b"SPARK_SESSION_ID=agent:t1:a" in environ and not any(v.startswith(b"SSH_AUTH_SOCK=") for v in environ), environ
         r2 = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env)
         assert r2.returncode == 3 and "already running" in json.loads(r2.stdout)["summary"], r2
+    finally:
+        subprocess.run(["tmux", "kill-server"], env=env, capture_output=True, check=False)
+
+
+def _child_of(pid: int) -> int:
+    [child] = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(child)
+
+
+def test_a_tmux_window_that_closes_is_told_as_it_ended_and_doctor_fix_records_it(task: AgentTask) -> None:
+    """The window's client exits 3 at once: status says so (not "started (exit None)"), doctor finds the
+    unrecorded end, --fix records it, and status still says how it ended."""
+    require_binary("tmux")
+    sock = task.base / "repo.tasks" / "tmux"
+    sock.mkdir()
+    stand_in = task.base / "bin"
+    stand_in.mkdir()
+    (stand_in / "claude").write_text("#!/bin/sh\nexit 3\n")
+    (stand_in / "claude").chmod(0o755)
+    env = {**task.env, "PATH": f"{stand_in}{os.pathsep}{task.env['PATH']}", "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock)}
+    agent_dir = task.base / "repo.tasks/t1/agents/a"
+    try:
+        r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)
+        assert r.returncode == 0, r
+        deadline = time.monotonic() + 30
+        while not (agent_dir / "run.exit").exists():  # the window's shell writes it as the client ends
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = json.loads((agent_dir / "run.json").read_text())["pid"]
+        while Path(f"/proc/{pid}").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
+        assert a["run"]["state"] == "done" and a["run"]["ended"] == "window closed, exited 3" and a["run"]["exit_code"] == 3, a
+        assert "claude window closed, exited 3" in spark(task.repo, "status", "t1", env=env).stdout
+        found = json.loads(spark(task.repo, "doctor", "--json", env=env).stdout)["data"]["findings"]
+        assert [f["details"]["ended"] for f in found if f["kind"] == "agent-run-left-behind"] == ["window closed, exited 3"], found
+        assert spark(task.repo, "doctor", "--fix", "--json", env=env).returncode == 0
+        assert not (agent_dir / "run.json").exists() and not (agent_dir / "run.exit").exists()
+        a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
+        assert a["run"]["ended"] == "window closed, exited 3" and a["run"]["outcome"] == "ended", a
     finally:
         subprocess.run(["tmux", "kill-server"], env=env, capture_output=True, check=False)
 
@@ -254,6 +296,12 @@ def test_ctrl_c_stops_the_client_it_started(task: AgentTask) -> None:
     assert p.returncode == 130, p.returncode
     assert _agent_processes(task.worktree("a")) == []  # the client, its shell and the sleep: all gone
     assert not (task.base / "repo.tasks/t1/agents/a/run.json").exists()
+    # told as it is: interrupted (the client may well have exited 0 on its own Ctrl-C)
+    trail = json.loads((task.base / "repo.tasks/t1/audit-trail.json").read_text())
+    [run] = [e for e in trail["events"] if e.get("kind") == "agent_run"]
+    assert run["outcome"] == "interrupted" and run["ended"] == "interrupted", run
+    owner = {**task.env, "SPARK_SESSION_ID": "owner"}
+    assert "claude interrupted" in spark(task.repo, "status", "t1", env=owner).stdout
 
 
 def test_the_brief_and_the_session_start_carry_the_same_facts(task: AgentTask) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Out, Result, execute
+from spark_git.cli.common import Out, Result, _esc, execute
 from spark_git.clients import registry
 from spark_git.core.errors import FAIL, BadInput
 from spark_git.core.layout import Layout
@@ -85,7 +85,7 @@ def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str
 
     def human(out: Out) -> None:
         for line in rows(d.runs):
-            out.print("  " + line)
+            out.print("  " + _esc(line))
 
     failed = [r.agent for r in d.runs if r.state != "reported"]
     summary = f"task {d.task} ({d.task_state}): {len(d.runs) - len(failed)} of {len(d.runs)} agent(s) reported" + (f"; failed: {', '.join(failed)}" if failed else "")
@@ -93,9 +93,12 @@ def _all(ctx: typer.Context, layout: Layout, task: str, client: str, prompt: str
 
 
 def rows(runs: list[Any]) -> list[str]:
-    """One line per agent: client, state, elapsed, last tool call (the live display and the final table)."""
-    return [f"{r.agent:<12} {r.client:<7} {r.state + (' ' + r.report_status if r.report_status else ''):<20} {r.elapsed_s:>6.1f}s  {r.last_tool}"
-            for r in runs]
+    """One line per agent: client, how it ended (or its state), elapsed, then the failure's reason or
+    the last tool call (the live display and the final table). Columns as wide as their longest
+    entry. Plain text: the table prints it escaped (a commit subject's `[agent]` is not rich markup)."""
+    how = [r.ended or (r.state + (" " + r.report_status if r.report_status else "")) for r in runs]
+    wa, wc, wh = (max((len(x) for x in col), default=0) for col in ([r.agent for r in runs], [r.client for r in runs], how))
+    return [f"{r.agent:<{wa}}  {r.client:<{wc}}  {h:<{wh}}  {r.elapsed_s:>6.1f}s  {r.reason or r.last_tool}".rstrip() for r, h in zip(runs, how, strict=True)]
 
 
 class _Live:

@@ -173,7 +173,9 @@ def run_cell(run: dict[str, Any] | None) -> str:
         return "-"
     if run.get("state") == "running":
         return f"{run.get('client')} running" + (f" ({run['window']})" if run.get("window") else "")
-    return f"{run.get('client')} {run.get('outcome')} (exit {run.get('exit_code')})"
+    if run.get("ended"):
+        return f"{run.get('client')} {run['ended']}"
+    return f"{run.get('client')} {run.get('outcome')} (exit {run.get('exit_code')})"  # recorded before runs said how they ended
 
 
 def _flag_lines(t: TaskView, w: int | None) -> list[str]:

@@ -18,13 +18,13 @@ from spark_git.clients import registry, runout
 from spark_git.clients.base import Client
 from spark_git.core import gatebox, proc
 from spark_git.core.caller import agent_session
-from spark_git.core.errors import BadInput, Blocked
+from spark_git.core.errors import BadInput, Blocked, Interrupted
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.life import agentbox, reports
 from spark_git.ops.life import brief as ops_brief
 from spark_git.ops.shared import envs, hooksetup
-from spark_git.ops.shared.agentruns import RUN_FILE, RunRecord, running
+from spark_git.ops.shared.agentruns import EXIT_FILE, RUN_FILE, RunRecord, running
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, write_atomic
@@ -56,7 +56,8 @@ class AgentRunData(Model):
     duration_s: float | None = None
     tokens: int | None = None
     cost_usd: float | None = None
-    outcome: str  # reported | failed | started
+    outcome: str  # reported | failed | interrupted | started (tmux) | ended (tmux: the window's client exited)
+    ended: str | None = None  # how the run ended, in words: "reported COMPLETE", "exited 2", "timed out after 3600 s", "interrupted", "killed by signal 9"
     boundary: str  # client | bubblewrap | none: the OS boundary the client ran in (CLIENT_BOX, BWRAP_BOX, NO_BOX)
     report_status: str | None = None
     evidence: str | None = None
@@ -154,17 +155,37 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
     rec = RunRecord(task=task, agent=agent, client=c.name, mode="headless", pid=os.getpid(), started_at=now())
     if not create_exclusive(rec_path, rec):  # a dead run's record: replaced (prepared() saw it was not alive)
         write_atomic(rec_path, rec)
+    t0 = time.monotonic()
     try:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             r = proc.run(argv, wt, out, timeout_s, env=env, err=err)
+    except (Interrupted, KeyboardInterrupt):  # Ctrl-C (the client got it too, and may well have exited 0): told as it is, then passed on
+        d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", duration_s=round(time.monotonic() - t0, 3), outcome="interrupted",
+                         ended="interrupted", boundary=boundary, log=str(out_path), last_words=_tail(err_path) or None)
+        store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
+        raise
     finally:
         rec_path.unlink(missing_ok=True)
     heard = runout.read(out_path.read_text(errors="replace"))
     d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", exit_code=r.exit_code, duration_s=r.duration_s,
                      tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", boundary=boundary, log=str(out_path))
     _hear(layout, store, d, heard, err_path, logs / f"{stamp}-output.json")
+    d.ended = ended(d.outcome, d.report_status, r.exit_code, r.timed_out, timeout_s)
     store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
+
+
+def ended(outcome: str, report_status: str | None, exit_code: int | None, timed_out: bool = False, timeout_s: float = TIMEOUT_S) -> str:
+    """How a run ended, in words (status, the --all table and doctor say it the same way)."""
+    if outcome == "reported":
+        return f"reported {report_status}"
+    if timed_out:
+        return f"timed out after {timeout_s:g} s"
+    if exit_code is None:
+        return outcome
+    if exit_code < 0:
+        return f"killed by signal {-exit_code}"
+    return f"exited {exit_code}" + (" without an Output JSON" if exit_code == 0 else "")
 
 
 def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path) -> None:
@@ -208,6 +229,10 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd
+    # The window's shell (outside the box) waits for the client and writes its exit code where status and doctor read it
+    exit_file = layout.agent_dir(task, agent) / EXIT_FILE
+    exit_file.unlink(missing_ok=True)
+    cmd = ["sh", "-c", '"$@"; echo $? > "$0"', str(exit_file), *cmd]
     window = f"{task}/{agent}"
     has = _tmux("has-session", "-t", TMUX_SESSION)
     verb = ["new-window", "-t", f"{TMUX_SESSION}:"] if has.returncode == 0 else ["new-session", "-d", "-s", TMUX_SESSION]

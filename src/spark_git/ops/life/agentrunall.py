@@ -38,6 +38,8 @@ class Row(Model):
     last_tool: str = ""
     report_status: str | None = None
     exit_code: int | None = None
+    ended: str | None = None  # how it ended, as agentrun.ended says it
+    reason: str | None = None  # a failure's cause: the client's last words (last line), or the refusal
 
 
 class AgentRunAllData(Model):
@@ -96,12 +98,17 @@ def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt
     p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, preexec_fn=proc.die_with_parent, check=False)
     row.elapsed_s = round(time.monotonic() - t0, 1)
     try:
-        d = json.loads(p.stdout).get("data") or {}
+        answer = json.loads(p.stdout)
     except ValueError:
-        d = {}
+        answer = {}
+    d = answer.get("data") or {}
     row.exit_code = d.get("exit_code", p.returncode)
     row.report_status = d.get("report_status")
-    row.state = "reported" if d.get("outcome") == "reported" else "failed"
+    row.ended = d.get("ended")
+    row.state = "reported" if d.get("outcome") == "reported" else "interrupted" if d.get("outcome") == "interrupted" else "failed"
+    if row.state != "reported":
+        words = str(d.get("last_words") or answer.get("summary") or p.stderr or f"exit {p.returncode}").strip()
+        row.reason = (words.splitlines() or [""])[-1][-200:]
 
 
 def _peek(layout: Layout, task: str, row: Row, starts: dict[str, float]) -> None:
