@@ -16,7 +16,7 @@ import spark_git
 CONFIG = """\
 protocol = "light"
 [gates]
-build = ["sh", "-c", "test ! -e stop.flag"]
+build = ["sh", "-c", "test ! -e \"$SPARK_TASK_WORKTREE/stop.flag\""]  # an ignored flag in the task worktree: the gate runs in a clean checkout
 [approval]
 allow_non_interactive = true
 """
@@ -47,9 +47,9 @@ def test_a_task_from_start_to_cleanup_as_processes(tmp_path: Path) -> None:
     commit(tasks / "t1/agents/a1/code", {"src/app.py": "print('a1')\n"}, "[a1] change")
     run(0, "merge", "t1", "--agent", "a1")
     commit(tasks / "t1/agents/a2/code", {"b.txt": "b\n"}, "[a2] b")
-    (tasks / "t1/agents/a2/code/stop.flag").write_text("")
+    (tasks / "t1/code/stop.flag").write_text("")
     run(1, "merge", "t1", "--all")  # a2's build gate fails
-    (tasks / "t1/agents/a2/code/stop.flag").unlink()
+    (tasks / "t1/code/stop.flag").unlink()
     run(0, "sync", "t1", "--agent", "a2")
     run(0, "who", "t1")
     run(0, "log", "t1")

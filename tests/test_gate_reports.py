@@ -182,7 +182,7 @@ def test_without_junit_the_pytest_summary_gives_the_counts(tmp_path: Path) -> No
 
 # A gate that always exits 0 and writes JUnit XML: one failing test case while fail.flag (ignored) exists.
 JUNIT_GATE = [PY, "-c", (
-    "import os; os.makedirs('build', exist_ok=True); bad = os.path.exists('fail.flag'); "
+    "import os; os.makedirs('build', exist_ok=True); bad = os.path.exists(os.environ['SPARK_TASK_WORKTREE'] + '/fail.flag'); "
     "open('build/junit.xml', 'w').write('<testsuite><testcase classname=\"t\" name=\"ok\"/>' "
     "+ ('<testcase classname=\"t\" name=\"bad\"><failure/></testcase>' if bad else '') + '</testsuite>')")]
 

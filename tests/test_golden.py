@@ -46,9 +46,9 @@ def test_merge_who_log(tr: Transcript) -> None:
     tr.run("merge", "t1", "--agent", "a1")
     tr.run("merge", "t1", "--agent", "a1")  # nothing new
     commit(tr.wt("a2"), {"src/b.py": "b = 1\n"}, "[a2] add b")
-    (tr.wt("a2") / "stop.flag").write_text("")
+    (tr.wt() / "stop.flag").write_text("")
     tr.run("merge", "t1", "--agent", "a2", expect=1)  # the build gate fails
-    (tr.wt("a2") / "stop.flag").unlink()
+    (tr.wt() / "stop.flag").unlink()
     tr.run("merge", "t1", "--agent", "a2")
     tr.run("merge", "t1", "--agent", "a2", session="s2", expect=3)
     tr.run("who", "t1")

@@ -1,16 +1,19 @@
-"""The gates' sandbox: bubblewrap (bwrap) around a gate command, so the agent's code it runs cannot
-move a ref or write outside the worktree it is gated in. What the gate sees:
-- the whole file system as it is (network too: a gate may need a package index), except
-- the repository read-only: the main worktree, the common git dir (refs, objects, notes, config,
-  hooks), the tasks root (every other worktree, task.json, the queue);
-- writable again on top: the worktree being gated, and its admin dir under `.git/worktrees/<id>`
-  (git writes the index and index.lock there; `git status` inside a gate needs it), with that
-  admin dir's HEAD, commondir and gitdir read-only (the gate cannot re-point its worktree);
-- the user's spark-git state dir hidden (an empty tmpfs): it holds the verdict key.
-Temp directories outside the repository stay writable as everywhere else. Without bwrap the gate
-runs as before, unsandboxed, and `status`/`hooks check` say so. SPARK_BWRAP names the bwrap to use
-(empty: none; a seam for tests and for machines where bwrap is elsewhere). The same builder boxes a
-client that has no sandbox of its own under `agent run` (ops/life/agentbox.py: `all_readonly`, `fresh`)."""
+"""The boxes spark-git runs other people's code in: bubblewrap (bwrap), one builder (`Sandbox`).
+
+A gate's box (`for_gate`) allows a list and forbids the rest:
+- the whole file system read-only (`--ro-bind / /`), a fresh /dev and /proc;
+- its own PID namespace (no `/proc/<ancestor>/root` to walk), IPC and UTS namespaces, a new session
+  (no terminal to inject into), dying with spark-git; no network unless `[gates] network = true`;
+- writable only the clean checkout it gates (and its admin dir under `.git/worktrees/<id>`, whose HEAD,
+  commondir and gitdir stay read-only), a private /tmp and a throwaway HOME (an empty tmpfs at the
+  user's home path: `~/.config`, `~/.bashrc`, `~/.ssh` and the state directory are not there); the
+  toolchain it runs from (PATH directories, the virtualenv) shown again read-only where those hide it;
+- /run private (the user's runtime sockets), and every host unix socket left visible covered;
+- the environment cleared to an allow-list (PATH, locale, the virtualenv, `[gates] env`, spark-git's
+  SPARK_* of the gate).
+Without bwrap the gate runs as before, unsandboxed, and `status`/`hooks check` say so. SPARK_BWRAP
+names the bwrap to use (empty: none; a seam for tests and for machines where bwrap is elsewhere). The
+same builder boxes the agents `agent run` starts (ops/life/agentbox.py: `all_readonly`, `fresh`)."""
 
 from __future__ import annotations
 
@@ -52,13 +55,20 @@ class Sandbox:
     # the whole file system read-only underneath (the devices kept, /dev/shm read-only too): an agent's box
     all_readonly: bool = False
     fresh: tuple[Path, ...] = ()  # private empty tmpfs (/tmp), before `readonly` (which may lie inside)
+    isolated: bool = False  # own PID (fresh /proc and /dev), IPC and UTS namespaces, a new session: a gate's box
+    network: bool = True  # False: its own network namespace (no network, no abstract unix sockets)
+    env: tuple[tuple[str, str], ...] | None = None  # the whole environment inside (None: the one bwrap is given)
+    masked: tuple[Path, ...] = ()  # host unix sockets still visible: each covered by /dev/null
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` run by bwrap; later mounts win over earlier ones, so the order is the policy."""
+    def wrap(self, argv: list[str], mark: dict[str, str] | None = None) -> list[str]:
+        """`argv` run by bwrap; later mounts win over earlier ones, so the order is the policy. `mark`:
+        variables kept through a cleared environment (the process runner's run token)."""
         out = [self.program, "--dev-bind", "/", "/"]
         if self.all_readonly:
-            out = [self.program, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
-            out += ["--ro-bind", "/dev/shm", "/dev/shm"] if os.path.isdir("/dev/shm") else []
+            out = [self.program, "--ro-bind", "/", "/", *self._devices()]
+        if self.isolated:
+            out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--proc", "/proc", "--new-session"]
+        out += [] if self.network else ["--unshare-net"]
         for p in self.fresh:
             out += ["--tmpfs", str(p)]
         for p in self.readonly:
@@ -69,17 +79,70 @@ class Sandbox:
             out += ["--bind", str(p), str(p)]
         for p in self.pinned:
             out += ["--ro-bind", str(p), str(p)]
+        for p in self.masked:
+            out += ["--ro-bind", "/dev/null", str(p)]
+        if self.env is not None:
+            out += ["--clearenv", *(w for k, v in sorted({**dict(self.env), **(mark or {})}.items()) for w in ("--setenv", k, v))]
         return [*out, "--die-with-parent", "--", *argv]
 
+    def _devices(self) -> list[str]:
+        if self.isolated:
+            return ["--dev", "/dev"]  # a fresh /dev: null, zero, random, tty, its own /dev/shm
+        return ["--dev-bind", "/dev", "/dev", *(["--ro-bind", "/dev/shm", "/dev/shm"] if os.path.isdir("/dev/shm") else [])]
 
-def for_gate(program: str, worktree: Path, admin_dir: Path, repo_paths: list[Path], hidden: list[Path]) -> Sandbox:
-    """The sandbox of a gate run in `worktree` (git admin dir `admin_dir`): `repo_paths` read-only."""
-    real = [Path(os.path.realpath(p)) for p in repo_paths if os.path.exists(p)]
+
+# What a gate's environment keeps (`[gates] env` adds names): where programs are, the locale, the
+# virtualenv, the gate's own SPARK_* and a sealed git's identity; nothing else of the caller's.
+GATE_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "VIRTUAL_ENV", "CI", "USER", "LOGNAME", "GIT_CONFIG_NOSYSTEM",
+            "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")
+GATE_ENV_PREFIXES = ("LC_", "SPARK_")
+PRIVATE = (Path("/tmp"), Path("/run"))  # a private tmpfs each (the user's sockets live there)
+
+
+def gate_env(env: dict[str, str], extra: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """The gate's environment: the allow-list of `env`, HOME (the throwaway one, at the same path) and TMPDIR."""
+    kept = {k: v for k, v in env.items() if k in GATE_ENV or k in extra or k.startswith(GATE_ENV_PREFIXES)}
+    kept.update(HOME=env.get("HOME") or os.path.expanduser("~"), TMPDIR="/tmp")
+    return tuple(sorted(kept.items()))
+
+
+def for_gate(program: str, checkout: Path, admin_dir: Path, shown: list[Path], hidden: list[Path], env: dict[str, str],
+             *, network: bool = False, env_extra: tuple[str, ...] = ()) -> Sandbox:
+    """The box of a gate run in `checkout` (git admin dir `admin_dir`). `shown`: the repository's paths
+    (read-only again where a private directory would hide them); `env`: the gate's environment before
+    the allow-list."""
+    home = Path(os.path.realpath(env.get("HOME") or os.path.expanduser("~")))
+    fresh = [p for p in (*PRIVATE, home) if p.is_dir() and p != Path("/")]
     admin = Path(os.path.realpath(admin_dir))
-    own = (admin,) if admin not in real else ()  # the main worktree's admin dir is the common dir: never writable
+    again = [Path(os.path.realpath(p)) for p in [*shown, *toolchain(env)] if os.path.exists(p)]
+    again = [p for p in again if _under(p, [*fresh, Path("/dev")])]
+    writable = (Path(os.path.realpath(checkout)), admin)
     return Sandbox(
-        program=program, readonly=tuple(dict.fromkeys(real)),
-        writable=(Path(os.path.realpath(worktree)), *own),
-        pinned=tuple(admin / n for n in PINNED if own and (admin / n).exists()),
-        hidden=tuple(Path(os.path.realpath(h)) for h in hidden if os.path.isdir(h)),
+        program=program, readonly=tuple(dict.fromkeys(again)), writable=writable,
+        pinned=tuple(admin / n for n in PINNED if (admin / n).exists()),
+        hidden=tuple(Path(os.path.realpath(h)) for h in hidden if os.path.isdir(h) and not _under(Path(os.path.realpath(h)), fresh)),
+        all_readonly=True, fresh=tuple(fresh), isolated=True, network=network, env=gate_env(env, env_extra),
+        masked=tuple(s for s in host_sockets() if not _under(s, [*fresh, Path("/dev")]) or _under(s, again)),
     )
+
+
+def _under(p: Path, roots: list[Path]) -> bool:
+    return any(p == r or r in p.parents for r in roots)
+
+
+def toolchain(env: dict[str, str]) -> list[Path]:
+    """What a gate runs from: the PATH directories, the virtualenv, spark-git's own Python."""
+    import sys
+
+    return [*(Path(d) for d in env.get("PATH", "").split(os.pathsep) if d), *([Path(env["VIRTUAL_ENV"])] if env.get("VIRTUAL_ENV") else []),
+            Path(sys.prefix), Path(sys.base_prefix)]
+
+
+def host_sockets() -> list[Path]:
+    """Every unix socket with a path that this machine's processes listen on (/proc/net/unix)."""
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    found = {Path(f[7]) for f in (ln.split() for ln in lines) if len(f) >= 8 and f[7].startswith("/")}
+    return sorted(p for p in found if p.exists())

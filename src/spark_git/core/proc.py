@@ -106,7 +106,7 @@ def run(argv: list[str], cwd: Path, log: BinaryIO, timeout_s: float, env: dict[s
         missing = _not_found(argv[0], cwd, child_env)
         if missing:  # as Popen says it: bwrap's own message (exit 1) would not read as "not found"
             return Result(127, False, round(time.monotonic() - t0, 3), f"cannot run {argv[0]!r}: {missing}", missing)
-        argv = sandbox.wrap(argv)
+        argv = sandbox.wrap(argv, {RUN_TOKEN: mark})
     sib = SIBLINGS.get()
     with subreaper():
         try:

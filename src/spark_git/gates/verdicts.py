@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,20 +74,26 @@ def _failed_before(verdicts: list[dict[str, Any]], fp: str, key: bytes | None, t
     return any(v.get("fingerprint") == fp and v.get("result") == "failed" and verdictkey.verifies(key, tree, v) for v in verdicts)
 
 
+Place = Callable[[str], Path]  # commit -> the clean checkout of it to run the gate in (ops/shared/gatetree.py)
+
+
 def run_configured(store: Store, gate: str, cfg: GatesConfig, worktree: Path, logs_dir: Path, env: dict[str, str] | None = None,
-                   rerun: bool = False, *, ticker: Ticker | None = None) -> GateEvidence:
+                   rerun: bool = False, *, ticker: Ticker | None = None, place: Place | None = None) -> GateEvidence:
     """gates.build or gates.final (`gate`) as configured: its command, the timeout, its reports."""
     command = {"build": cfg.build, "final": cfg.final}[gate]
-    return run_or_reuse(store, gate, command, worktree, logs_dir, cfg.timeout_s, env, rerun, ticker=ticker, reports=cfg.reports_for(gate))
+    return run_or_reuse(store, gate, command, worktree, logs_dir, cfg.timeout_s, env, rerun, ticker=ticker, reports=cfg.reports_for(gate),
+                        place=place)
 
 
 def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float,
                  env: dict[str, str] | None = None, rerun: bool = False, *, ticker: Ticker | None = None,
-                 reports: ReportSpec | None = None) -> GateEvidence:
+                 reports: ReportSpec | None = None, place: Place | None = None) -> GateEvidence:
     """The one way to run a command gate: reuse a passing verdict of the worktree's HEAD tree, or run
-    the gate and record its verdict. `rerun`: run even if a verdict passed. The caller records the
-    evidence (gates.evidence.record), which also logs a flaky tree in the audit trail. `reports`: the
-    gate's JUnit/coverage files and thresholds; a reused verdict carries what its run parsed."""
+    the gate and record its verdict. `place`: the clean checkout of that commit it runs in, made only
+    when it runs (None: `worktree` is one already, a queue's fresh scratch worktree). `rerun`: run even
+    if a verdict passed. The caller records the evidence (gates.evidence.record), which also logs a
+    flaky tree in the audit trail. `reports`: the gate's JUnit/coverage files and thresholds; a reused
+    verdict carries what its run parsed."""
     if not command:  # no gate configured: nothing ran, nothing to record on a tree
         return gate_command.run(gate, command, worktree, logs_dir, timeout_s, env)
     commit, tree = Git(worktree).head_and_tree() or ("", "")
@@ -102,7 +109,10 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
             reused_from=str(prior.get("run") or prior.get("log_path")),
             reports=GateReports.model_validate(prior["reports"]) if prior.get("reports") else None,
         )
-    box = confine.for_worktree(store.layout, worktree)
+    if place is not None:
+        worktree = place(commit)
+        env = {**(clean_env() if env is None else env), "SPARK_WORKTREE": str(worktree)}
+    box = confine.for_worktree(store.layout, worktree, clean_env() if env is None else env)
     ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports, sandbox=box)
     ev.fingerprint = fp
     ev.flaky = ev.passed and _failed_before(earlier, fp, key, tree)

@@ -14,7 +14,7 @@ from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.gates import evidence as gate_evidence
 from spark_git.gates import verdicts
-from spark_git.ops.shared import envs, signed
+from spark_git.ops.shared import envs, gatetree, signed
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.protocol import State
@@ -128,4 +128,5 @@ def _build_runner(store: Store, tf: TaskFile, rerun: bool = False) -> Callable[[
     # A passing verdict of this very tree (same command and environment) is reused, and the result says
     # so: re-running the whole suite on a tree that passed a minute earlier told nobody anything.
     return lambda: verdicts.run_configured(store, "build", layout.config.gates, Path(tf.worktree), layout.logs_dir(task),
-                                           env=envs.for_worktree(store, task), rerun=rerun)
+                                           env=envs.for_worktree(store, task), rerun=rerun,
+                                           place=lambda commit: gatetree.clean_checkout(store, f"{task}/build", commit, task))

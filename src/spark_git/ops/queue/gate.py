@@ -15,7 +15,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.gates import verdicts
-from spark_git.ops.shared import envs
+from spark_git.ops.shared import envs, gatetree
 from spark_git.state.locks import WORKTREES
 from spark_git.state.store import Store
 
@@ -33,18 +33,19 @@ def queue_dir(layout: Layout) -> Path:
 
 
 def run_in_task(layout: Layout, store: Store, tip: str, task: str, worktree: Path, opts: GateOpts) -> gates.GateEvidence | None:
-    """A batch of one that fast-forwards: its candidate is the task head, which the task worktree has
-    checked out, so the gate runs there as `complete` always did (no scratch worktree). None if that
-    worktree is not clean at the head (then the scratch worktree is used)."""
-    wt = Git(worktree)
-    if wt.head() != tip or wt.status():
+    """A batch of one that fast-forwards: its candidate is the task head, so a passing verdict of the
+    task's tree is reused, or the gate runs in the task's clean gate checkout of it (ops/shared/gatetree.py,
+    no scratch worktree to add). None if the task worktree is not at the head (then the scratch worktree is used)."""
+    if Git(worktree).head() != tip:
         return None
     ev = verdicts.run_configured(store, "final", layout.config.gates, worktree, layout.logs_dir(task),
-                                 env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker)
+                                 env=envs.for_worktree(store, task), rerun=opts.rerun, ticker=opts.ticker,
+                                 place=lambda commit: gatetree.clean_checkout(store, f"{task}/final", commit, task))
     _count(store, ev)
-    left = wt.status()
-    if ev.passed and (left or wt.head() != tip):  # what passed must be the commit that lands, nothing else
-        ev = ev.model_copy(update={"passed": False, "error": f"the final gate changed {worktree}: {', '.join(str(e) for e in left[:10])}"})
+    ran_in = Git(ev.worktree) if ev.ran else Git(worktree)
+    left = ran_in.status()
+    if ev.passed and (left or ran_in.head() != tip):  # what passed must be the commit that lands, nothing else
+        ev = ev.model_copy(update={"passed": False, "error": f"the final gate changed {ran_in.cwd}: {', '.join(str(e) for e in left[:10])}"})
     return ev
 
 

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from spark_git.clients import registry
 from spark_git.core import proc
+from spark_git.core.gatebox import Sandbox
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model, empty_list
 from spark_git.ops.shared import envs
@@ -120,7 +121,9 @@ def _copy_tree(src: Path, dst: Path, rel: str, repo_real: Path, rep: ProvisionRe
 # -- setup commands -----------------------------------------------------------------------------
 
 
-def run_setup(layout: Layout, store: Store, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None]) -> None:
+def run_setup(layout: Layout, store: Store, task: str, agent: str | None, worktree: Path, rep: ProvisionReport, progress: Callable[[str], None],
+              sandbox: Sandbox | None = None) -> None:
+    """`sandbox`: run them in a box (a gate's checkout: they run the agent's tree)."""
     env = envs.for_worktree(store, task, agent)
     logs = layout.logs_dir(task)
     logs.mkdir(parents=True, exist_ok=True)
@@ -133,19 +136,19 @@ def run_setup(layout: Layout, store: Store, task: str, agent: str | None, worktr
         shown = cmd if isinstance(cmd, str) else " ".join(cmd)
         progress(f"setup {i}/{len(cmds)} in {worktree}: {shown}")
         log = logs / f"setup-{who}-{stamp}-{i}.log"
-        run = _run(cmd, worktree, env, log, layout.config.gates.timeout_s)
+        run = _run(cmd, worktree, env, log, layout.config.gates.timeout_s, sandbox)
         rep.setup.append(run)
         if run.exit_code != 0:
             rep.failed = run
             return  # later commands usually depend on earlier ones
 
 
-def _run(cmd: list[str] | str, cwd: Path, env: dict[str, str], log: Path, timeout: float) -> SetupRun:
+def _run(cmd: list[str] | str, cwd: Path, env: dict[str, str], log: Path, timeout: float, sandbox: Sandbox | None = None) -> SetupRun:
     with open(log, "wb") as out:
         out.write(f"$ {cmd if isinstance(cmd, str) else ' '.join(cmd)}\n# in {cwd}\n".encode())
         out.flush()
         # the whole group dies at the end, on timeout, Ctrl-C or our death: installers spawn children
-        res = proc.run(proc.argv_of(cmd), cwd, out, timeout, env=env)
+        res = proc.run(proc.argv_of(cmd), cwd, out, timeout, env=env, sandbox=sandbox)
         if res.os_error is not None:
             out.write(f"cannot run: {res.os_error}\n".encode())
             return SetupRun(command=cmd, exit_code=127, duration_s=0.0, log=str(log))

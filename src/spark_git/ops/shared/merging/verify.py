@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 from spark_git.core.errors import Failed
+from spark_git.core.git import Git
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
 from spark_git.gates import evidence, verdicts
-from spark_git.ops.shared import envs
+from spark_git.ops.shared import envs, gatetree
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.state.store import Store
 
@@ -39,19 +41,21 @@ def gate_failed(ev: gates.GateEvidence, task: str, what: str, retry: str) -> Fai
 
 
 def verify(plan: Plan, *, rerun: bool = False, ticker: Ticker | None = None) -> gates.GateEvidence:
-    """Runs gates.build in the agent worktree (or reuses a passing verdict of its tree); refuses
-    unless it passed on the agent head and left the worktree as it found it."""
+    """Runs gates.build on the agent head in a clean checkout of it (or reuses a passing verdict of its
+    tree); refuses unless it passed on the agent head and left its checkout as it found it."""
     layout, task, agent, awt = plan.layout, plan.task, plan.agent, plan.awt
     ev = verdicts.run_configured(plan.store, "build", layout.config.gates, awt.cwd, layout.logs_dir(task),
-                                 env=envs.for_worktree(plan.store, task, agent), rerun=rerun, ticker=ticker)
+                                 env=envs.for_worktree(plan.store, task, agent), rerun=rerun, ticker=ticker,
+                                 place=lambda commit: gatetree.clean_checkout(plan.store, f"{task}/build", commit, task, agent))
     record_gate(plan.store, task, ev, plan.session, agent=agent)
     if not ev.passed:
         raise gate_failed(ev, task, f"{agent} was not merged into {task}", f"spark-git merge {task} --agent {agent}")
     after = awt.head_and_tree()
     if after is None or after[0] != plan.a_head or ev.commit != plan.a_head:  # same commit id ⇒ same tree
         raise Failed(f"{agent}'s branch changed while its gate ran ({plan.a_head[:12]} → {(after[0] if after else '?')[:12]}); nothing was merged", task=task)
-    left = awt.status()
+    ran_in = Path(ev.worktree) if ev.ran else awt.cwd
+    left = Git(ran_in).status()
     if left:
-        raise Failed(f"the build gate left changes in {awt.cwd}; nothing was merged", details={"files": [str(s) for s in left]}, task=task,
+        raise Failed(f"the build gate left changes in {ran_in}; nothing was merged", details={"files": [str(s) for s in left]}, task=task,
                      hint=GATE_LEFT_CHANGES_HINT)
     return ev
