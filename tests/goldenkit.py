@@ -17,7 +17,7 @@ REGEN = os.environ.get("SPARK_REGEN_GOLDEN") == "1"
 CONFIG = """\
 protocol = "light"
 [gates]
-build = ["sh", "-c", "test ! -e \"$SPARK_TASK_WORKTREE/stop.flag\""]  # an ignored flag in the task worktree: the gate runs in a clean checkout
+build = ["sh", "-c", 'test ! -e "$SPARK_TASK_WORKTREE/stop.flag"']  # an ignored flag in the task worktree: the gate runs in a clean checkout
 final = ["true"]
 [approval]
 allow_non_interactive = true

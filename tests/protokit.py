@@ -11,7 +11,7 @@ from fixtures.repo import Run, commit, git, make_repo, spark
 
 FULL_CONFIG = """\
 [gates]
-build = ["sh", "-c", "test ! -e \"$SPARK_TASK_WORKTREE/stop.flag\""]  # an ignored flag in the task worktree: the gate runs in a clean checkout
+build = ["sh", "-c", 'test ! -e "$SPARK_TASK_WORKTREE/stop.flag"']  # an ignored flag in the task worktree: the gate runs in a clean checkout
 [approval]
 allow_non_interactive = true
 """

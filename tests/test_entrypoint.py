@@ -16,7 +16,7 @@ import spark_git
 CONFIG = """\
 protocol = "light"
 [gates]
-build = ["sh", "-c", "test ! -e \"$SPARK_TASK_WORKTREE/stop.flag\""]  # an ignored flag in the task worktree: the gate runs in a clean checkout
+build = ["sh", "-c", 'test ! -e "$SPARK_TASK_WORKTREE/stop.flag"']  # an ignored flag in the task worktree: the gate runs in a clean checkout
 [approval]
 allow_non_interactive = true
 """

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import py_compile
 import socket
 import sys
 import threading

@@ -25,10 +25,10 @@ if shutil.which("bwrap") is None:  # CI installs bubblewrap (.ci/run): there, a 
         pytest.fail("bubblewrap (bwrap) is not installed: the gate sandbox cannot be tested", pytrace=False)
     pytest.skip("bubblewrap (bwrap) is not installed on this machine", allow_module_level=True)
 
-# What the gate tries, each recorded as ok/refused in a JSON line appended to OUT (outside the repo).
+# What the gate tries, each recorded as ok/refused in a JSON line it prints (the gate's log has it).
 ESCAPES = r"""
 import json, os, subprocess, sys, tempfile
-out, main_wt, common, other = sys.argv[1:5]
+main_wt, common, other = sys.argv[1:4]
 res = {"cwd": os.getcwd()}
 def attempt(name, f):
     try:
@@ -49,7 +49,7 @@ attempt("notes", lambda: git("notes", "--ref", "spark-verdicts", "add", "-f", "-
 attempt("main worktree", lambda: write(os.path.join(main_wt, "escaped.txt")))
 attempt(".git/refs", lambda: write(os.path.join(common, "refs", "heads", "main")))
 attempt("other worktree", lambda: write(os.path.join(other, "escaped.txt")))
-attempt("detach HEAD", lambda: git("update-ref", "--no-deref", "HEAD", git("rev-parse", "HEAD").strip()))
+attempt("detach HEAD", lambda: git("update-ref", "--no-deref", "HEAD", git("rev-parse", "HEAD~1").strip()))  # re-point it elsewhere
 attempt("push to a local remote", lambda: git("push", "origin", "HEAD:refs/heads/main"))
 attempt("~/.gitconfig", lambda: git("config", "--global", "core.hooksPath", "/tmp/evil-hooks"))
 def own():
@@ -60,21 +60,21 @@ attempt("git status", lambda: git("status", "--porcelain"))
 attempt("git log", lambda: git("log", "-1", "--format=%H"))
 state = os.path.join(os.path.expanduser("~"), ".local", "state", "spark-git")
 res["state dir"] = sorted(os.listdir(state)) if os.path.isdir(state) else None
-with open(out, "a") as fh:
-    fh.write(json.dumps(res) + "\n")
+print("RESULT " + json.dumps(res))
 """
 
 
-def _results(out: Path) -> list[dict]:
-    return [json.loads(ln) for ln in out.read_text().splitlines()]
+def _results(logs: Path, gate: str) -> dict:
+    [line] = [ln for log in sorted(logs.glob(f"*-{gate}.log")) for ln in log.read_text().splitlines() if ln.startswith("RESULT ")]
+    return dict(json.loads(line.removeprefix("RESULT ")))
 
 
 def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -> None:
-    out, script = tmp_path / "out.jsonl", tmp_path / "escape.py"
-    script.write_text(ESCAPES)
+    script = tmp_path / "repo.tasks" / "escape.py"  # where the gate can read it (the tasks root is shown to it, read-only)
     repo = tmp_path / "repo"  # where Task puts it: the gate is given the paths it attacks
-    gate = [PY, str(script), str(out), str(repo), str(repo / ".git"), str(tmp_path / "repo.tasks" / "t1" / "agents" / "a2" / "code")]
+    gate = [PY, str(script), str(repo), str(repo / ".git"), str(tmp_path / "repo.tasks" / "t1" / "agents" / "a2" / "code")]
     t = Task(tmp_path, ["a1", "a2"], config(build=gate, final=gate, non_interactive=True))
+    script.write_text(ESCAPES)
     main_before = git(t.repo, "rev-parse", "refs/heads/main")
     origin = tmp_path / "origin.git"
     git(tmp_path, "clone", "-q", "--bare", str(t.repo), str(origin))
@@ -85,17 +85,19 @@ def test_a_gate_cannot_move_refs_or_write_outside_its_worktree(tmp_path: Path) -
     m = t.merge("a1")
     assert m.returncode == 0, m
     assert t.spark("approve", "t1", "--changes").returncode == 0
-    c = t.spark("--json", "complete", "t1", "--rerun")  # --rerun: the final gate runs too, in the task worktree
+    c = t.spark("--json", "complete", "t1", "--rerun")  # --rerun: the final gate runs too, in the task's clean checkout
     assert c.returncode == 0, c
-    build, final = _results(out)
-    assert build["cwd"] == str(t.wt("a1")) and final["cwd"] == str(t.wt())
+    build, final = _results(t.root / "logs", "build"), _results(t.root / "logs", "final")
+    checkouts = t.root.parent / ".gates" / "t1"
+    assert build["cwd"] == str(checkouts / "build") and final["cwd"] == str(checkouts / "final")
     for r in (build, final):
         for name in ("update-ref main", "update-ref new branch", "notes", "main worktree", ".git/refs", "other worktree",
-                     "push to a local remote", "~/.gitconfig", "detach HEAD"):
+                     "push to a local remote", "detach HEAD"):
             assert r[name].startswith("refused"), (name, r)
         for name in ("own worktree", "tmp", "git status", "git log"):
             assert r[name] == "ok", (name, r)
         assert r["state dir"] in (None, [])  # the verdict key is hidden from the gate
+        # `git config --global` writes the gate's throwaway HOME: the human's ~/.gitconfig (checked below) never sees it
     assert not (t.repo / "escaped.txt").exists() and not (t.wt("a2") / "escaped.txt").exists()
     assert git(t.repo, "rev-parse", "--verify", "-q", "refs/heads/escaped", check=False) == ""
     assert git(origin, "rev-parse", "refs/heads/main") == main_before and "hooksPath" not in gitconfig.read_text()

@@ -38,6 +38,14 @@ def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
     assert "last_merge_sha" not in t.task_json()["agents"]["a1"] or t.task_json()["agents"]["a1"]["last_merge_sha"] is None
 
 
+@pytest.fixture
+def unboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process runner's own cleanup, without bubblewrap: a boxed gate's pids are its PID
+    namespace's, and it cannot write to the test's FIFO (tests/test_gate_box.py has the boxed daemon)."""
+    monkeypatch.setenv("SPARK_BWRAP", "")
+
+
+@pytest.mark.usefixtures("unboxed")
 def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     # The timeout is wall-clock: under load it can fire before the gate has started its child. Such a
     # run proves less, so it is repeated with a longer timeout; whatever a run got to, nothing of it
@@ -61,6 +69,7 @@ def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     raise AssertionError("the gate never got to start its child, even with a 64 s timeout")
 
 
+@pytest.mark.usefixtures("unboxed")
 def test_gate_that_daemonizes_leaves_nothing_running(tmp_path: Path) -> None:
     # `setsid` takes the daemon out of the gate's process group; spark-git, its subreaper, still kills it.
     fifo, marker = tmp_path / "pids.fifo", f"spark-gate-daemon-{uuid.uuid4().hex}"
@@ -130,7 +139,7 @@ def test_gate_that_leaves_files_is_refused_until_they_are_ignored(tmp_path: Path
     t.commit("a1", {"checks/test_y.py": "def test_b():\n    pass\n"}, "[a1] more checks")
     r = t.merge("a1")
     assert r.returncode == 1 and r.json["status"] == "FAIL", r
-    assert r.json["summary"] == f"the build gate left changes in {t.wt('a1')}; nothing was merged"
+    assert r.json["summary"] == f"the build gate left changes in {t.root.parent / '.gates' / 't1' / 'build'}; nothing was merged"  # its clean checkout
     assert "?? checks/__pycache__/test_x.cpython" in " ".join(r.json["data"]["files"])
     assert ".gitignore" in r.json["data"]["hint"]
     assert t.head() == base
@@ -139,6 +148,7 @@ def test_gate_that_leaves_files_is_refused_until_they_are_ignored(tmp_path: Path
     assert r.returncode == 0 and len(r.json["data"]["landed"]) == 2, r
 
 
+@pytest.mark.usefixtures("unboxed")
 def test_sigkill_of_spark_git_mid_gate_leaves_nothing_running(tmp_path: Path) -> None:
     # The gate starts a grandchild and tells us its pid through a FIFO; then spark-git is SIGKILLed.
     fifo = tmp_path / "pid.fifo"

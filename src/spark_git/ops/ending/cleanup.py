@@ -16,7 +16,7 @@ from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
 from spark_git.ops.queue.checks import approval_unmet
-from spark_git.ops.shared import archive, caches, hooksetup, keep
+from spark_git.ops.shared import archive, caches, gatetree, hooksetup, keep
 from spark_git.ops.shared.taskfile import load_task, save_task
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.ops.shared.worktrees import Progress, lost_head, quiet, stray_agent_branch
@@ -222,6 +222,7 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branche
         for i, t in enumerate(order, 1):
             progress(f"[{i}/{len(order)}] removing {t.path}")
             _remove(git, t, data)
+        gatetree.remove_checkouts(store.layout, tf.task_name)  # the gates' clean checkouts: nothing of anyone's in them
         git.worktree_prune()
         faults.point("end-after-worktrees")
         still_out = {wt.branch for wt in git.worktrees() if wt.branch}

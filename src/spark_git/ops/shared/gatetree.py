@@ -6,6 +6,7 @@ files and what the `[worktree] setup` commands make (run in the gate's box: they
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from spark_git.core.errors import GitError
@@ -45,12 +46,16 @@ def clean_checkout(store: Store, name: str, commit: str, task: str, agent: str |
     return path
 
 
+def remove_checkouts(layout: Layout, task: str) -> None:
+    """The task's gate checkouts, at cleanup (call with the WORKTREES mutex held). Only commits are
+    checked out there and a run's outputs are thrown away before the next: nothing is lost."""
+    shutil.rmtree(layout.tasks_root / GATES_DIR / task, ignore_errors=True)
+
+
 def _recreate(git: Git, path: Path, commit: str) -> None:
     """A new detached worktree at `path` (a leftover directory that git no longer knows is replaced)."""
     git.worktree_prune()
     if path.exists():
-        import shutil
-
         shutil.rmtree(path)  # under .gates: only spark-git writes there, and only checkouts of commits
     path.parent.mkdir(parents=True, exist_ok=True)
     git.run("worktree", "add", "--quiet", "--detach", "--force", str(path), commit)
