@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from fixtures.repo import git
 
 from spark_git.core import gatebox
 from spark_git.gates import verdictkey
+from tests.prockit import with_marker
 from tests.protokit import P
 
 pytestmark = pytest.mark.skipif(gatebox.bwrap() is None, reason="bubblewrap is not installed (.ci/run installs it)")
@@ -105,3 +107,16 @@ def test_gate_code_cannot_escape_through_proc_home_config_the_venv_or_a_host_soc
     assert not (home / ".config" / "git" / "config").exists(), log  # the human's git config untouched
     assert got == [], log  # no host socket reached
     assert "'key': []" in log, log  # no key byte read
+
+
+def test_a_daemon_the_gate_leaves_dies_with_its_pid_namespace(tmp_path: Path) -> None:
+    """`setsid -f` takes a daemon out of the gate's process group and session; the box's PID namespace
+    ends with the gate, and everything in it (the process runner's sweep, tests/test_gates.py, is the
+    second line: it catches the same daemon without the box)."""
+    marker = f"spark-gate-daemon-{uuid.uuid4().hex}"
+    config = f'protocol = "light"\n[gates]\nbuild = ["sh", "-c", "setsid -f sh -c \'sleep 300; :\' {marker}; exit 0"]\n'
+    p = P(tmp_path, config=config, agents="a1", files={"README.md": "# demo\n"})
+    p.commit("a1", {"x.txt": "x\n"}, "[a1] x")
+    r = p.spark("--json", "merge", p.task, "--agent", "a1")
+    assert r.returncode == 0, r
+    assert with_marker(marker) == []
