@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.repo import git, spark_argv
+from fixtures.repo import SEALED_ENV, git, spark_argv
 
 from tests.mergekit import PY, Task, config
 
@@ -50,7 +50,7 @@ def _plain_key() -> Path:
 def _daemonized(t: Task, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`cd /tmp && env -i PATH=$PATH setsid …`: no terminal, no agent ancestor, the caller guard dodged
     (only the sealed test environment is kept, so that nothing reaches the machine's own state)."""
-    keep = {k: os.environ[k] for k in ("PATH", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM", "SPARK_TEST_HOOKS_CHECK") if k in os.environ}
+    keep = {k: os.environ[k] for k in ("PATH", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", *SEALED_ENV) if k in os.environ}
     argv = ["setsid", "-w", *spark_argv("-C", str(t.repo), *args)]
     return subprocess.run(argv, cwd="/tmp", env={**keep, "SPARK_SESSION_ID": "s1", **(env or {})}, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=BOUND_S)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from fixtures.repo import git
+
 from tests.protokit import FULL_CONFIG, REQUIREMENTS, P
 
 WALK = ["REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION"]  # the plan approval skipped
