@@ -114,7 +114,8 @@ def test_another_agents_report_is_refused_and_reported(tmp_path: Path) -> None:
     before = p.snapshot()
     r = p.advance()
     assert r.returncode == 3, r
-    assert any("b-updater" in u for u in r.json["data"]["unmet"]), r.json["data"]["unmet"]
+    assert any(u.startswith("agent b-updater has no report that counts") and "does not carry spark-git's MAC" in u
+               and "spark-git report t1 --agent b-updater" in u for u in r.json["data"]["unmet"]), r.json["data"]["unmet"]
     assert p.state() == "REQUIREMENTS" and p.snapshot() == before
     doc = _doctor(p)
     found = [f for f in doc if f["kind"] == "report-forged"]

@@ -34,7 +34,8 @@ def _inconsistency(tf: TaskFile, key: bytes | None) -> Unmet | None:
     if bad is not None:
         t = log[bad]
         return Unmet(f"transition_log entry {bad} ({t.from_state} → {t.to} at {t.at}) does not carry spark-git's MAC: the log was written "
-                     "or rewritten outside spark-git (a recomputed hash chain does not make it valid)", kind=FORGED_LOG)
+                     "or rewritten outside spark-git (a recomputed hash chain does not make it valid), or with another records key than "
+                     f"{recordmac.key_path()} (another machine of yours: copy its key here)", kind=FORGED_LOG)
     if log[0].from_state is not None or log[0].to != S.INIT:
         return Unmet(f"transition_log does not begin with the start of the task (→ INIT), but with {log[0].from_state} → {log[0].to}")
     for prev, t in pairwise(log):
