@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from pathlib import Path
 
-from fixtures.repo import git
+from fixtures.repo import git, make_repo, sealed_env, spark
 
+from tests.hookutil import event, hook
 from tests.protokit import FULL_CONFIG, REQUIREMENTS, P
 
 WALK = ["REQUIREMENTS", "SYNTHESIS", "IMPLEMENTATION"]  # the plan approval skipped
@@ -136,3 +138,19 @@ def test_a_hand_written_report_is_refused_and_doctor_fix_sets_it_aside(tmp_path:
     assert len(aside) == 1 and json.loads(aside[0].read_text()) == forged  # kept, not deleted
     assert json.loads(p.status_file("b-updater").read_text())["status"] == "NEW"
     assert not [f for f in _doctor(p) if f["kind"] == "report-forged"]  # the fresh one verifies
+
+
+def test_the_records_key_is_refused_to_an_agent_by_the_hook(tmp_path: Path) -> None:
+    """The key lives beside the approval and verdict keys: the hook refuses it to an agent's shell and
+    file tools (the boxes hide the whole directory: tests/test_agent_box.py)."""
+    env = sealed_env(tmp_path / "home", SPARK_SESSION_ID="owner")
+    repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0
+    key = Path(env["XDG_STATE_HOME"]) / "spark-git" / "records.key"
+    assert key.is_file() and stat.S_IMODE(key.stat().st_mode) == 0o600  # made by start, for the first transition's MAC
+    a1 = tmp_path / "repo.tasks" / "t1" / "agents" / "a1" / "code"
+    agent = {**env, "SPARK_SESSION_ID": ""}
+    for ev in (event(a1, "Bash", command=f"cat {key}"), event(a1, "Bash", command="cat $XDG_STATE_HOME/spark-git/records.key"),
+               event(a1, "Write", file_path=str(key), content="00\n")):  # Read: Claude Code's permission rules (sandbox.py)
+        r = hook(ev, agent)
+        assert r.returncode == 2 and "spark-git state directory" in r.stderr, (ev["tool_input"], r)
