@@ -80,6 +80,9 @@ def test_a_forged_walk_is_refused_by_merge_and_advance_and_reported_by_doctor(tm
     r = p.advance("VALIDATION")
     assert r.returncode == 3 and "does not carry spark-git's MAC" in r.json["summary"], r
     assert p.state() == "IMPLEMENTATION" and (p.root / "task.json").read_bytes() == forged
+    main = git(p.repo, "rev-parse", "refs/heads/main")
+    r = p.spark("--json", "complete", p.task)
+    assert r.returncode == 3 and "does not carry spark-git's MAC" in r.json["summary"] and git(p.repo, "rev-parse", "refs/heads/main") == main, r
     found = [f for f in _doctor(p) if f["kind"] == "transitions-forged"]
     assert len(found) == 1 and "entry 2 (CLASSIFIED → REQUIREMENTS" in found[0]["problem"] and found[0]["broken"], found
     assert "spark-git abandon t1" in found[0]["repair"]
