@@ -107,14 +107,19 @@ def approve(
                     patch_id=rec["patch_id"], signed=sig.payload, signature=sig.signature)
     cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
-    said = {"key": signer.protection, "unprotected_key": signer.unprotected}  # in every note and event: verify and audit see it
-    store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via, **said})])
-    store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via, **said)
+    _noted(store, task, kind, target, session, by, via, signer)
     return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via,
                        presented=view, signed_with=str(sig.key.path), key_created=sig.key.created,
                        allowed_signers=str(sshsig.allowed_path()) if sig.allowed_added else None,
                        key_protection=signer.protection, unprotected_key=signer.unprotected,
                        unguarded=signed.unguarded(layout.main_worktree))
+
+
+def _noted(store: Store, task: str, kind: Kind, target: str, session: str | None, by: str, via: str, signer: signed.Approver) -> None:
+    """The approval's note and event, each saying how the key's secret is kept (verify and audit read it)."""
+    said = {"key": signer.protection, "unprotected_key": signer.unprotected}
+    store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via, **said})])
+    store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via, **said)
 
 
 def _not_again(layout: Layout, tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
