@@ -241,3 +241,28 @@ def test_an_ssh_agent_key_signs_nothing_the_human_refuses(tmp_path: Path, agent:
     assert "Allow use of key" in agent["log"].read_text()
     assert _approval_notes(t, head) == []
     _unmoved(t, main)
+
+
+def _sk_public() -> str:
+    """An ed25519-sk public key as ssh-keygen writes it (the private half would live on a FIDO2 token)."""
+    import base64
+    import struct
+
+    def field(b: bytes) -> bytes:
+        return struct.pack(">I", len(b)) + b
+
+    blob = field(b"sk-ssh-ed25519@openssh.com") + field(bytes(range(32))) + field(b"ssh:")
+    return "sk-ssh-ed25519@openssh.com " + base64.b64encode(blob).decode()
+
+
+def test_a_fido2_key_is_not_refused_for_want_of_a_passphrase(tmp_path: Path) -> None:
+    """No token here: the -sk key is shown as one that needs a touch (not refused as unprotected), and
+    without the token ssh-keygen cannot sign, so nothing is recorded."""
+    t = _ready(tmp_path)
+    git(tmp_path, "config", "--global", "gpg.format", "ssh")
+    git(tmp_path, "config", "--global", "user.signingkey", "key::" + _sk_public())
+    main, head = git(t.repo, "rev-parse", "refs/heads/main"), t.head()
+    rc, out = _converse(t.repo, ["approve", "t1", "--changes"], [CONFIRM])
+    assert rc == 3 and "a FIDO2 key: touch it" in out and "could not sign the approval" in out and "no passphrase" not in out, out
+    assert _approval_notes(t, head) == []
+    _unmoved(t, main)
