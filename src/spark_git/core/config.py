@@ -105,6 +105,8 @@ class AttributionConfig(_Strict):
 class ApprovalConfig(_Strict):
     allow_non_interactive: bool = False
     allowed_signers: str | None = Field(None, description="A committed allowed-signers file (git's format) of the team's approvers, read from the base branch.")
+    unprotected_key: bool = Field(False, description="Accept an approval key without a passphrase (CI, demos): any process of the user could approve; "
+                                  "every approval note and the approval screen say so.")
 
 
 class RiskConfig(_Strict):
