@@ -1,0 +1,163 @@
+"""The `full` protocol walked from INIT to cleanup on a small Python package with a pytest gate, every
+agent's part done by a real client launched by `agent run --all` (Claude Code for the requirements,
+Gemini CLI for the plans and the final review, Codex CLI for the implementation, Claude Code for the
+implementation's review), each played by the scripted model server. Nothing is written and no report
+filed by hand: the coordinator only runs the `next` command each step prints (issue 32)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures import codexrun, dayproject
+from fixtures.modelserver.anthropic import Anthropic
+from fixtures.modelserver.core import Api, ModelServer, Say, Script, Tool, Turn, dead_proxy, require_binary
+from fixtures.modelserver.gemini import GeminiApi
+from fixtures.modelserver.gemini_agent import USER_SETTINGS, without_gemini_env
+from fixtures.modelserver.openai import OpenAIResponses
+from fixtures.modelserver.routed import Routed
+from fixtures.repo import Run, git, make_repo, sealed_env, spark
+
+REV, UPD = "architecture-reviewer", "test-updater"  # MEDIUM (a test file): the classification's agent set
+CONFIG = dayproject.config().replace('protocol = "light"\n', "")  # protocol full, pytest as build and final gate
+REQUIREMENTS = ("# Requirements\n\n- `calc.sub(a, b)` returns a - b for ints\n- a pytest test covers it\n"
+                "- the public interface of calc keeps add and neg unchanged\n")
+SUB = "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n"
+TEST = "from calc import sub\n\n\ndef test_sub() -> None:\n    assert sub(5, 3) == 2\n"
+
+
+@dataclass
+class World:
+    root: Path
+    repo: Path
+    env: dict[str, str]  # the coordinator's: every client's scripted set-up, owner session
+
+    @property
+    def task(self) -> Path:
+        return self.root / "repo.tasks" / "t1"
+
+    def spark(self, *args: str) -> Run:
+        return spark(self.repo, "--json", *args, env=self.env, process=True)
+
+    def step(self, *args: str) -> dict[str, Any]:
+        r = self.spark(*args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return dict(json.loads(r.stdout))
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    for tool in ("claude", "codex", "gemini", "bwrap", "socat"):
+        require_binary(tool)
+    root = codexrun._base()  # outside /dev and /tmp (codexrun's docstring)
+    try:
+        yield _world(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _world(root: Path) -> World:
+    home, codex_home, tmp = root / "home", root / "codex-home", root / "tmp"
+    for d in (home / ".gemini", codex_home, tmp):
+        d.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(codexrun.PROVIDER)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(USER_SETTINGS))
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+    env = without_gemini_env(sealed_env(home, CODEX_HOME=str(codex_home), TMPDIR=str(tmp),
+                                        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))
+    proxy = dead_proxy()
+    env.update({"SPARK_SESSION_ID": "owner", "ANTHROPIC_API_KEY": "sk-scripted", "IS_SANDBOX": "1", "OPENAI_API_KEY": "scripted",
+                "GEMINI_API_KEY": "scripted", "NO_COLOR": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_ERROR_REPORTING": "1", "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+                **{k: proxy for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")}})
+    repo = make_repo(root / "repo", dayproject.FILES, config=CONFIG)
+    for client in ("claude", "codex", "gemini"):
+        r = spark(repo, "hooks", "install", "--client", client, env=env, process=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "spark-git's hooks for Claude Code, Codex CLI and Gemini CLI", env=env)
+    return World(root, repo, env)
+
+
+def output(summary: str, **more: Any) -> str:
+    return json.dumps({"status": "OK", "summary": summary, "gates": {"meets_definition_of_done": True}, **more})
+
+
+def run_all(w: World, client: str, api: Api, scripts: dict[str, list[Turn]]) -> dict[str, Any]:
+    """`agent run t1 --all --client CLIENT` with each agent's turns played by one server."""
+    routed = {a: Script(list(t)) for a, t in scripts.items()}
+    with ModelServer(Routed(api, routed), Script([])) as srv:
+        args = {"claude": ["--dangerously-skip-permissions"], "codex": codexrun.server_args(srv.url), "gemini": ["--yolo"]}[client]
+        w.env.update({"ANTHROPIC_BASE_URL": srv.url, "GOOGLE_GEMINI_BASE_URL": srv.url})
+        out = w.step("agent", "run", "t1", "--all", "--client", client, "--", *args)
+    assert sorted(r["agent"] for r in out["data"]["runs"]) == sorted(scripts), out
+    assert all(r["state"] == "reported" and r["report_status"] == "COMPLETE" for r in out["data"]["runs"]), out
+    return out
+
+
+def test_the_full_protocol_is_walked_by_agents_of_three_clients(world: World) -> None:
+    w = world
+    nxt = w.step("start", "t1", "--title", "Add sub to calc", "--agents", "")["next"]
+    assert w.step("classify", "t1", "--files", "tests/test_calc.py")["data"]["decision"]["agents"] == [REV, UPD]
+    assert w.step("advance", "t1")["data"]["to"] == "CLASSIFIED"
+    out = w.step("advance", "t1")
+    assert out["data"]["to"] == "REQUIREMENTS" and out["next"][0] == "spark-git agent run t1 --all", out
+    del nxt
+
+    # REQUIREMENTS: Claude Code; each answer carries its requirements analysis, filed as its report
+    out = run_all(w, "claude", Anthropic(), {a: [Say(output(f"{a}: requirements", requirements=REQUIREMENTS))] for a in (REV, UPD)})
+    assert out["next"] == ["spark-git advance t1"], out
+    for a in (REV, UPD):
+        assert (w.task / f"t1-{a}-requirements.md").read_text() == REQUIREMENTS
+    assert w.step("advance", "t1")["data"]["to"] == "SYNTHESIS"
+
+    # SYNTHESIS: Gemini CLI; each answer carries its plan, filed in task.md
+    out = run_all(w, "gemini", GeminiApi(), {a: [Say(output(f"{a}: plan", plan=f"{a} adds what its part needs: sub() and its test."))] for a in (REV, UPD)})
+    assert out["next"] == ["spark-git approve t1 --plan"], out
+    md = (w.task / "task.md").read_text()
+    assert f"## Implementation Plan: {REV}\n\n{REV} adds" in md and f"## Implementation Plan: {UPD}\n\n{UPD} adds" in md, md
+    w.step("approve", "t1", "--plan")
+    assert w.step("advance", "t1")["data"]["to"] == "IMPLEMENTATION"
+
+    # IMPLEMENTATION: Codex CLI writes and commits; the coordinator merges (pytest is the gate)
+    upd = w.task / "agents" / UPD / "code"
+    commit = (f"printf '%s' {shlex.quote(SUB)} >> calc/__init__.py && printf '%s' {shlex.quote(TEST)} > tests/test_sub.py"
+              f" && git add -A && git commit -q -m '[{UPD}] sub() and its test'")
+    out = run_all(w, "codex", OpenAIResponses(), {UPD: [Tool("exec_command", {"cmd": commit, "workdir": str(upd)}),
+                                                        Say(output("sub() added with a test", artifacts={"files_changed": ["calc/__init__.py"]}))]})
+    assert out["next"] == ["spark-git merge t1 --all"], out
+    out = w.step("merge", "t1", "--all")
+    head = git(w.repo, "rev-parse", "t1")
+    assert git(w.repo, "log", "-1", "--format=%s", "t1") == f"[{UPD}] sub() and its test"
+
+    # ... and its reviewer, Claude Code, reviews that head: the decision is filed, bound to it
+    out = run_all(w, "claude", Anthropic(), {REV: [Say(output("looks right", decision="APPROVED"))]})
+    st = json.loads((w.task / "agents" / REV / "status.json").read_text())
+    assert st["decision"] == "APPROVED" and st["last_review_sha"] == head, st
+    assert out["next"] == ["spark-git advance t1"], out
+    assert w.step("advance", "t1")["data"]["to"] == "VALIDATION"
+    assert w.step("advance", "t1")["data"]["to"] == "REVIEW"
+
+    # REVIEW: Gemini CLI reviews again
+    out = run_all(w, "gemini", GeminiApi(), {REV: [Say(output("approved for landing", decision="APPROVED"))]})
+    assert out["next"] == ["spark-git advance t1"], out
+    assert w.step("advance", "t1")["data"]["to"] == "AWAITING_USER_APPROVAL"
+    w.step("approve", "t1", "--changes")
+    w.step("complete", "t1")
+    assert git(w.repo, "rev-parse", "main^2") == head
+    assert w.step("advance", "t1")["data"]["to"] == "CLEANUP"
+    w.step("cleanup", "t1")
+
+    trail = json.loads((w.repo.parent / "repo.tasks" / "t1" / "audit-trail.json").read_text()) if w.task.is_dir() else None
+    audit = w.step("audit", "t1")["data"]
+    assert audit["smells"] == [], audit
+    del trail
