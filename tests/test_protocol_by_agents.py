@@ -106,12 +106,11 @@ def run_all(w: World, client: str, api: Api, scripts: dict[str, list[Turn]]) -> 
 
 def test_the_full_protocol_is_walked_by_agents_of_three_clients(world: World) -> None:
     w = world
-    nxt = w.step("start", "t1", "--title", "Add sub to calc", "--agents", "")["next"]
+    assert w.step("start", "t1", "--title", "Add sub to calc", "--agents", "")["next"][-2:] == ["spark-git classify t1", "spark-git status t1"]
     assert w.step("classify", "t1", "--files", "tests/test_calc.py")["data"]["decision"]["agents"] == [REV, UPD]
     assert w.step("advance", "t1")["data"]["to"] == "CLASSIFIED"
     out = w.step("advance", "t1")
     assert out["data"]["to"] == "REQUIREMENTS" and out["next"][0] == "spark-git agent run t1 --all", out
-    del nxt
 
     # REQUIREMENTS: Claude Code; each answer carries its requirements analysis, filed as its report
     out = run_all(w, "claude", Anthropic(), {a: [Say(output(f"{a}: requirements", requirements=REQUIREMENTS))] for a in (REV, UPD)})
@@ -135,7 +134,7 @@ def test_the_full_protocol_is_walked_by_agents_of_three_clients(world: World) ->
     out = run_all(w, "codex", OpenAIResponses(), {UPD: [Tool("exec_command", {"cmd": commit, "workdir": str(upd)}),
                                                         Say(output("sub() added with a test", artifacts={"files_changed": ["calc/__init__.py"]}))]})
     assert out["next"] == ["spark-git merge t1 --all"], out
-    out = w.step("merge", "t1", "--all")
+    assert w.step("merge", "t1", "--all")["next"] == ["spark-git agent run t1 --all"]  # now the reviewers
     head = git(w.repo, "rev-parse", "t1")
     assert git(w.repo, "log", "-1", "--format=%s", "t1") == f"[{UPD}] sub() and its test"
 
@@ -157,7 +156,11 @@ def test_the_full_protocol_is_walked_by_agents_of_three_clients(world: World) ->
     assert w.step("advance", "t1")["data"]["to"] == "CLEANUP"
     w.step("cleanup", "t1")
 
-    trail = json.loads((w.repo.parent / "repo.tasks" / "t1" / "audit-trail.json").read_text()) if w.task.is_dir() else None
     audit = w.step("audit", "t1")["data"]
     assert audit["smells"] == [], audit
-    del trail
+    trail = json.loads((w.task / "audit-trail.json").read_text())
+    runs = [(e["agent"], e["client"], e["report_status"]) for e in trail["events"] if e.get("kind") == "agent_run"]
+    assert sorted(runs) == sorted([(REV, "claude", "COMPLETE"), (UPD, "claude", "COMPLETE"), (REV, "gemini", "COMPLETE"), (UPD, "gemini", "COMPLETE"),
+                                   (UPD, "codex", "COMPLETE"), (REV, "claude", "COMPLETE"), (REV, "gemini", "COMPLETE")]), runs
+    # every report came from the agent's own session (agent run), none from the coordinator's
+    assert {i["session_id"] for i in trail["agent_invocations"]} == {f"agent:t1:{REV}", f"agent:t1:{UPD}"}, trail["agent_invocations"]

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from spark_git.core.layout import Layout
+from spark_git.ops.shared.taskfile import load_task
 from spark_git.protocol import State
+from spark_git.state.store import Store
 
 # state -> the coordinator's first step there (`{t}`: the task); states not listed: the guard's own hints
 STEP = {
@@ -25,3 +28,12 @@ def first_step(task: str, state: str, protocol: str) -> list[str]:
         return [f"spark-git agent run {task} --all"] if state == State.INIT else []
     step = STEP.get(state)  # type: ignore[call-overload]
     return [step.format(t=task)] if step else []
+
+
+def after_merge(layout: Layout, store: Store, task: str) -> list[str]:
+    """What the state asks once an agent's work landed on the task branch: in IMPLEMENTATION the next
+    `agent run --all` (the remaining updaters, then the reviewers); in SYNTHESIS (a short task) advance."""
+    tf = load_task(store, task)
+    if layout.config.protocol == "light" or tf.state == State.SYNTHESIS:
+        return [f"spark-git advance {task}" if tf.state == State.SYNTHESIS else f"spark-git status {task}"]
+    return first_step(task, tf.state, layout.config.protocol) or [f"spark-git status {task}"]
