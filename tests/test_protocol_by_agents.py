@@ -7,24 +7,17 @@ filed by hand: the coordinator only runs the `next` command each step prints (is
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
-from fixtures import codexrun, dayproject
+from fixtures import dayproject
+from fixtures.agentworld import World, agent_world, output, run_all
 from fixtures.modelserver.anthropic import Anthropic
-from fixtures.modelserver.core import Api, ModelServer, Say, Script, Tool, Turn, dead_proxy, require_binary
+from fixtures.modelserver.core import Say, Tool
 from fixtures.modelserver.gemini import GeminiApi
-from fixtures.modelserver.gemini_agent import USER_SETTINGS, without_gemini_env
 from fixtures.modelserver.openai import OpenAIResponses
-from fixtures.modelserver.routed import Routed
-from fixtures.repo import Run, git, make_repo, sealed_env, spark
+from fixtures.repo import git
 
 REV, UPD = "architecture-reviewer", "test-updater"  # MEDIUM (a test file): the classification's agent set
 CONFIG = dayproject.config().replace('protocol = "light"\n', "")  # protocol full, pytest as build and final gate
@@ -34,74 +27,9 @@ SUB = "\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n"
 TEST = "from calc import sub\n\n\ndef test_sub() -> None:\n    assert sub(5, 3) == 2\n"
 
 
-@dataclass
-class World:
-    root: Path
-    repo: Path
-    env: dict[str, str]  # the coordinator's: every client's scripted set-up, owner session
-
-    @property
-    def task(self) -> Path:
-        return self.root / "repo.tasks" / "t1"
-
-    def spark(self, *args: str) -> Run:
-        return spark(self.repo, "--json", *args, env=self.env, process=True)
-
-    def step(self, *args: str) -> dict[str, Any]:
-        r = self.spark(*args)
-        assert r.returncode == 0, r.stdout + r.stderr
-        return dict(json.loads(r.stdout))
-
-
 @pytest.fixture
 def world() -> Iterator[World]:
-    for tool in ("claude", "codex", "gemini", "bwrap", "socat"):
-        require_binary(tool)
-    root = codexrun._base()  # outside /dev and /tmp (codexrun's docstring)
-    try:
-        yield _world(root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _world(root: Path) -> World:
-    home, codex_home, tmp = root / "home", root / "codex-home", root / "tmp"
-    for d in (home / ".gemini", codex_home, tmp):
-        d.mkdir(parents=True)
-    (codex_home / "config.toml").write_text(codexrun.PROVIDER)
-    (home / ".gemini" / "settings.json").write_text(json.dumps(USER_SETTINGS))
-    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
-    env = without_gemini_env(sealed_env(home, CODEX_HOME=str(codex_home), TMPDIR=str(tmp),
-                                        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))
-    proxy = dead_proxy()
-    env.update({"SPARK_SESSION_ID": "owner", "ANTHROPIC_API_KEY": "sk-scripted", "IS_SANDBOX": "1", "OPENAI_API_KEY": "scripted",
-                "GEMINI_API_KEY": "scripted", "NO_COLOR": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_ERROR_REPORTING": "1", "NO_PROXY": "127.0.0.1,localhost",
-                "no_proxy": "127.0.0.1,localhost",
-                **{k: proxy for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")}})
-    repo = make_repo(root / "repo", dayproject.FILES, config=CONFIG)
-    for client in ("claude", "codex", "gemini"):
-        r = spark(repo, "hooks", "install", "--client", client, env=env, process=True)
-        assert r.returncode == 0, r.stdout + r.stderr
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "spark-git's hooks for Claude Code, Codex CLI and Gemini CLI", env=env)
-    return World(root, repo, env)
-
-
-def output(summary: str, **more: Any) -> str:
-    return json.dumps({"status": "OK", "summary": summary, "gates": {"meets_definition_of_done": True}, **more})
-
-
-def run_all(w: World, client: str, api: Api, scripts: dict[str, list[Turn]]) -> dict[str, Any]:
-    """`agent run t1 --all --client CLIENT` with each agent's turns played by one server."""
-    routed = {a: Script(list(t)) for a, t in scripts.items()}
-    with ModelServer(Routed(api, routed), Script([])) as srv:
-        args = {"claude": ["--dangerously-skip-permissions"], "codex": codexrun.server_args(srv.url), "gemini": ["--yolo"]}[client]
-        w.env.update({"ANTHROPIC_BASE_URL": srv.url, "GOOGLE_GEMINI_BASE_URL": srv.url})
-        out = w.step("agent", "run", "t1", "--all", "--client", client, "--", *args)
-    assert sorted(r["agent"] for r in out["data"]["runs"]) == sorted(scripts), out
-    assert all(r["state"] == "reported" and r["report_status"] == "COMPLETE" for r in out["data"]["runs"]), out
-    return out
+    yield from agent_world(dayproject.FILES, CONFIG, ("claude", "codex", "gemini"))
 
 
 def test_the_full_protocol_is_walked_by_agents_of_three_clients(world: World) -> None:

@@ -203,7 +203,7 @@ def after_run(layout: Layout, store: Store, d: AgentRunData, extra: tuple[str, .
     if d.outcome != "reported" or d.incomplete:
         return [again(d.task, d.agent, d.client, extra)]
     tf = load_task(store, d.task)
-    if layout.config.protocol == "light" or tf.agents[d.agent].role == "updater":
+    if layout.config.protocol == "light" or (tf.agents[d.agent].role == "updater" and tf.state == "IMPLEMENTATION"):
         return [f"spark-git merge {d.task} --agent {d.agent}"]
     return [f"spark-git approve {d.task} --plan" if tf.state == "SYNTHESIS" else f"spark-git advance {d.task}"]
 

@@ -35,7 +35,7 @@ DECISION = Owe("decision", "decision", "`decision`: APPROVED or REJECTED for the
                                        "`artifacts.findings` lists what must change")
 TESTS = Owe("artifacts.commands_to_run", "tests", "`artifacts.commands_to_run`: the test commands you ran on the task head, "
                                                   "and `gates.meets_definition_of_done`: whether they passed")
-HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
+HEADING = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$", re.M)
 REVIEWING = (State.IMPLEMENTATION, State.VALIDATION, State.REVIEW, State.AWAITING_USER_APPROVAL)
 
 
