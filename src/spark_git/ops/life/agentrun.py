@@ -107,6 +107,15 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
         hooksetup.sandbox_refresh(layout, store)
     rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
+    pending = _uncommitted(layout, c)
+    if pending and not (rows and rows[0].loads):  # installed, not committed: the worktrees start from the base branch
+        files = " ".join(shlex.quote(f) for f in pending)
+        main = shlex.quote(str(layout.main_worktree))
+        raise Blocked(f"{c.facts.title}'s hooks are installed in the main worktree but not committed ({', '.join(pending)}): "
+                      f"agent {agent}'s worktree, made from the base branch, does not load them",
+                      hint="commit them on the base branch, then bring the task up to date",
+                      next=[f"git -C {main} add -- {files} && git -C {main} commit -m 'spark-git hooks for {c.name}' -- {files}",
+                            f"spark-git update {task}"], task=task)
     if not rows:
         raise Blocked(f"{c.facts.title}'s hooks are not installed for this repository: an agent would run without spark-git's checks",
                       hint=f"`{fix}`, commit its settings, then `spark-git update {task}`", next=[fix], task=task)
@@ -117,6 +126,16 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
     if problems:
         raise Blocked(f"{c.facts.title} in agent {agent}'s worktree would run outside spark-git's boundary: " + "; ".join(problems),
                       hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task)
+
+
+def _uncommitted(layout: Layout, c: Client) -> list[str]:
+    """The files of the client's project config (its directory, settings files) present in the main
+    worktree and not committed as they are."""
+    own = [Path(c.facts.config_dir), *(p for p in c.settings_files().values() if not p.is_absolute()),
+           *([Path(c.facts.instructions[0])] if c.facts.instructions else [])]
+    rels = [str(p) for p in own if (layout.main_worktree / p).exists()]
+    out = layout.git().run("status", "--porcelain", "--untracked-files=all", "--", *rels).stdout if rels else ""
+    return [ln[3:] for ln in out.splitlines() if ln.strip()]
 
 
 def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
