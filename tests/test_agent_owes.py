@@ -6,6 +6,7 @@ real Claude Code played by the scripted model server (fixtures/agentworld.py).""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from fixtures import dayproject
 from fixtures.agentworld import World, agent_world, output, run_all
 from fixtures.modelserver.anthropic import Anthropic
-from fixtures.modelserver.core import ModelServer, Say, Script
+from fixtures.modelserver.core import ModelServer, Say, Script, Tool
 from fixtures.modelserver.routed import Routed
 from fixtures.repo import commit, git
 
@@ -143,3 +144,27 @@ def test_a_plan_section_is_replaced_not_repeated(tmp_path: Path) -> None:
     assert once == "# T\n\n## Objective\nx\n\n## Implementation Plan: a\n\nnew\n\n## Implementation Plan: ab\nkept\n", once
     assert owed.with_plan(once, "a", "new") == once
     assert owed.with_plan("# T\n", "b", "b's").endswith("\n\n## Implementation Plan: b\n\nb's\n")
+
+
+def test_report_from_inside_claude_codes_sandbox_is_handed_in_and_filed_by_the_coordinator(world: World) -> None:
+    """An agent launched by hand (its shell set up by `spark-git env`) reports from inside its client's
+    sandbox, where .git/spark is read-only: handed in, then filed by the coordinator's next command."""
+    w = world
+    to_requirements(w)
+    wt = w.task / "agents" / UPD / "code"
+    env = dict(w.env)
+    env.update(json.loads(w.spark("env", "t1", "--agent", UPD).stdout)["data"]["vars"])
+    say = "spark-git report t1 --agent test-updater --status WORKING --feedback 'reading the suite'"
+    script = Script([Tool("Bash", {"command": say, "description": "report"}), Say("reported")])
+    with ModelServer(Anthropic(), script) as srv:
+        p = subprocess.run(["claude", "-p", "Report.", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"],
+                           cwd=wt, env={**env, "ANTHROPIC_BASE_URL": srv.url}, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    said = json.dumps(script.requests)
+    assert p.returncode == 0 and "handed in WORKING" in said and "Read-only file system" not in said, said[-3000:]
+    assert status(w, UPD)["status"] != "WORKING"  # not filed yet: the box cannot
+    assert w.spark("advance", "t1").returncode == 3  # the coordinator's next command (refused: requirements are missing) ...
+    st = status(w, UPD)  # ... filed it, as the agent itself
+    assert st["status"] == "WORKING" and st["feedback"] == "reading the suite", st
+    trail = json.loads((w.task / "audit-trail.json").read_text())
+    assert trail["agent_invocations"][-1]["session_id"] == f"agent:t1:{UPD}"
+    assert not list(w.root.rglob("spark-report.json"))

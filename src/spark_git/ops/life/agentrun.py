@@ -22,7 +22,7 @@ from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
-from spark_git.ops.life import agentbox, owed, reports
+from spark_git.ops.life import agentbox, handin, owed, reports
 from spark_git.ops.life import brief as ops_brief
 from spark_git.ops.shared import envs, hooksetup
 from spark_git.ops.shared.agentruns import RUN_FILE, RunRecord, running
@@ -165,6 +165,7 @@ def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
 def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None,
              extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S, unboxed: bool = False) -> AgentRunData:
     store = open_store(layout)
+    handin.file_handed_in(layout, store, task_name(task))
     task, agent, c, wt = prepared(layout, store, task, agent, client, unboxed=unboxed)
     assert c.facts.run is not None
     seen = on_task_head(layout, store, task, agent, c.name, extra)
