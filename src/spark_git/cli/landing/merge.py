@@ -56,13 +56,13 @@ def merge(
         if (agent is None) == (not all_):
             raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
         if all_:
-            return _merge_all_result(layout, merging.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx)))
+            return _merge_all_result(merging.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx)))
         assert agent is not None  # exactly one of --agent/--all, checked above
         d = merging.merge(layout, task, agent, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
         return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d),
-                      next=_after(layout, d.task))
+                      next=d.then)
 
     execute(ctx, action)
 
@@ -82,13 +82,7 @@ def _conflict_lines(out: Out, files: list[str]) -> None:
     out.print("  [dim]hint:[/] edit the conflicting files and `git add` them, then continue the rebase")
 
 
-def _after(layout: Layout, task: str) -> list[str]:
-    from spark_git.ops.shared import loopstep
-
-    return loopstep.after_merge(layout, open_store(layout), task)
-
-
-def _merge_all_result(layout: Layout, d: MergeAllData) -> Result:
+def _merge_all_result(d: MergeAllData) -> Result:
     landed = [x for x in d.merged if x.landed]
 
     def human(out: Out) -> None:
@@ -113,7 +107,7 @@ def _merge_all_result(layout: Layout, d: MergeAllData) -> Result:
     second = sum(1 for x in landed if x.second_pass)
     summary = f"merged {len(landed)} agent(s) into {d.task}" + (f" ({second} on the second pass)" if second else "") + f", {len(d.merged) - len(landed)} with nothing new"
     if not d.refused:
-        return Result(summary, d, task=d.task, human=human, next=_after(layout, d.task) if landed else [])
+        return Result(summary, d, task=d.task, human=human, next=d.then)
     first = d.refused[0]
     return Result(f"{summary}; {len(d.refused)} refused: {', '.join(r.agent for r in d.refused)}", d, task=d.task, human=human,
                   status=first.status, exit_code=first.exit_code, next=[c for r in d.refused for c in (r.next or [f"spark-git merge {d.task} --agent {r.agent}"])])
