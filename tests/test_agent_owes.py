@@ -95,6 +95,10 @@ def test_a_reviewer_is_synced_and_its_decision_is_filed_for_the_head_it_saw(worl
     # a REJECTED with nothing saying what must change is no decision
     one = run_one(w, REV, output("no", decision="REJECTED"))
     assert one["exit_code"] == 1 and "findings" in str(one["summary"]) and status(w, REV)["status"] == "IN_PROGRESS", one
+    assert one["next"] == [f"spark-git agent run t1 {REV} --client claude -- --dangerously-skip-permissions"], one  # again, as it ran
+    # advance's refusal asks for the reviewer's run, not for the coordinator to approve in its place
+    r = w.spark("advance", "t1")
+    assert r.returncode == 3 and json.loads(r.stdout)["next"][0] == f"spark-git agent run t1 {REV}", r.stdout
     assert git(rev, "rev-parse", "HEAD") == head  # synced before its run
     one = run_one(w, REV, output("fine", decision="APPROVED"))
     assert one["exit_code"] == 0, one

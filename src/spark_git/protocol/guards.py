@@ -137,12 +137,15 @@ def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
 
 def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
     st = ctx.statuses.get(a)
-    cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
+    # the reviewer's decision is the reviewer's: the coordinator's step is to run it (agent run files
+    # the decision its answer carries); under protocol light a human reviewer reports by hand
+    cmd = (f"spark-git agent run {ctx.task} {a}" if ctx.protocol == "full"
+           else f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED")
     u = status_problem(ctx, a, st)
     if u or st is None:
         return Unmet(u.condition, cmd) if u else None
     if (st.work_remaining or "none").strip().lower() != "none":
-        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", f"{cmd} --work-remaining none")
+        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", cmd if ctx.protocol == "full" else f"{cmd} --work-remaining none")
     if st.decision != "APPROVED":
         return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
     since = ctx.tf.reviews_since
