@@ -63,3 +63,19 @@ def test_a_merge_in_implementation_names_the_next_agent_run(tmp_path: Path) -> N
     p.go()
     commit(p.wt("x-updater"), {"src/app.py": "print('x')\n"}, "[x-updater] x")
     assert p.ok("merge", p.task, "--agent", "x-updater")["next"] == [f"spark-git agent run {p.task} --all"]
+
+
+def test_synthesis_asks_for_the_plans_before_their_approval(tmp_path: Path) -> None:
+    p = P(tmp_path, config=FULL, agents="x-updater")
+    p.ok("classify", p.task, "--files", "src/app.py", "--risk", "MEDIUM", "--why", "test")
+    agents = list(p.task_json()["agents"])
+    p.go(), p.go()
+    for a in agents:
+        p.requirements(a)
+        p.report(a)
+    assert p.go()["to"] == "SYNTHESIS"
+    r = p.advance()
+    assert r.returncode == 3, r
+    assert not any("approve" in n for n in r.json["next"]) and f"spark-git agent run {p.task} {agents[0]}" in r.json["next"], r.json["next"]
+    p.plans(agents)
+    assert p.advance().json["next"] == [f"spark-git approve {p.task} --plan"]

@@ -102,8 +102,11 @@ def _plan(ctx: Ctx) -> list[Unmet]:
     for a in _agents(ctx):
         body = plan_section(sections, a)
         if not body:
-            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", how=f"add a `## Implementation Plan: {a}` section to {p}"))
-    return out + plan_unmet(ctx.layout, ctx.tf, ctx.verify_plan)
+            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}",
+                             f"spark-git agent run {ctx.task} {a}" if ctx.protocol == "full" else None,
+                             how=f"its answer's `plan` is filed as the `## Implementation Plan: {a}` section of {p}"))
+    # the plan approval only once every section is there: one given now would be voided by them
+    return out or plan_unmet(ctx.layout, ctx.tf, ctx.verify_plan)
 
 
 def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
