@@ -108,7 +108,7 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
     rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
     pending = _uncommitted(layout, c)
-    if pending and not (rows and rows[0].loads):  # installed, not committed: the worktrees start from the base branch
+    if pending and not (rows and rows[0].source):  # no hook file in the worktree, uncommitted in main: worktrees start from the base branch
         files = " ".join(shlex.quote(f) for f in pending)
         main = shlex.quote(str(layout.main_worktree))
         raise Blocked(f"{c.facts.title}'s hooks are installed in the main worktree but not committed ({', '.join(pending)}): "
@@ -131,8 +131,7 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
 def _uncommitted(layout: Layout, c: Client) -> list[str]:
     """The files of the client's project config (its directory, settings files) present in the main
     worktree and not committed as they are."""
-    own = [Path(c.facts.config_dir), *(p for p in c.settings_files().values() if not p.is_absolute()),
-           *([Path(c.facts.instructions[0])] if c.facts.instructions else [])]
+    own = [Path(c.facts.config_dir), *(p for p in c.settings_files().values() if not p.is_absolute())]
     rels = [str(p) for p in own if (layout.main_worktree / p).exists()]
     out = layout.git().run("status", "--porcelain", "--untracked-files=all", "--", *rels).stdout if rels else ""
     return [ln[3:] for ln in out.splitlines() if ln.strip()]
