@@ -61,7 +61,7 @@ def start(
             nxt.insert(0, d.export)
         from spark_git.ops.shared import loopstep
 
-        nxt += [*loopstep.first_step(d.task, d.state, layout.config.protocol), f"spark-git status {d.task}"]
+        nxt += [*loopstep.first_step(d.task, d.state, layout.config.protocol, agents=len(d.worktrees) > 1), f"spark-git status {d.task}"]
 
         def human(out: Out) -> None:
             out.print(f"  task worktree  {d.task_worktree}")

@@ -22,18 +22,25 @@ STEP = {
 }
 
 
-def first_step(task: str, state: str, protocol: str) -> list[str]:
-    """Under protocol light agents work from the start (only merges and the change approval are kept)."""
+def first_step(task: str, state: str, protocol: str, agents: bool = True) -> list[str]:
+    """Under protocol light agents work from the start (only merges and the change approval are kept);
+    a task with no agent has none to run."""
     if protocol == "light":
-        return [f"spark-git agent run {task} --all"] if state == State.INIT else []
+        return [f"spark-git agent run {task} --all"] if state == State.INIT and agents else []
     step = STEP.get(state)  # type: ignore[call-overload]
     return [step.format(t=task)] if step else []
 
 
 def after_merge(layout: Layout, store: Store, task: str) -> list[str]:
     """What the state asks once an agent's work landed on the task branch: in IMPLEMENTATION the next
-    `agent run --all` (the remaining updaters, then the reviewers); in SYNTHESIS (a short task) advance."""
+    `agent run --all` (the remaining updaters, then the reviewers); in SYNTHESIS (a short task) advance;
+    under protocol light the change approval."""
     tf = load_task(store, task)
-    if layout.config.protocol == "light" or tf.state == State.SYNTHESIS:
-        return [f"spark-git advance {task}" if tf.state == State.SYNTHESIS else f"spark-git status {task}"]
+    if layout.config.protocol == "light":  # the other agents' work, then the human's approval of the changes
+        git = layout.git()
+        head = git.branch_head(tf.task_branch)
+        rest = [a for a, e in tf.agents.items() if (b := git.branch_head(e.branch)) and head and not git.is_ancestor(b, head)]
+        return [f"spark-git merge {task} --all" if rest else f"spark-git approve {task} --changes"]
+    if tf.state == State.SYNTHESIS:
+        return [f"spark-git advance {task}"]
     return first_step(task, tf.state, layout.config.protocol) or [f"spark-git status {task}"]
