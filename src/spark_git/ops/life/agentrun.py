@@ -281,6 +281,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     assert c.facts.run is not None
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    on_task_head(layout, store, task, agent, c.name, extra)
     box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd
