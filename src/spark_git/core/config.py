@@ -71,7 +71,7 @@ class GatesConfig(_Strict):
     reports: dict[Literal["build", "final"], GateReportsConfig] = Field(
         default_factory=dict, description="Per-gate report paths and thresholds ([gates.reports.final]), over [gates]'s.")
     network: bool = Field(False, description="Give the gates the network (a gate that needs a package index says so); without it they run in a network namespace of their own.")
-    env: list[str] = Field(default_factory=list, description="Names of more environment variables a gate keeps (it gets PATH, the locale, the virtualenv and spark-git's SPARK_* otherwise).")
+    env: list[str] = Field(default_factory=empty_list, description="Names of more environment variables a gate keeps (it gets PATH, the locale, the virtualenv and spark-git's SPARK_* otherwise).")
 
     @field_validator("junit", "coverage")
     @classmethod
