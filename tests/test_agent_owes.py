@@ -164,6 +164,9 @@ def test_report_from_inside_claude_codes_sandbox_is_handed_in_and_filed_by_the_c
         p = subprocess.run(["claude", "-p", "Report.", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"],
                            cwd=wt, env={**env, "ANTHROPIC_BASE_URL": srv.url}, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     said = json.dumps(script.requests)
+    print("OUT", p.stdout[-3000:])
+    print("SAID", said[-6000:])
+    print("SAID", said[-4000:])
     assert p.returncode == 0 and "handed in WORKING" in said and "Read-only file system" not in said, said[-3000:]
     assert status(w, UPD)["status"] != "WORKING"  # not filed yet: the box cannot
     assert w.spark("advance", "t1").returncode == 3  # the coordinator's next command (refused: requirements are missing) ...
