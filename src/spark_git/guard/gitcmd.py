@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spark_git.clients import gitrefs, shwrites
-from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, describe, guarded, holds_main_lock
 from spark_git.core import paths
 from spark_git.core.paths import Repo, real
+from spark_git.guard import gitrefs, shwrites
+from spark_git.guard.calls import Decision
+from spark_git.guard.writes import Who, describe, guarded, holds_main_lock
 
 READ = {
     "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree", "ls-remote", "rev-parse", "rev-list",
@@ -223,11 +223,11 @@ def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
         d = gitrefs.value_of(rest, "--directory")
         if any(gitrefs.is_opt(a, "--unsafe-paths") for a in rest) or (d is not None and (d.startswith(("/", "~")) or ".." in d.split("/"))):
             hit = "files outside the agent's worktree"
-        elif d is not None and guarded(Path(d)):
-            hit = guarded(Path(d))
+        elif d is not None and guarded(Path(d), who.protect):
+            hit = guarded(Path(d), who.protect)
     else:
         args = rest[rest.index("--") + 1 :] if "--" in rest else [a for a in rest if not a.startswith("-")]
-        hit = next((g for a in args for g in [guarded(Path(a))] if g), None)
+        hit = next((g for a in args for g in [guarded(Path(a), who.protect)] if g), None)
     if hit is None:
         return None
     return Decision(

@@ -1,4 +1,4 @@
-"""The files tools that patch, unpack and download write, for clients/shwrites.py: `patch`, `tar`,
+"""The files tools that patch, unpack and download write, for guard/shwrites.py: `patch`, `tar`,
 `unzip`, `curl`, `wget`, and `find` running a command that is not a known reader. A directory they
 write into is judged as a write there (`.` when they write where they run). Standard library only."""
 

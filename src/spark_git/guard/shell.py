@@ -2,7 +2,7 @@
 — each line, `;` `&&` `||` `|` `&`, subshells, `$(...)` and backticks, `bash -c '...'`, `eval`, and
 behind wrappers (`sudo`, `env`, `nice`, `timeout`, `xargs`, `command`, `exec`, ...) — with the
 directory it runs in (`cd`, `pushd`, `git -C`), its variable assignments and the files it redirects
-into. Each is then judged: git commands in clients/gitcmd.py, file writes in clients/shwrites.py.
+into. Each is then judged: git commands in guard/gitcmd.py, file writes in guard/shwrites.py.
 Standard library only (runs before every tool call).
 
 A guardrail against what agents type, not a sandbox: scripts, aliases and computed names are not
@@ -14,10 +14,10 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.clients import gitcmd, runtime, shwrites
-from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, keys_refused
 from spark_git.core import paths
+from spark_git.guard import gitcmd, runtime, shwrites
+from spark_git.guard.calls import Decision
+from spark_git.guard.writes import Who, keys_refused
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?[-=]([^}]*)\}")

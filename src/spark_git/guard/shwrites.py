@@ -1,4 +1,4 @@
-"""The files a shell command writes, judged like the client's write tools (clients/writes.py):
+"""The files a shell command writes, judged like the client's write tools (guard/writes.py):
 redirections, `tee`, `cp`, `mv`, `ln`, `install`, `rsync`, `sed -i`, `perl -i`, `touch`, `truncate`,
 `mkdir`, `rm`, `chmod`, `dd of=`, `python -c` / `node -e` with literal paths, and PowerShell's
 `Set-Content`, `Out-File`, `Remove-Item`, ... Also the structural `rm` rule: nobody deletes the tasks
@@ -10,10 +10,10 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.clients import shtools
-from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, absolute, decide_write
 from spark_git.core import paths
+from spark_git.guard import shtools
+from spark_git.guard.calls import Decision
+from spark_git.guard.writes import Who, absolute, decide_write
 
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}

@@ -2,7 +2,7 @@
 substitutions agents use for places (`$(pwd)`, `$(git rev-parse --show-toplevel)`, `--git-dir`,
 `--git-common-dir`, `$(mktemp)`), the tools whose output `eval` may run (`spark-git env`,
 `ssh-agent`, …), and the commands a `python -c` / `node -e` script starts. Anything else computed
-stays unknown, and clients/shell.py refuses a command word it cannot know. Standard library only."""
+stays unknown, and guard/shell.py refuses a command word it cannot know. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.clients import gitrefs
+from spark_git.guard import gitrefs
 
 # `eval "$(TOOL …)"` of these prints shell variable settings, nothing else (spark-git's own first).
 ENV_EMITTERS = (

@@ -1,23 +1,22 @@
 """Who may write where: the file-write half of the hook policy, used for the client's write tools and
 for the files a shell command writes (redirections, cp, tee, sed -i, ...). The caller is the place its
-session was launched in (clients/identity.py), not where it stands now. Standard library only."""
+session was launched in (guard/identity.py), not where it stands now. Standard library only."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from spark_git.clients import registry
-from spark_git.clients.calls import Decision
 from spark_git.core import paths
 from spark_git.core.paths import Place, Repo, real
+from spark_git.guard.calls import Decision
 
 # Documentation the coordinator may edit in the task worktree during IMPLEMENTATION; everything
 # else there counts as source (code, tests, config, build files).
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 DOC_DIRS = ("docs", "doc")
 # What points git elsewhere or configures spark-git: never written by an agent; nor are the clients'
-# own directories, which switch hooks off (registry.protected(), from each adapter's facts).
+# own directories, which switch hooks off (Who.protect: the client adapters' facts, handed in by the hook entry).
 GUARDED_DIRS = (".git",)
 GUARDED_FILES = (".spark-git.toml",)
 # git's user configuration (`~/.gitconfig`, `~/.config/git/`): core.hooksPath there would run in
@@ -28,15 +27,17 @@ GIT_USER_CONFIG = ".gitconfig"
 
 class Who:
     """The caller of one tool call: its repo, the place its session was launched in, its sessions
-    (to match locks) and the environment its shell words are expanded with."""
+    (to match locks), the environment its shell words are expanded with and the client directories
+    no agent writes (each client's config: they switch hooks off)."""
 
-    __slots__ = ("env", "me", "repo", "sessions")
+    __slots__ = ("env", "me", "protect", "repo", "sessions")
 
-    def __init__(self, repo: Repo, me: Place, sessions: set[str], env: dict[str, str]) -> None:
+    def __init__(self, repo: Repo, me: Place, sessions: set[str], env: dict[str, str], protect: tuple[str, ...] = ()) -> None:
         self.repo = repo
         self.me = me
         self.sessions = sessions
         self.env = env
+        self.protect = protect
 
     @property
     def agent(self) -> bool:
@@ -61,10 +62,11 @@ def is_source(rel: tuple[str, ...]) -> bool:
     return not rel[-1].lower().endswith(DOC_SUFFIXES)
 
 
-def guarded(resolved: Path) -> str | None:
-    """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any."""
+def guarded(resolved: Path, protect: tuple[str, ...]) -> str | None:
+    """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any; `protect`: the
+    clients' own directories."""
     parts = resolved.parts
-    dirs = (*registry.protected(), *GUARDED_DIRS)
+    dirs = (*protect, *GUARDED_DIRS)
     hit = next((p for p in parts if p in dirs), None)
     if hit is None and parts and parts[-1] in (*GUARDED_FILES, GIT_USER_CONFIG):
         hit = parts[-1]
@@ -121,7 +123,7 @@ def spark_records(repo: Repo, resolved: Path) -> bool:
 
 def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision:
     repo, task, agent = who.repo, who.me.task or "", who.me.agent or ""
-    bad = guarded(resolved)
+    bad = guarded(resolved, who.protect)
     if bad is not None:  # anywhere: ~/.claude/settings.json switches hooks off as well as the worktree's
         return Decision(
             False,
