@@ -139,7 +139,7 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
     if denied is not None:
         return denied
     redirected = redirected or any(k in env for k in _ELSEWHERE_ENV)
-    d = _agent_paths(who, sub, rest)
+    d = _agent_paths(who, sub, rest) or _files_written(who, sub, rest, where)
     if d is not None:
         return d
     if "GIT_INDEX_FILE" in env:  # the index it writes is a file like any other
@@ -235,6 +235,36 @@ def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
         f"spark-git: blocked: agent {who.me.agent} may not change {hit} with `git {sub}`: it holds the hooks, git's or spark-git's "
         "own configuration, or lies outside its worktree; ask the coordinator",
     )
+
+
+_OUTPUT_SUBS = ("diff", "log", "show", "diff-tree", "diff-index", "diff-files", "range-diff", "format-patch", "whatchanged")
+_CLONE_VALUED = ("-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "--reference-if-able", "--separate-git-dir",
+                 "-u", "--upload-pack", "--template", "-j", "--jobs", "--filter", "--shallow-since", "--shallow-exclude", "--server-option",
+                 "--bundle-uri", "--ref-format", "--object-format")
+
+
+def _files_written(who: Who, sub: str, rest: list[str], where: Path) -> Decision | None:
+    """Files git itself writes where it is told (`diff --output`, `format-patch -o`, `archive -o`,
+    `bundle create`, `clone`, `init`, `worktree add`), judged like any other write."""
+    found = [gitrefs.value_of(rest, "--output") if sub in _OUTPUT_SUBS else None]
+    if sub == "format-patch":
+        found.append(gitrefs.value_of(rest, "-o", "--output-directory"))
+    elif sub == "archive":
+        found.append(gitrefs.value_of(rest, "-o", "--output"))
+    elif sub in ("clone", "init", "bundle", "worktree"):
+        opts, pos = gitrefs.split_args(rest, _CLONE_VALUED if sub == "clone" else ("--separate-git-dir", "--template", "-b", "-B", "--reason"))
+        found.append(gitrefs.value_of(opts, "--separate-git-dir"))
+        if sub == "clone" and pos:
+            found.append(pos[1] if len(pos) > 1 else os.path.basename(pos[0].rstrip("/")).removesuffix(".git") or ".")
+        elif sub == "init":
+            found.append(pos[0] if pos else ".")
+        elif pos[:1] in (["create"], ["add"]) and len(pos) > 1:
+            found.append(pos[1])
+    for target in filter(None, found):
+        d = shwrites.check_target(who, where, target, f"git {sub} {target}")
+        if d is not None:
+            return d
+    return None
 
 
 def _remote_writes(pos: list[str]) -> bool:

@@ -23,6 +23,11 @@ GUARDED_FILES = (".spark-git.toml",)
 # spark-git's own git. Guarded by the hook only (Claude Code's sandbox writes nothing outside the
 # worktree and temp dirs; the per-worktree denyWrite list stays as it was).
 GIT_USER_CONFIG = ".gitconfig"
+# The user's start-up files under HOME: what a login or interactive shell, git, ssh or the desktop runs
+# as the human. No tool call writes them (an agent's line there would run outside every box).
+STARTUP = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+           ".inputrc", ".pam_environment", ".xprofile", ".xsessionrc", ".gitconfig", ".ssh", ".config/git", ".config/fish",
+           ".config/environment.d", ".config/autostart", ".config/systemd/user")
 
 
 class Who:
@@ -75,6 +80,18 @@ def guarded(resolved: Path, protect: tuple[str, ...]) -> str | None:
     return hit
 
 
+def startup(resolved: Path, home: str | None) -> str | None:
+    """The start-up file (STARTUP) `resolved` is or is in, under the user's HOME (the environment's and
+    the account's)."""
+    for h in {real(os.path.expanduser("~")), *([real(home)] if home else [])}:
+        if resolved.is_relative_to(h):
+            rel = resolved.relative_to(h).parts
+            hit = next((s for s in STARTUP if rel[: len(Path(s).parts)] == Path(s).parts), None)
+            if hit is not None:
+                return hit
+    return None
+
+
 def keys_dir(resolved: Path) -> bool:
     """`resolved` (symlinks resolved) is in the user's spark-git state directory: the approval key, the
     approvers, the verdict keys. Where the agent's environment says it is: an agent started without
@@ -97,6 +114,10 @@ def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decis
     resolved = absolute(target, cwd)
     there = who.repo.locate(resolved)
     shown = f"{target} (→ {resolved})" if str(resolved) != target else target
+    hit = startup(resolved, who.env.get("HOME"))
+    if hit is not None:
+        return Decision(False, f"spark-git: blocked: {shown} is the user's start-up file ~/{hit}: a shell, git or ssh runs it as the human, "
+                               "outside every box; no tool call writes it — ask the human to change it")
     if who.agent:
         return _agent_write(who, there, resolved, shown)
     if spark_records(who.repo, resolved):
