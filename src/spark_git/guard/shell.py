@@ -86,17 +86,26 @@ def _names_keys(who: Who, seg: Seg) -> Decision | None:
     word (`python3 -c "open('…')"`), or a glob that could match in it: the hook judges no other
     reads, but these keys no agent reads."""
     spelled = _keys_spelled()
-    for w in seg.words[1:]:
+    bases = [seg.here]  # and the directory a `-C DIR` names (`tar -C ~/.local/state spark-git`)
+    for i, w in enumerate(seg.words[1:], 1):
         w = os.path.expandvars(os.path.expanduser(w))  # `$XDG_STATE_HOME/…`, `~/.local/state/…` as the agent's shell sees them
         if "\0" in w:
             continue
-        hit = any(s in w for s in spelled) or _glob_may_reach(seg.here, w, spelled)
-        if not hit and os.path.lexists(seg.here / w):  # through a link: only a path that exists can be one
-            there = os.path.realpath(seg.here / w)
-            hit = any(there == s or there.startswith(s + os.sep) for s in spelled)
+        if seg.words[i - 1] in ("-C", "--directory") or w.startswith("--directory="):
+            bases.append(gitcmd.directory(seg.here, w.split("=", 1)[1] if w.startswith("--directory=") else w))
+        hit = any(s in w for s in spelled) or any(_glob_may_reach(b, w, spelled) or _links_into(b, w, spelled) for b in bases)
         if hit:
             return keys_refused(who.me.agent or "", w)
     return None
+
+
+def _links_into(here: Path, word: str, spelled: set[str]) -> bool:
+    """`word` is the state directory or in it once links and `..` are resolved (only a path that
+    exists can be a link)."""
+    if not os.path.lexists(here / word):
+        return False
+    there = os.path.realpath(here / word)
+    return any(there == s or there.startswith(s + os.sep) for s in spelled)
 
 
 def _glob_may_reach(here: Path, word: str, spelled: set[str]) -> bool:
@@ -105,6 +114,8 @@ def _glob_may_reach(here: Path, word: str, spelled: set[str]) -> bool:
     cut = min((i for i, c in enumerate(word) if c in "*?[$" or word.startswith("__spark_subst__", i)), default=-1)
     if cut < 0:
         return False
+    if cut == 0 and any(c in word for c in "*?["):
+        return True  # `$UNSEEN/*`: a glob from a place the hook cannot know
     head = os.path.dirname(word[:cut]) if "/" in word[:cut] else ""
     start = os.path.realpath(here / head) if head or not word.startswith("/") else "/"
     return any(s == start or s.startswith(start.rstrip("/") + "/") for s in spelled)

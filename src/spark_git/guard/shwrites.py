@@ -62,6 +62,9 @@ def check(who: Who, here: Path, prog: str, args: list[str], stdin: str = "") -> 
 
 
 def check_target(who: Who, here: Path, target: str, what: str) -> Decision | None:
+    if who.agent and "__spark_subst__" in target:
+        return Decision(False, f"spark-git: blocked: `{what}`: agent {who.me.agent} would write to a path a command computes at run time; "
+                               "name the path literally (or put it in a variable first: `D=src; cp a \"$D/b\"`)")
     if not target or target in _UNJUDGED or "__spark_subst__" in target or "$" in target:
         return None  # nothing we can place (an unknown variable, a command's output)
     d = decide_write(who, here, target, shell=True)

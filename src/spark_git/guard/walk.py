@@ -315,11 +315,14 @@ class Walker:
     def _substitute(self, node: Node) -> str:
         """Judges what `$(…)` / `<(…)` runs (in a subshell, here); its value when the hook can know it."""
         inner = [c for c in node.named_children if c.type != "comment"]
+        first = len(self.out)
         self._scoped(lambda: self._each(inner))
         body = "\n".join(words.text(c) for c in inner)
         self.cwd.values.append(body)
         k = len(self.cwd.values) - 1
-        value = runtime.evaluate(body, self.cwd.here) if node.type == "command_substitution" and len(inner) == 1 else None
+        value = None
+        if node.type == "command_substitution" and len(inner) == 1:
+            value = _echoed(self.out[first:]) or runtime.evaluate(body, self.cwd.here)
         return value if value is not None and runtime.safe(value) else f"__spark_subst__{k}_"
 
     def _substitutions_in(self, node: Node, skip: Node | None = None) -> None:
@@ -367,6 +370,17 @@ class Walker:
         exported = {k: v for k, v in ends[0][2].items() if all(e[2].get(k) == v for e in ends)}
         functions = {k: v for e in ends for k, v in e[3].items()}  # a function any branch defined may be called
         self._restore((merged, variables, exported, functions))
+
+
+def _echoed(found: list[Seg]) -> str | None:
+    """What `$(echo WORDS)` / `$(printf %s WORD)` prints, when its words are known."""
+    if len(found) != 1 or found[0].redirects or found[0].refuse:
+        return None
+    w = found[0].words
+    args = w[1:] if w[:1] == ["echo"] else w[2:] if w[:2] == ["printf", "%s"] and len(w) == 3 else None
+    if args is None or any(a.startswith("-") or "$" in a or "__spark_subst__" in a for a in args):
+        return None
+    return " ".join(args)
 
 
 def _body(node: Node) -> list[Node]:
