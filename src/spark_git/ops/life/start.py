@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_git import protocol
-from spark_git.clients import identity
 from spark_git.clients.loading import hook_warnings
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
+from spark_git.guard import identity
 from spark_git.ops.shared.provision import ProvisionReport
 from spark_git.ops.shared.taskfile import role_of, start_mutex_name, updating
 from spark_git.ops.shared.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
