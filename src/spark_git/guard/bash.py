@@ -14,9 +14,29 @@ if TYPE_CHECKING:
 @functools.cache
 def _parser() -> Parser:
     import tree_sitter
-    import tree_sitter_bash
 
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return tree_sitter.Parser(tree_sitter.Language(_bash_language()))
+
+
+def _bash_language() -> object:
+    """tree-sitter-bash's compiled grammar, loaded from its extension module without running the
+    package's `__init__`: that imports importlib.resources (tempfile, shutil, …) for a highlighting
+    query the hook never reads, ~15-30 ms of the +50 ms the hook may take (scripts/bench_hook)."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("tree_sitter_bash")
+    where = (spec.submodule_search_locations or [""])[0] if spec else ""
+    files = [os.path.join(where, "_binding" + x) for x in importlib.machinery.EXTENSION_SUFFIXES]
+    found = next((importlib.util.spec_from_file_location("tree_sitter_bash._binding", f) for f in files if os.path.exists(f)), None)
+    if found is None or found.loader is None:
+        import tree_sitter_bash  # an install laid out otherwise: the package's own way
+
+        return tree_sitter_bash.language()
+    binding = importlib.util.module_from_spec(found)
+    found.loader.exec_module(binding)
+    return binding.language()
 
 
 def parse(line: str) -> Node | str:
