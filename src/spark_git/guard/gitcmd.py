@@ -12,7 +12,7 @@ from spark_git.core import paths
 from spark_git.core.paths import Repo, real
 from spark_git.guard import gitrefs, shwrites
 from spark_git.guard.calls import Decision
-from spark_git.guard.writes import Who, describe, guarded, holds_main_lock
+from spark_git.guard.writes import UNKNOWN_DIR, Who, describe, guarded, holds_main_lock
 
 READ = {
     "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree", "ls-remote", "rev-parse", "rev-list",
@@ -86,9 +86,6 @@ def protected_ref(ref: str, branches: dict[str, str]) -> str | None:
     return f"{branches[name]} ({name})" if name in branches else None
 
 
-# Where a computed directory (`cd "$(...)"`, an unknown `$VAR`) leads: git commands that write there
-# cannot be placed, so an agent's are blocked.
-UNKNOWN_DIR = Path("/__spark_git_unknown_dir__")
 
 
 def directory(here: Path, target: str) -> Path:

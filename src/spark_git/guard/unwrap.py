@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.guard import gitcmd, runtime
+from spark_git.guard import gitcmd, runtime, writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ WRAPPERS: dict[str, tuple[str, ...]] = {
 _NEEDS_POSITIONAL = {"timeout": 1, "flock": 1, "chrt": 1, "taskset": 1, "faketime": 1}  # before the wrapped command
 # Programs that run their argument as a shell script: the option that names it (None: the words after the options).
 SCRIPT_RUNNERS: dict[str, str | None] = {"script": "-c", "su": "-c", "flock": "-c", "watch": None}
-UNKNOWN_DIR = gitcmd.UNKNOWN_DIR
+UNKNOWN_DIR = writes.UNKNOWN_DIR
 
 
 class Seg:

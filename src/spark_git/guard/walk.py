@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from spark_git.guard import bash, gitcmd, runtime, unwrap, words
+from spark_git.guard import bash, runtime, unwrap, words
 from spark_git.guard.unwrap import Cwd, Seg
 
 TYPE_CHECKING = False
@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
     State = tuple[Cwd, dict[str, str], dict[str, str], dict[str, Node]]  # where it stands, variables, exported, functions
+    Outcome = tuple[State, State]  # where a chain leaves the shell when it succeeded, when it failed
 
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / function levels judged; deeper is refused
 _MAX_VALUES = 32  # a `for` loop is followed value by value up to this many
-_SEQUENCE = {"program", "list", "compound_statement", "do_group", "else_clause", "negated_command"}
+_SEQUENCE = {"program", "compound_statement", "do_group", "else_clause", "negated_command"}
 _EXPRESSIONS = {"test_command", "postfix_expression", "binary_expression", "unary_expression", "parenthesized_expression",
                 "arithmetic_expansion", "ternary_expression", "word", "number", "variable_name"}
 _OUTPUT = (">", ">>", ">|", "&>", "&>>", "<>", ">&", "&>|")
+# bash's reserved words: tree-sitter-bash gives one as a command's name only where it misread the line
+_RESERVED = {"{", "}", "!", "then", "do", "done", "fi", "esac", "elif", "else", "in", "case", "if", "while", "until", "for",
+             "select", "function", "coproc", "[[", "]]"}
 POWERSHELL = "__spark_powershell__"  # set among a line's variables while it is PowerShell (guard/pwsh.py)
 
 
@@ -83,27 +87,30 @@ class Walker:
 
     # -- statements ------------------------------------------------------------------------------
 
-    def statement(self, node: Node) -> None:
+    def statement(self, node: Node) -> Outcome | None:
+        """Walks one statement; a chain (`a && b`, a pipe after one) says where it ends on success and on failure."""
         t = node.type
         if t == "comment" or not node.is_named:
-            return
+            return None
+        if t == "list":
+            nodes, ops = _flatten(node)
+            return self._chain([partial(self.statement, n) for n in nodes], ops, nodes)
+        if t == "pipeline":
+            return self._pipe(node, [])
+        if t == "redirected_statement":
+            return self._redirected(node)
         if t in _SEQUENCE:
             self._sequence(node)
         elif t == "subshell":
             self._scoped(lambda: self._sequence(node))
-        elif t == "pipeline":
-            parts = [c for c in node.named_children if c.type != "comment"]
-            for c in parts:  # each side of a pipe runs in a subshell of its own
-                self._scoped(partial(self.statement, c)) if len(parts) > 1 else self.statement(c)
         elif t == "command":
             self._command(node, [])
-        elif t == "redirected_statement":
-            self._redirected(node)
         elif t in ("variable_assignment", "variable_assignments"):
             pairs = [node] if t == "variable_assignment" else [c for c in node.named_children if c.type == "variable_assignment"]
             self.out += unwrap.simple(self, [], dict(self._assignment(p) for p in pairs), [])
         else:
             self._compound(node)
+        return None
 
     def _compound(self, node: Node) -> None:
         t = node.type
@@ -137,6 +144,25 @@ class Walker:
         for i, c in enumerate(kids):
             background = i + 1 < len(kids) and kids[i + 1].type == "&"
             self._scoped(partial(self.statement, c)) if background else self.statement(c)
+
+    def _chain(self, steps: list[Callable[[], object]], ops: list[str], nodes: list[Node]) -> Outcome:
+        """`a && b || c`: a step after `&&` starts where the chain so far succeeded, after `||` where it
+        failed; a failed `cd` stays where it was. Afterwards either may hold (what they agree on is known)."""
+        ok, bad = self._step(steps[0], nodes[0], self._snap())
+        for op, run, node in zip(ops, steps[1:], nodes[1:], strict=True):
+            here = ok if op == "&&" else bad
+            self._restore(here)
+            end, failed = self._step(run, node, here)
+            ok, bad = (end, _merged([bad, failed])) if op == "&&" else (_merged([ok, end]), failed)
+        self._restore(_merged([ok, bad]))
+        return ok, bad
+
+    def _step(self, run: Callable[[], object], node: Node, start: State) -> Outcome:
+        out = run()
+        if isinstance(out, tuple):  # a chain inside (`(a && cd x) > f && b`) knows its own two ends
+            return out
+        end = self._snap()
+        return end, _failed(start, end, node)
 
     def _each(self, nodes: list[Node]) -> None:
         for n in nodes:
@@ -202,7 +228,8 @@ class Walker:
         argv: list[str] = []
         stdin: list[str] = []
         after: list[Node] = []
-        redirects = [t for r in outer for t in self._redirect(r, stdin, after)]
+        trailing: list[str] = []  # words tree-sitter-bash hangs on a redirection that bash gives the command
+        redirects = [t for r in outer for t in self._redirect(r, stdin, after, trailing)]
         for c in node.named_children:
             if c.type == "variable_assignment":
                 k, v = self._assignment(c)
@@ -210,9 +237,12 @@ class Walker:
             elif c.type == "command_name":
                 argv += [w for n in c.named_children for w in words.expand(n, self._ctx())]
             elif c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                redirects = [*redirects, *self._redirect(c, stdin, after)]
+                redirects = [*redirects, *self._redirect(c, stdin, after, argv)]
             elif c.type != "comment":
                 argv += words.expand(c, self._ctx())
+        argv += trailing
+        if argv and argv[0] in _RESERVED:
+            raise words.Unreadable(f"`{argv[0]}` where a command should be (`! {{ …; }}`: tree-sitter-bash misreads it)")
         if argv and argv[0] in self.functions:
             self._call(argv, redirects)
         else:
@@ -243,31 +273,24 @@ class Walker:
             for k, v in saved.items():
                 self.variables.pop(k, None) if v is None else self.variables.__setitem__(k, v)
 
-    def _redirected(self, node: Node) -> None:
+    def _redirected(self, node: Node) -> Outcome | None:
         body = node.child_by_field_name("body")
-        if body is not None:
-            self._with_redirects(body, node.children_by_field_name("redirect"))
+        return None if body is None else self._with_redirects(body, node.children_by_field_name("redirect"))
 
-    def _with_redirects(self, body: Node, redirects: list[Node]) -> None:
+    def _with_redirects(self, body: Node, redirects: list[Node]) -> Outcome | None:
         """tree-sitter-bash hangs `> f` of `a && b > f` / `a | b > f` on the whole list; bash gives it
         to the last command only."""
-        if body.type in ("list", "pipeline"):
-            parts = [c for c in body.named_children if c.type != "comment"]
-            scoped = body.type == "pipeline" and len(parts) > 1
-            for c in parts[:-1]:
-                self._scoped(partial(self.statement, c)) if scoped else self.statement(c)
-            if parts:
-                last = parts[-1]
-                self._scoped(lambda: self._with_redirects(last, redirects)) if scoped else self._with_redirects(last, redirects)
-            return
+        if body.type == "pipeline":
+            return self._pipe(body, redirects)
+        if body.type == "list":
+            nodes, ops = _flatten(body)
+            return self._chain([*(partial(self.statement, n) for n in nodes[:-1]), partial(self._with_redirects, nodes[-1], redirects)], ops, nodes)
         if body.type == "command":
             self._command(body, redirects)
-            return
-        if body.type == "redirected_statement" and body.child_by_field_name("body") is not None:
-            inner = body.child_by_field_name("body")
-            assert inner is not None
-            self._with_redirects(inner, [*body.children_by_field_name("redirect"), *redirects])
-            return
+            return None
+        inner = body.child_by_field_name("body") if body.type == "redirected_statement" else None
+        if inner is not None:
+            return self._with_redirects(inner, [*body.children_by_field_name("redirect"), *redirects])
         stdin: list[str] = []
         after: list[Node] = []
         targets = [t for r in redirects for t in self._redirect(r, stdin, after)]
@@ -276,16 +299,29 @@ class Walker:
         self.statement(body)
         for n in after:
             self.statement(n)
+        return None
 
-    def _redirect(self, node: Node, stdin: list[str], after: list[Node]) -> list[str]:
+    def _pipe(self, node: Node, redirects: list[Node]) -> Outcome:
+        lead, ops, parts = _pipe_parts(node, redirects)
+        run = [partial(self._scoped if len(parts) > 1 else _call, partial(self._with_redirects, n, r)) for n, r in parts]
+        # `lead` runs in this shell (a `cd` there holds for the pipe), chained to it by `ops`
+        return self._chain([*(partial(self.statement, n) for n in lead), lambda: [r() for r in run]], ops, [*lead, node])
+
+    def _redirect(self, node: Node, stdin: list[str], after: list[Node], args: list[str] | None = None) -> list[str]:
         """The file an output redirection writes; what a here-document or here-string feeds (its
         command substitutions are judged); `after`: statements tree-sitter nests in a here-document's
         redirection (the rest of its line)."""
         if node.type != "file_redirect":
             targets: list[str] = []
-            for c in node.named_children:
-                if c.type == "file_redirect":
-                    targets += self._redirect(c, stdin, after)
+            for i, c in enumerate(node.children):
+                if not c.is_named:
+                    continue
+                if node.field_name_for_child(i) == "argument":  # `cat <<EOF x`: x is cat's argument
+                    if args is None:
+                        raise words.Unreadable(f"`{words.text(c)[:40]}` after a here-document of a compound command")
+                    args += words.expand(c, self._ctx())
+                elif c.type == "file_redirect":
+                    targets += self._redirect(c, stdin, after, args)
                 elif c.type in ("heredoc_body", "string", "raw_string", "word", "concatenation", "simple_expansion", "expansion",
                                 "command_substitution", "ansi_c_string", "number"):
                     self._substitutions_in(c)
@@ -297,6 +333,10 @@ class Walker:
         dest = node.child_by_field_name("destination") or (node.named_children[-1] if node.named_children else None)
         if dest is None:
             return []
+        for extra in node.children_by_field_name("destination")[1:]:  # `git a > f b`: b is git's argument
+            if args is None:
+                raise words.Unreadable(f"`{words.text(extra)[:40]}` after a redirection of a compound command")
+            args += words.expand(extra, self._ctx())
         target = words.one(dest, self._ctx())
         if op not in _OUTPUT or (op in (">&", "<>") and (target.isdigit() or target == "-")):
             return []
@@ -361,15 +401,60 @@ class Walker:
             self._restore(start)
             b()
             ends.append(self._snap())
-        if not ends:
-            return
-        merged = ends[0][0].copy()
-        if any(e[0].here != merged.here for e in ends):
-            merged.here = gitcmd.UNKNOWN_DIR
-        variables = {k: v for k, v in ends[0][1].items() if all(e[1].get(k) == v for e in ends)}
-        exported = {k: v for k, v in ends[0][2].items() if all(e[2].get(k) == v for e in ends)}
-        functions = {k: v for e in ends for k, v in e[3].items()}  # a function any branch defined may be called
-        self._restore((merged, variables, exported, functions))
+        if ends:
+            self._restore(_merged(ends))
+
+
+def _merged(ends: list[State]) -> State:
+    """Where one of several ways may have left the shell: what they all agree on."""
+    merged = ends[0][0].copy()
+    if any(e[0].here != merged.here for e in ends):
+        merged.here = unwrap.UNKNOWN_DIR
+    variables = {k: v for k, v in ends[0][1].items() if all(e[1].get(k) == v for e in ends)}
+    exported = {k: v for k, v in ends[0][2].items() if all(e[2].get(k) == v for e in ends)}
+    functions = {k: v for e in ends for k, v in e[3].items()}  # a function any branch defined may be called
+    return merged, variables, exported, functions
+
+
+def _failed(start: State, end: State, node: Node) -> State:
+    """Where a step that failed left the shell: a `cd` that failed did not move; a compound step that
+    moved may have failed before or after it did."""
+    if end[0].here == start[0].here:
+        return end
+    cwd = end[0].copy()
+    cwd.here = start[0].here if node.type == "command" else unwrap.UNKNOWN_DIR
+    return cwd, end[1], end[2], end[3]
+
+
+def _flatten(node: Node) -> tuple[list[Node], list[str]]:
+    """`a && b || c` (tree-sitter nests it on the left): its steps and the operators between them."""
+    kids = [c for c in node.children if c.type != "comment"]
+    if node.type != "list" or len(kids) != 3:
+        return [node], []
+    nodes, ops = _flatten(kids[0])
+    return [*nodes, kids[2]], [*ops, kids[1].type]
+
+
+def _call(run: Callable[[], object]) -> None:
+    run()
+
+
+def _pipe_parts(node: Node, redirects: list[Node]) -> tuple[list[Node], list[str], list[tuple[Node, list[Node]]]]:
+    """The statements that run in this shell before a pipe, and the pipe's members with the
+    redirections each gets. tree-sitter-bash reads `cd x && b 2>&1 | c` as `(cd x && b) 2>&1 | c`;
+    bash as `cd x && (b 2>&1 | c)`, so c runs in x (tests/test_guard_differential.py)."""
+    body = node.child_by_field_name("body") if node.type == "redirected_statement" else None
+    if body is not None and body.type in ("list", "pipeline", "redirected_statement"):
+        return _pipe_parts(body, [*node.children_by_field_name("redirect"), *redirects])
+    if node.type == "list":
+        nodes, ops = _flatten(node)
+        lead, more, parts = _pipe_parts(nodes[-1], redirects)
+        return [*nodes[:-1], *lead], [*ops, *more], parts
+    kids = [c for c in node.named_children if c.type != "comment"]
+    if node.type == "pipeline" and kids:
+        lead, ops, parts = _pipe_parts(kids[0], [] if len(kids) > 1 else redirects)
+        return lead, ops, [*parts, *((k, []) for k in kids[1:-1]), *((k, redirects) for k in kids[1:][-1:])]
+    return [], [], [(node, redirects)]
 
 
 def _echoed(found: list[Seg]) -> str | None:

@@ -11,6 +11,10 @@ from spark_git.core import paths
 from spark_git.core.paths import Place, Repo, real
 from spark_git.guard.calls import Decision
 
+# Where a computed directory (`cd "$(...)"`, an unknown `$VAR`, `a || cd x`) leads: what an agent
+# writes or runs git in there cannot be placed, so it is blocked.
+UNKNOWN_DIR = Path("/__spark_git_unknown_dir__")
+
 # Documentation the coordinator may edit in the task worktree during IMPLEMENTATION; everything
 # else there counts as source (code, tests, config, build files).
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
@@ -118,6 +122,9 @@ def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decis
     if hit is not None:
         return Decision(False, f"spark-git: blocked: {shown} is the user's start-up file ~/{hit}: a shell, git or ssh runs it as the human, "
                                "outside every box; no tool call writes it — ask the human to change it")
+    if who.agent and resolved.is_relative_to(UNKNOWN_DIR):
+        return Decision(False, f"spark-git: blocked: agent {who.me.agent} would write {target} from a directory the hook cannot know "
+                               "(after `a || cd x`, `cd -`, `cd \"$(…)\"`); name the path from the worktree, or `cd` on a line of its own")
     if who.agent:
         return _agent_write(who, there, resolved, shown)
     if spark_records(who.repo, resolved):
