@@ -101,7 +101,7 @@ def test_without_bubblewrap_the_run_is_refused_unless_accepted(t: GeminiTask) ->
     r, run = agent_run(t, [sh("echo hi"), Say(json.dumps(OUTPUT))], env=env)
     assert r.returncode == 3 and not run.script.requests, r
     out = json.loads(r.stdout)
-    assert "no OS sandbox of its own and bubblewrap (bwrap) is not installed" in out["summary"], out
+    assert "bubblewrap (bwrap) is not installed, and `agent run` starts every agent inside it" in out["summary"], out
     assert out["next"] == ["spark-git agent run t1 a --client gemini --unboxed"], out
     r, run = agent_run(t, [sh("echo hi"), Say(json.dumps(OUTPUT))], "--unboxed", env=env)
     assert r.returncode == 0, r

@@ -151,8 +151,9 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
         assert f"spark-git t1/a {task.worktree('a')}" in wins, wins
         a = json.loads(spark(task.repo, "status", "t1", "--json", env=env).stdout)["data"]["tasks"][0]["agents"][0]
         assert a["run"]["state"] == "running" and a["run"]["window"] == "t1/a", a
-        client = _child_of(a["run"]["pid"])  # the window's shell waits for its client, to write its exit code
-        assert Path(f"/proc/{client}/cmdline").read_bytes().split(b"\0")[0] == b"cat"  # the stand-in, exec'd by env -i and sh
+        box = _child_of(a["run"]["pid"])  # the window's shell waits for its client (in spark-git's box), to write its exit code
+        assert Path(f"/proc/{box}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bwrap")
+        [client] = [p for p in _descendants(box) if Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0] == b"cat"]  # the stand-in, exec'd by env -i
         environ = Path(f"/proc/{client}/environ").read_bytes().split(b"\0")  # the client's own (env -i exec'd it)
         assert b"SPARK_SESSION_ID=agent:t1:a" in environ and not any(v.startswith(b"SSH_AUTH_SOCK=") for v in environ), environ
         r2 = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env)
@@ -164,6 +165,11 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
 def _child_of(pid: int) -> int:
     [child] = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     return int(child)
+
+
+def _descendants(pid: int) -> list[int]:
+    kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return [*kids, *(d for k in kids for d in _descendants(k))]
 
 
 def test_a_tmux_window_that_closes_is_told_as_it_ended_and_doctor_fix_records_it(task: AgentTask) -> None:

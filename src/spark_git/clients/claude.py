@@ -29,7 +29,7 @@ WORKTREE_REMOVE = "spark-git hook worktree-remove"
 MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash|PowerShell"
 CONFIG_DIR = ".claude"
 LOCAL = ".claude/settings.local.json"
-SANDBOX = Sandbox(LOCAL, needs=("bwrap",))  # clients/sandbox.py: per agent worktree, kept out of git
+SANDBOX = Sandbox(LOCAL, needs=("bwrap",), userns=True)  # clients/sandbox.py: per agent worktree, kept out of git
 FACTS = Facts(
     "claude", "Claude Code", CONFIG_DIR,
     {"project": ".claude/settings.json", "local": LOCAL, "user": "~/.claude/settings.json"},
@@ -41,6 +41,7 @@ FACTS = Facts(
     managed=("/etc/claude-code/managed-settings.json",),
     run=Run(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"), ("claude", "{prompt}")),
     instructions=(".claude/skills/spark-git/SKILL.md", True),
+    state=("~/.claude", "~/.claude.json", "$CLAUDE_CONFIG_DIR"),  # writable in spark-git's box around it (ops/life/agentbox.py)
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}

@@ -17,11 +17,14 @@ USER, WORKTREE, MAIN = "user", "worktree", "main"
 class Sandbox:
     """The OS sandbox spark-git writes for the client's agent sessions."""
 
-    __slots__ = ("file", "needs")
+    __slots__ = ("file", "needs", "userns")
 
-    def __init__(self, file: str, needs: tuple[str, ...] = ()) -> None:
+    def __init__(self, file: str, needs: tuple[str, ...] = (), userns: bool = False) -> None:
         self.file = file  # the settings file it is written into, relative to the agent worktree
         self.needs = needs  # programs it needs on PATH on Linux (`hooks check` notes a missing one)
+        # its bwrap makes a user namespace and mounts a /proc: run as root inside spark-git's box, that
+        # needs the host's /proc (a privileged bwrap covers parts of the fresh one it mounts)
+        self.userns = userns
 
 
 class Run:
@@ -75,7 +78,13 @@ class Facts:
         self.instructions = instructions
         self.wrap = wrap
         self.own_box = sandbox is not None if own_box is None else own_box
-        self.state = state  # the client's own files in the user's home (`~/.gemini`): writable in spark-git's box
+        self.state = state  # the client's own files in the user's home (`~/.gemini`, `$CODEX_HOME`): writable in spark-git's box
+
+    def home_state(self, env: dict[str, str]) -> list[Path]:
+        """`state` as paths: `~/x` under env's HOME, `$VAR` where env sets it."""
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        out = [home / s[2:] for s in self.state if s.startswith("~/")]
+        return out + [Path(env[s[1:]]) for s in self.state if s.startswith("$") and env.get(s[1:])]
 
     def hook(self, command: str) -> str:
         """The command of a spark-git hook entry as installed for this client."""

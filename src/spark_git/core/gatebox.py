@@ -56,6 +56,9 @@ class Sandbox:
     all_readonly: bool = False
     fresh: tuple[Path, ...] = ()  # private empty tmpfs (/tmp), before `readonly` (which may lie inside)
     isolated: bool = False  # own PID (fresh /proc and /dev), IPC and UTS namespaces, a new session: a gate's box
+    own_pids: bool = False  # own PID namespace and /proc only (an agent's box: no ancestor's /proc/<pid>/root to walk)
+    new_session: bool = False  # no controlling terminal to push keystrokes into (TIOCSTI)
+    host_proc: bool = False  # the host's /proc, writable (instead of own_pids): a nested bwrap run as root needs it
     network: bool = True  # False: its own network namespace (no network, no abstract unix sockets)
     env: tuple[tuple[str, str], ...] | None = None  # the whole environment inside (None: the one bwrap is given)
     masked: tuple[Path, ...] = ()  # host unix sockets still visible: each covered by /dev/null
@@ -66,8 +69,14 @@ class Sandbox:
         out = [self.program, "--dev-bind", "/", "/"]
         if self.all_readonly:
             out = [self.program, "--ro-bind", "/", "/", *self._devices()]
+        if self.host_proc:
+            out += ["--bind", "/proc", "/proc"]
+        elif self.isolated or self.own_pids:  # a fresh /proc also lets a client's own bwrap run inside (unprivileged)
+            out += ["--unshare-pid", "--proc", "/proc"]
         if self.isolated:
-            out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--proc", "/proc", "--new-session"]
+            out += ["--unshare-ipc", "--unshare-uts"]
+        if self.isolated or self.new_session:
+            out += ["--new-session"]
         out += [] if self.network else ["--unshare-net"]
         for p in self.fresh:
             out += ["--tmpfs", str(p)]

@@ -44,10 +44,10 @@ FINISH = ("When you are done, commit your work in your worktree, then answer wit
           "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text. "
           "With status OK it must also carry what your brief's `owes` lists: spark-git files it for you.")
 TIMEOUT_S = 3600.0
-# What keeps the agent in its worktree besides the hook (AgentRunData.boundary): the client's own OS
-# sandbox as spark-git configures it, spark-git's bubblewrap around the client (ops/life/agentbox.py),
-# or nothing (no bubblewrap, accepted with --unboxed).
-CLIENT_BOX, BWRAP_BOX, NO_BOX = "client", "bubblewrap", "none"
+# What keeps the agent in its worktree besides the hook (AgentRunData.boundary): spark-git's bubblewrap
+# around the client (ops/life/agentbox.py; the client's own sandbox, where it has one, inside it), or
+# nothing (no bubblewrap, accepted with --unboxed).
+BWRAP_BOX, NO_BOX = "bubblewrap", "none"
 
 
 class AgentRunData(Model):
@@ -61,7 +61,7 @@ class AgentRunData(Model):
     cost_usd: float | None = None
     outcome: str  # reported | failed | interrupted | started (tmux) | ended (tmux: the window's client exited)
     ended: str | None = None  # how the run ended, in words: "reported COMPLETE", "exited 2", "timed out after 3600 s", "interrupted", "killed by signal 9"
-    boundary: str  # client | bubblewrap | none: the OS boundary the client ran in (CLIENT_BOX, BWRAP_BOX, NO_BOX)
+    boundary: str  # bubblewrap | none: the OS boundary the client ran in (BWRAP_BOX, NO_BOX)
     report_status: str | None = None
     incomplete: str | None = None  # why a COMPLETE answer was filed as IN_PROGRESS: what it owed and lacked (ops/life/owed.py)
     task_head: str | None = None  # the task head the agent started on (a reviewer's decision is bound to it)
@@ -88,9 +88,10 @@ def prepared(layout: Layout, store: Store, task: str, agent: str, client: str, *
         raise Blocked(f"{c.facts.title} is not installed here (`{exe}` is not on PATH)", hint=f"install {c.facts.title}, or choose another --client",
                       next=[f"spark-git agent run {task} {agent} --client {n}" for n in registry.CLIENTS if n != client][:1], task=task)
     _boundary(layout, store, task, agent, c)
-    if agentbox.wanted(c) and gatebox.bwrap() is None and not unboxed:
-        raise Blocked(f"{c.facts.title} has no OS sandbox of its own and bubblewrap (bwrap) is not installed: agent {agent}, and every script it "
-                      "runs, could write outside its worktree, move main through .git and read or add approval keys",
+    if gatebox.bwrap() is None and not unboxed:
+        raise Blocked(f"bubblewrap (bwrap) is not installed, and `agent run` starts every agent inside it: without it agent {agent} "
+                      f"({c.facts.title}), and every script it runs, could write outside its worktree, move main through .git and read "
+                      "the user's files (the client's own sandbox, where it has one, covers only some of its tools)",
                       hint="install bubblewrap, or accept running the agent without an OS boundary with --unboxed",
                       next=[f"spark-git agent run {task} {agent} --client {c.name} --unboxed"], task=task)
     live = running(layout, task, agent)
@@ -147,12 +148,10 @@ def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
     return env
 
 
-def launch(layout: Layout, c: Client, wt: Path, env: dict[str, str]) -> tuple[gatebox.Sandbox | None, dict[str, str], str]:
-    """(spark-git's box to start the client in, its env, the boundary): a client without an OS sandbox
-    of its own goes inside bubblewrap when there is one (prepared() refused its absence unless accepted)."""
-    if not agentbox.wanted(c):
-        return None, env, CLIENT_BOX
-    box = agentbox.for_agent(layout, c, wt, env)
+def launch(layout: Layout, c: Client, wt: Path, env: dict[str, str], *, headless: bool = True) -> tuple[gatebox.Sandbox | None, dict[str, str], str]:
+    """(spark-git's box to start the client in, its env, the boundary): every client goes inside
+    bubblewrap when there is one (prepared() refused its absence unless accepted)."""
+    box = agentbox.for_agent(layout, c, wt, env, headless=headless)
     return (None, env, NO_BOX) if box is None else (box, agentbox.boxed_env(env), BWRAP_BOX)
 
 
@@ -303,7 +302,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
     on_task_head(layout, store, task, agent, c.name, extra)
-    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
+    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent), headless=False)
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd
     # The window's shell (outside the box) waits for the client and writes its exit code where status and doctor read it
