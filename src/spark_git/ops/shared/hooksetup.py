@@ -18,7 +18,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared import codexsetup, instructions, sandboxes
+from spark_git.ops.shared import codexsetup, instructions, liveagents, sandboxes
 from spark_git.state.locks import EXCLUDE
 from spark_git.state.store import Store
 
@@ -289,7 +289,7 @@ def check(layout: Layout, store: Store) -> HooksCheckData:
                 checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
                                         sandbox=box, switched_off=off))
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
-    notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates)
+    notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates) + liveagents.unboxed(store)
     if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
         notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)

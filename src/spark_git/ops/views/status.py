@@ -22,7 +22,7 @@ from spark_git.gates.reports import GateReports
 from spark_git.ops.queue import forge
 from spark_git.ops.queue.forge import ForgeView
 from spark_git.ops.shared import agentruns as agent_record
-from spark_git.ops.shared import mainlock, radar, remote, signed
+from spark_git.ops.shared import liveagents, mainlock, radar, remote, signed
 from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.ops.views import crossradar
@@ -188,6 +188,7 @@ def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -
     warnings += [f"task {tf.task_name} runs under protocol {tf.protocol} (fixed when it started); the config now says {layout.config.protocol}"
                  for _, tf in live if tf.protocol and tf.protocol != layout.config.protocol]
     warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
+    warnings += liveagents.unboxed(store)  # clients started by hand in agent worktrees (issue 31)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
