@@ -21,7 +21,9 @@ Without bubblewrap there is no box: `agent run` refuses unless told to run unbox
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from spark_git.clients import gitgrants
 from spark_git.clients.base import Client
 from spark_git.core import gatebox, paths
 from spark_git.core.layout import Layout
+from spark_git.state.files import write_text_atomic
 
 PINNED = ("commondir", "gitdir")  # of the agent's admin dir: where its worktree points stays as it is
 # Writable as in Claude Code's sandbox, every existing name in them but the agent's own pinned: a new
@@ -72,11 +75,29 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str], *,
     secret = paths.state_dir()
     secret.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden even if it is created while the agent runs
     fresh = [PRIVATE_TMP, *([_real(home)] if _real(home) != Path("/") and os.path.isdir(home) else [])]
+    profile = _login_profile(Path(layout.repo.common_dir), worktree, env)
+    files = tuple((profile, home / name) for name in LOGIN_FILES) if len(fresh) > 1 else ()
     # shown again (read-only) over the private /tmp and HOME, in case they live there
     shown: list[Path] = [layout.main_worktree, Path(layout.repo.common_dir), layout.tasks_root, *_programs(env, home), *_git_config(home)]
     return gatebox.Sandbox(program=program, readonly=tuple(dict.fromkeys(_real(p) for p in shown if os.path.exists(p) and _inside(_real(p), fresh))),
                            writable=tuple(dict.fromkeys(writable)), pinned=tuple(dict.fromkeys(pinned)), hidden=(_real(secret),),
-                           all_readonly=True, fresh=tuple(fresh), own_pids=True, new_session=headless, host_proc=_nests_as_root(c))
+                           all_readonly=True, fresh=tuple(fresh), own_pids=True, new_session=headless, host_proc=_nests_as_root(c),
+                           files=files)
+
+
+# A login shell (Codex CLI runs `bash -lc`) reads /etc/profile, which may reset PATH, then the first
+# of these in HOME: in the box, they give the agent's PATH (the project's virtualenv) back.
+LOGIN_FILES = (".bash_profile", ".profile")
+
+
+def _login_profile(common: Path, worktree: Path, env: dict[str, str]) -> Path:
+    """The profile a login shell in the box reads, written under spark-git's records (no agent writes there)."""
+    lines = ["# spark-git: the agent's PATH and virtualenv, kept through /etc/profile (ops/life/agentbox.py)",
+             *(f"export {k}={shlex.quote(env[k])}" for k in ("PATH", "VIRTUAL_ENV") if env.get(k))]
+    path = common / "spark" / "box-profiles" / (hashlib.sha256(str(_real(worktree)).encode()).hexdigest()[:16] + ".sh")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return path
 
 
 def _nests_as_root(c: Client) -> bool:

@@ -139,12 +139,20 @@ def _uncommitted(layout: Layout, c: Client) -> list[str]:
     return [ln[3:] for ln in out.splitlines() if ln.strip()]
 
 
-def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
+def agent_env(layout: Layout, store: Store, task: str, agent: str) -> dict[str, str]:
     """The user's environment (API keys, base URLs, proxies, CODEX_HOME…) with the agent's SPARK_*
-    identity over it, and what the boundary keeps from agents taken out."""
+    identity over it, and what the boundary keeps from agents taken out. The user's git identity is
+    given as GIT_AUTHOR_*/GIT_COMMITTER_*: a client that hides the user's git config from its shell
+    (Gemini CLI sets GIT_CONFIG_GLOBAL=/dev/null) would leave its agent unable to commit."""
     env = envs.for_worktree(store, task, agent)
     for k in WITHHELD:
         env.pop(k, None)
+    git = layout.git()
+    for part in ("name", "email"):
+        value = env.get(f"GIT_AUTHOR_{part.upper()}") or git.config_get(f"user.{part}")
+        for who in ("AUTHOR", "COMMITTER"):
+            if value and not env.get(f"GIT_{who}_{part.upper()}"):
+                env[f"GIT_{who}_{part.upper()}"] = value
     return env
 
 
@@ -170,7 +178,7 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
     seen = on_task_head(layout, store, task, agent, c.name, extra)
     tf = load_task(store, task)
     owes = owed.owed(tf.state, tf.agents[agent].role)
-    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
+    box, env, boundary = launch(layout, c, wt, agent_env(layout, store, task, agent))
     argv = c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), extra=extra)
     argv = box.wrap(argv) if box else argv
     logs = layout.agent_dir(task, agent) / "runs"
@@ -302,7 +310,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
     on_task_head(layout, store, task, agent, c.name, extra)
-    box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent), headless=False)
+    box, env, boundary = launch(layout, c, wt, agent_env(layout, store, task, agent), headless=False)
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd
     # The window's shell (outside the box) waits for the client and writes its exit code where status and doctor read it

@@ -1,0 +1,59 @@
+"""What each client needs for honest work under `agent run` (issue 32 item 3), with the real clients
+played by the scripted model server: Gemini CLI hides the user's git config from its shell
+(GIT_CONFIG_GLOBAL=/dev/null) and its agent still commits as the user; Codex CLI runs `bash -lc`, whose
+/etc/profile resets PATH, and its agent still finds the project's tools (spark-git's virtualenv here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures import codexrun
+from fixtures.modelserver import gemini_agent
+from fixtures.modelserver.core import ModelServer, Say, Script, Tool, dead_proxy, require_binary
+from fixtures.modelserver.gemini import GeminiApi
+from fixtures.modelserver.openai import OpenAIResponses
+from fixtures.repo import git, spark
+
+OUTPUT = {"status": "OK", "summary": "work committed", "artifacts": {"files_changed": ["note.txt"]}}
+IDENTITY = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
+
+
+def owner(env: dict[str, str]) -> dict[str, str]:
+    return {**{k: v for k, v in env.items() if not k.startswith("SPARK_")}, "SPARK_SESSION_ID": "owner"}
+
+
+def test_a_gemini_agent_commits_as_the_user_though_gemini_hides_the_git_config(tmp_path: Path) -> None:
+    require_binary("bwrap")
+    t = gemini_agent.gemini_task(tmp_path)
+    home = Path(t.env["HOME"])
+    (home / ".gitconfig").write_text("[user]\n\tname = Dana Human\n\temail = dana@example.invalid\n")  # as most users have it: no env
+    env = {k: v for k, v in owner(t.env).items() if k not in IDENTITY}
+    script = Script([Tool("run_shell_command", {"command": "echo hi > note.txt && git add note.txt && git commit -q -m '[a] note'; echo rc=$?"}),
+                     Say(json.dumps(OUTPUT))])
+    with ModelServer(GeminiApi(), script) as srv:
+        r = spark(t.main, "agent", "run", "t1", "a", "--client", "gemini", "--json", "--", "--yolo",
+                  env=gemini_agent.client_env(env, srv.url, dead_proxy()), process=True)
+    assert "rc=0" in json.dumps(script.requests), r
+    assert git(t.a, "log", "-1", "--format=%s|%an <%ae>|%cn") == "[a] note|Dana Human <dana@example.invalid>|Dana Human"
+    assert json.loads(r.stdout)["data"]["report_status"] == "COMPLETE", r
+
+
+@pytest.fixture
+def ct() -> Iterator[codexrun.CodexTask]:
+    yield from codexrun.codex_task()
+
+
+def test_a_codex_agent_keeps_the_path_its_login_shell_would_reset(ct: codexrun.CodexTask) -> None:
+    venv_bin = str(Path(sys.executable).parent)
+    assert venv_bin in ct.env["PATH"].split(os.pathsep)  # the coordinator's PATH has the project's tools
+    script = Script([Tool("exec_command", {"cmd": "command -v spark-git; echo path=$PATH"}), Say(json.dumps(OUTPUT))])
+    with ModelServer(OpenAIResponses(), script) as srv:
+        r = spark(ct.main, "agent", "run", "t1", "a", "--client", "codex", "--json", "--", *codexrun.server_args(srv.url),
+                  env=codexrun.client_env(owner(ct.env), dead_proxy()), process=True)
+    said = json.dumps(script.requests)
+    assert f"{venv_bin}/spark-git" in said, (said[-2000:], r)  # found through the login shell's PATH
