@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fixtures import codexrun
+from fixtures.claude_agent import AgentTask, agent_task
+from fixtures.claude_agent import client_env as claude_env
 from fixtures.modelserver import gemini_agent
+from fixtures.modelserver.anthropic import Anthropic
 from fixtures.modelserver.core import ModelServer, Say, Script, Tool, dead_proxy, require_binary
 from fixtures.modelserver.gemini import GeminiApi
 from fixtures.modelserver.openai import OpenAIResponses
-from fixtures.repo import git, spark
+from fixtures.repo import git, share_records_key, spark
 
 OUTPUT = {"status": "OK", "summary": "work committed", "artifacts": {"files_changed": ["note.txt"]}}
 IDENTITY = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
@@ -57,3 +62,31 @@ def test_a_codex_agent_keeps_the_path_its_login_shell_would_reset(ct: codexrun.C
                   env=codexrun.client_env(owner(ct.env), dead_proxy()), process=True)
     said = json.dumps(script.requests)
     assert f"{venv_bin}/spark-git" in said, (said[-2000:], r)  # found through the login shell's PATH
+
+
+@pytest.fixture
+def claude_task() -> Iterator[AgentTask]:
+    """Outside /dev: Claude Code's sandbox mounts its own /dev (fixtures/claude_agent.py)."""
+    for tool in ("claude", "bwrap", "socat"):
+        require_binary(tool)
+    d = Path(tempfile.mkdtemp(prefix="spark-needs-", dir="/tmp"))
+    yield agent_task(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_complete_with_nothing_committed_and_a_dirty_tree_is_flagged(claude_task: AgentTask) -> None:
+    """The agent says OK but its work never reached its branch: `agent run` files it unfinished, with
+    the files, and a COMPLETE reported by hand in that shape is flagged by `status`."""
+    t = claude_task
+    script = Script([Tool("Bash", {"command": "echo 'def mul(a, b): return a * b' >> calc.py", "description": "edit, no commit"}),
+                     Say(json.dumps({"status": "OK", "summary": "mul() added", "artifacts": {"files_changed": ["calc.py"]}}))])
+    share_records_key(t.base / "state", t.env["XDG_STATE_HOME"])
+    with ModelServer(Anthropic(), script) as srv:
+        env = {**claude_env(t, srv.url), "SPARK_SESSION_ID": "owner", "XDG_STATE_HOME": str(t.base / "state")}
+        r = spark(t.repo, "agent", "run", "t1", "a", "--client", "claude", "--json", "--", "--dangerously-skip-permissions", env=env, process=True)
+    d = json.loads(r.stdout)["data"]
+    assert d["report_status"] == "IN_PROGRESS" and "a reported COMPLETE but committed nothing and left 1 uncommitted file(s) (calc.py)" in d["incomplete"], d
+    a_env = {**t.env, **json.loads(spark(t.repo, "env", "t1", "--agent", "a", "--json", env=t.env).stdout)["data"]["vars"]}
+    assert spark(t.worktree("a"), "report", "t1", "--agent", "a", "--status", "COMPLETE", env=a_env).returncode == 0
+    a = json.loads(spark(t.repo, "status", "t1", "--json", env={**t.env, "SPARK_SESSION_ID": "owner"}).stdout)["data"]["tasks"][0]["agents"][0]
+    assert "COMPLETE with nothing committed and 1 uncommitted file(s): calc.py" in a["flags"], a

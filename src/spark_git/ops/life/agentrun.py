@@ -20,6 +20,7 @@ from spark_git.clients.base import Client
 from spark_git.core import gatebox, proc
 from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked, Interrupted
+from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.ops.life import agentbox, handin, owed, reports
@@ -266,8 +267,10 @@ def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, er
         return
     evidence.write_text(json.dumps(data, indent=2) + "\n")
     lacks = owed.problems(data, owes, layout.config.rules.requirements_min_bytes) if status == "COMPLETE" else []
-    if lacks:  # never silently COMPLETE: filed as unfinished, with the reason
-        status, d.incomplete = "IN_PROGRESS", f"the Output JSON lacks what {d.task}'s state owes: " + "; ".join(lacks)
+    why = [f"the Output JSON lacks what {d.task}'s state owes: " + "; ".join(lacks)] if lacks else []
+    why += _uncommitted_work(layout, store, d.task, d.agent) if status == "COMPLETE" else []
+    if why:  # never silently COMPLETE: filed as unfinished, with the reason
+        status, d.incomplete = "IN_PROGRESS", "; ".join(why)
     try:
         report_path = _file_owed(layout, store, d, data, owes) if status == "COMPLETE" else None
         decision = str(data["decision"]) if status == "COMPLETE" and owed.DECISION in owes else None
@@ -277,6 +280,19 @@ def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, er
         d.last_words = f"{e.message}\n{heard.final.strip()[-1500:]}"
         return
     d.outcome, d.report_status, d.evidence = "reported", status, str(evidence)
+
+
+def _uncommitted_work(layout: Layout, store: Store, task: str, agent: str) -> list[str]:
+    """An implementer that reports COMPLETE with nothing committed and a dirty tree: its work is not
+    on its branch (a `git commit` that failed), so it is not COMPLETE."""
+    tf = load_task(store, task)
+    if tf.state != "IMPLEMENTATION" and layout.config.protocol != "light":
+        return []
+    e = tf.agents[agent]
+    dirty = [x.path for x in Git(Path(e.worktree)).status()]
+    if not dirty or layout.git().count(f"{branch_ref(tf.task_branch)}..{branch_ref(e.branch)}"):
+        return []
+    return [f"{agent} reported COMPLETE but committed nothing and left {len(dirty)} uncommitted file(s) ({', '.join(dirty[:3])}): commit them in its worktree, or run the agent again"]
 
 
 def _file_owed(layout: Layout, store: Store, d: AgentRunData, data: dict[str, object], owes: list[owed.Owe]) -> str | None:

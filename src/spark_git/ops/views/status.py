@@ -177,6 +177,9 @@ def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -
             val = fut.result()
             for k, v in (zip(attr, val, strict=True) if isinstance(attr, tuple) else [(attr, val)]):
                 setattr(obj, k, v)
+    for view, _ in live:
+        for av in view.agents:
+            av.flags += uncommitted_flag(av.report.status if av.report else None, av.ahead, [d[3:] for d in av.dirty or []])
     cross: list[TaskClash] = []
     if with_radar:
         _radars(git, layout.repo.common_dir / "objects", [v for v, _ in live])
@@ -335,6 +338,15 @@ def _main_lock(store: Store) -> mainlock.MainLockData:
         return mainlock.view(store, mainlock.read(store))
     except CorruptState as e:
         return mainlock.MainLockData(held=True, path=str(store.layout.main_lock()), reason=e.message)
+
+
+def uncommitted_flag(report: str | None, ahead: int | None, dirty: list[str] | None) -> list[str]:
+    """COMPLETE with nothing committed and a dirty tree: the work the report claims is not on the branch
+    (a client whose `git commit` failed, e.g. without an identity)."""
+    if report != "COMPLETE" or ahead != 0 or not dirty:
+        return []
+    shown = ", ".join(dirty[:3]) + (f" and {len(dirty) - 3} more" if len(dirty) > 3 else "")
+    return [f"COMPLETE with nothing committed and {len(dirty)} uncommitted file(s): {shown}"]
 
 
 def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
