@@ -90,3 +90,13 @@ def test_complete_with_nothing_committed_and_a_dirty_tree_is_flagged(claude_task
     assert spark(t.worktree("a"), "report", "t1", "--agent", "a", "--status", "COMPLETE", env=a_env).returncode == 0
     a = json.loads(spark(t.repo, "status", "t1", "--json", env={**t.env, "SPARK_SESSION_ID": "owner"}).stdout)["data"]["tasks"][0]["agents"][0]
     assert "COMPLETE with nothing committed and 1 uncommitted file(s): calc.py" in a["flags"], a
+
+
+def test_a_failed_runs_last_words_lead_with_the_cause_not_stack_frames() -> None:
+    from spark_git.ops.life.agentrun import _cause
+
+    err = "Loaded cached credentials.\nError when talking to Gemini API: fetch failed (ECONNREFUSED 127.0.0.1:9)\n" + \
+          "".join(f"    at retry{i} (file:///gemini.js:{i}:1)\n" for i in range(200)) + "An unexpected critical error occurred:\n"
+    words = _cause(err)
+    assert words.splitlines()[:2] == ["Loaded cached credentials.", "Error when talking to Gemini API: fetch failed (ECONNREFUSED 127.0.0.1:9)"]
+    assert " at retry" not in words

@@ -262,7 +262,7 @@ def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, er
     data = runout.output_json(heard.final) if d.exit_code == 0 else None
     status = STATUS_OF.get(str(data.get("status"))) if data else None
     if data is None or status is None:
-        words = heard.final.strip() or _tail(err_path)
+        words = heard.final.strip() or _cause(_tail(err_path, 20000))
         d.last_words = words[-2000:] if words else "(the client said nothing)"
         return
     evidence.write_text(json.dumps(data, indent=2) + "\n")
@@ -304,6 +304,16 @@ def _file_owed(layout: Layout, store: Store, d: AgentRunData, data: dict[str, ob
         elif o.kind == "plan":
             owed.file_plan(layout, store, d.task, d.agent, str(data[o.key]))
     return path
+
+
+def _cause(err: str) -> str:
+    """A client's stderr told from its cause: the lines that are not stack frames (`    at …`,
+    `File "…", line …`), the first error among them first (an unreachable model: the connection
+    error, not 282 s of retries' frames)."""
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.lstrip().startswith(("at ", "File \"", "^"))]
+    first = next((ln for ln in lines if any(k in ln for k in ("Error", "error", "ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "fetch failed"))), None)
+    rest = "\n".join(lines)[-1500:]
+    return f"{first.strip()}\n…\n{rest}" if first and first not in rest else rest
 
 
 def _tail(path: Path, n: int = 2000) -> str:
