@@ -63,7 +63,7 @@ def test_wrong_session_is_offered_the_lock_break(repo: Path, cli: Callable[..., 
     env = json.loads(r.stdout)
     assert r.returncode == 3 and env["next"] == ["spark-git lock break t1 --why 'taking over from session s1'"], r
     r = cli("--json", "abandon", "t1", "--why", "x", session=None)
-    assert json.loads(r.stdout)["next"] == ["export SPARK_SESSION_ID=s1"], r
+    assert json.loads(r.stdout)["next"] == ["export SPARK_SESSION_ID=s1", "spark-git lock break t1 --why 'taking over from session s1'"], r
 
 
 LIGHT = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'

@@ -78,12 +78,14 @@ def test_force_needs_why_and_is_logged(repo: Path, cli) -> None:
     assert cli("lock", "main", session="s3").returncode == 0
 
 
-def test_lock_without_session_mints_one(repo: Path, cli) -> None:
+def test_lock_without_session_takes_this_terminals(repo: Path, cli) -> None:
     lock, _ = _paths(repo)
     r = cli("lock", "main", "--json", session=None)
     assert r.returncode == 0, r
     s = r.json["data"]["session_id"]
-    assert s.startswith("spark-") and f"export SPARK_SESSION_ID={s}" in r.json["next"]
+    assert s.startswith("human:") and r.json["next"] == ["spark-git unlock main"]
+    assert cli("unlock", "main", "--json", session=None).returncode == 0  # the same session: no export needed
+    assert cli("lock", "main", "--json", session=None).returncode == 0
     assert json.loads(lock.read_text())["session_id"] == s
 
 

@@ -69,15 +69,16 @@ def test_title_derives_a_dated_name_and_counts_up_on_collision(repo: Path, cli) 
     assert r.returncode == 2 and "--title" in r.json["summary"], r
 
 
-def test_minted_session_is_printed_with_export(repo: Path, cli) -> None:
-    r = cli("start", "t1", "--json", session=None)
+def test_without_a_session_the_terminals_own_is_used_and_the_next_command_needs_no_export(repo: Path, cli) -> None:
+    """The README's quick start pasted into a fresh shell: no SPARK_SESSION_ID anywhere (issue 33)."""
+    r = cli("start", "t1", "--agents", "a", "--json", session=None)
     assert r.returncode == 0, r
     s = r.json["data"]["session_id"]
-    assert re.fullmatch(r"spark-\d{8}-[0-9a-f]{8}", s) and r.json["data"]["session_minted"] is True
-    assert r.json["next"][0] == f"export SPARK_SESSION_ID={s}"
+    assert re.fullmatch(r"human:[^@\s]+@[^:\s]+(:\S+)?", s) and r.json["data"]["session_minted"] is True
+    assert not [n for n in r.json["next"] if n.startswith("export ")]
     assert json.loads((repo.parent / "repo.tasks" / "t1" / "task.json").read_text())["session_id"] == s
-    r = cli("start", "t2", session=None)
-    assert r.returncode == 0 and "export SPARK_SESSION_ID=spark-" in r.stdout, r
+    r = cli("advance", "t1", "--json", session=None)  # owned by this terminal: not refused for its session
+    assert "owned by session" not in r.json["summary"], r
     r = cli("start", "t3", "--session", "explicit", "--json", session="from-env")
     assert r.json["data"]["session_id"] == "explicit" and r.json["data"]["session_minted"] is False
 

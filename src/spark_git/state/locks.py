@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shlex
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,15 +155,25 @@ def _read_owner(owner: Path) -> dict[str, Any]:
 # -- sessions and ownership ------------------------------------------------------------------
 
 
-def session_from(given: str | None) -> str | None:
-    s = given or os.environ.get(SESSION_ENV) or None
-    if s is not None and (not s.strip() or any(ord(c) < 32 for c in s) or len(s) > 200):
+def session_from(given: str | None) -> str:
+    """--session, else SPARK_SESSION_ID, else this terminal's own session (`default_session`)."""
+    s = given or os.environ.get(SESSION_ENV) or default_session()
+    if not s.strip() or any(ord(c) < 32 for c in s) or len(s) > 200:
         raise BadInput(f"bad session id {s!r}: use printable characters, at most 200")
     return s
 
 
-def mint_session() -> str:
-    return f"spark-{datetime.now(UTC):%Y%m%d}-{secrets.token_hex(4)}"
+def default_session() -> str:
+    """The human's session when none is given: this user on this machine in this terminal
+    (`human:dana@box:pts/3`), so the commands typed in one terminal are one session and a second
+    terminal (a second coordinator) is another; without a terminal (a script, a client's shell), the
+    user on this machine. SPARK_SESSION_ID overrides it (docs/decisions.md)."""
+    import getpass
+    import socket
+
+    tty = next((os.ttyname(fd) for fd in (0, 1, 2) if os.isatty(fd)), None)
+    where = f"{getpass.getuser()}@{socket.gethostname().split('.')[0]}"
+    return f"human:{where}" + (f":{tty.removeprefix('/dev/')}" if tty else "")
 
 
 def idle_for(last_active_at: str | None) -> str:
@@ -199,12 +207,12 @@ def require_owner(what: str, owner: str, last_active_at: str | None, session: st
     idle = idle_for(last_active_at)
     why = shlex.quote(f"taking over from session {owner}")
     takeover = f"spark-git unlock main --force --why {why}" if main or task is None else f"spark-git lock break {task} --why {why}"
-    if session is None:
+    if session is None or session == default_session():  # no session given: perhaps the owner, in another terminal
         raise Blocked(
-            f"{what} is owned by session {owner} ({idle}) and no session was given",
-            hint=f"pass --session {owner} or export {SESSION_ENV}={owner} if you are that session",
-            next=[f"export {SESSION_ENV}={shlex.quote(owner)}"],
-            details={"owner": owner, "last_active_at": last_active_at},
+            f"{what} is owned by session {owner} ({idle}), not by this terminal's session {session or default_session()}",
+            hint=f"if you are that session (another terminal), pass --session {owner} or export {SESSION_ENV}={owner}; else take it over",
+            next=[f"export {SESSION_ENV}={shlex.quote(owner)}", takeover],
+            details={"owner": owner, "last_active_at": last_active_at, "session": session},
             task=task,
         )
     raise Blocked(

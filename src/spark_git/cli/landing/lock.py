@@ -14,7 +14,7 @@ from spark_git.ops.ending import doctor
 from spark_git.ops.ending.doctor import LockBreakData
 from spark_git.ops.shared import mainlock
 from spark_git.state.backends import open_store
-from spark_git.state.locks import mint_session, session_from
+from spark_git.state.locks import session_from
 
 lock_app = typer.Typer(help="Take locks: the main-worktree lock; break a task lock (humans, logged).", no_args_is_help=True)
 unlock_app = typer.Typer(help="Release locks: the main-worktree lock.", no_args_is_help=True)
@@ -32,11 +32,8 @@ def lock_main(
 
     def action(layout: Layout) -> Result:
         s = session_from(session)
-        minted = s is None
-        s = s or mint_session()
         d = mainlock.lock(open_store(layout), s, reason)
-        nxt = [f"export SPARK_SESSION_ID={s}"] if minted else []
-        return Result(f"main worktree locked by session {s}", d, next=[*nxt, "spark-git unlock main"])
+        return Result(f"main worktree locked by session {s}", d, next=["spark-git unlock main"])
 
     execute(ctx, action)
 

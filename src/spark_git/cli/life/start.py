@@ -57,8 +57,6 @@ def start(
             sources.write_objective(layout.task_md(d.task), ttl or d.task, src)
         verb = "resumed" if d.resumed else "started"
         nxt = [f"cd {shlex.quote(str(d.task_worktree))}"]
-        if d.session_minted:
-            nxt.insert(0, d.export)
         from spark_git.ops.shared import loopstep
 
         nxt += [*loopstep.first_step(d.task, d.state, layout.config.protocol, agents=len(d.worktrees) > 1), f"spark-git status {d.task}"]
@@ -67,7 +65,7 @@ def start(
             out.print(f"  task worktree  {d.task_worktree}")
             for w in d.worktrees[1:]:
                 out.print(f"  agent {w.agent:<14} {w.path}  [dim]({w.branch})[/dim]")
-            out.print(f"  session        {d.session_id}" + ("  [yellow](new: export it)[/yellow]" if d.session_minted else ""))
+            out.print(f"  session        {d.session_id}" + ("  [dim](this terminal's; SPARK_SESSION_ID sets another)[/dim]" if d.session_minted else ""))
             out.print(f"  base           {d.base_branch} @ {d.base_commit[:12]}   state {d.state}")
             from spark_git.cli import fit
 

@@ -21,7 +21,7 @@ from spark_git.ops.shared.taskfile import role_of, start_mutex_name, updating
 from spark_git.ops.shared.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
 from spark_git.state import chain, recordmac
 from spark_git.state.backends import open_store
-from spark_git.state.locks import WORKTREES, mint_session, require_owner
+from spark_git.state.locks import WORKTREES, default_session, require_owner
 from spark_git.state.models import AgentEntry, TaskFile, Transition
 from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
@@ -80,8 +80,8 @@ def start(
     agents = list(dict.fromkeys(agent_name(a) for a in agents))  # validated, de-duplicated, ordered
     _check_branch_names(layout, git, task, agents)
 
-    minted = session is None
-    session = session or mint_session()
+    minted = session is None or session == default_session()  # this terminal's default session (state/locks.py), not one given
+    session = session or default_session()
     # One start of a task at a time: a second start of the same session would otherwise "resume" the
     # first one's half-made worktrees (remove its "initializing" checkouts) while it runs. A killed
     # start's mutex is released by the kernel, so the next start resumes it.
