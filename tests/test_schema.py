@@ -170,6 +170,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("brief", "brief", "t1", "--agent", "a1")
     c.run("agent add", "agent", "add", "t1", "a3", "--why", "more hands")
     c.run("env", "env", "t1", "--agent", "a1")
+    c.run("init", "init", "--client", "claude")  # shown only (no --yes): nothing written
     ev = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "compact"}
     d = c.run("hook session-start", "hook", "session-start", input=json.dumps(ev))
     assert [t["task"] for t in d["data"]["tasks"]] == ["t1"]

@@ -40,6 +40,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "life.brief": ("brief",),
     "ending.cleanup": ("cleanup", "abandon", "archive"),
     "ending.doctor": ("doctor",),
+    "setup.init": ("init",),
     "setup.env": ("env",),
     "views.schema": ("schema",),
     "life.hook": ("hook",),

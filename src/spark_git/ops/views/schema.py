@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "audit": "spark_git.ops.views.audit:AuditData",
     "brief": "spark_git.ops.life.brief:BriefData",  # also printed bare (without the envelope) without --json
     "env": "spark_git.ops.setup.env:EnvData",
+    "init": "spark_git.ops.setup.init:InitData",
     "schema": "spark_git.ops.views.schema:SchemaData",
     "hook session-start": "spark_git.clients.checkpoint:SessionStartData",
     "hook worktree-create": "spark_git.ops.life.wthooks:WorktreeHookData",
