@@ -3,6 +3,7 @@ trail (`build_verifications`) and on the tested commit (a `kind: gate` git note)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from spark_git.core.model import Model
@@ -30,6 +31,20 @@ class GateEvidence(Model):
     reused_from: str | None = None  # set when a passing verdict of this tree was reused: the run that passed
     flaky: bool = False  # this run passed on a tree that failed the same gate before
     reports: GateReports | None = None  # JUnit/coverage read after the command, and the thresholds missed (gates/reports.py)
+
+
+NOT_RUN = "not run (none configured)"
+
+
+def result_of(e: Mapping[str, Any]) -> str:
+    """How a gate entry or note ended, in words every view uses: a gate that did not run (none was
+    configured) is never shown as passed. The records keep `result: passed` for it (the protocol's
+    guards read "nothing to check" as satisfied); only what is shown says what happened."""
+    if e.get("ran") is False and e.get("command") is None and not e.get("reused_from"):
+        return NOT_RUN
+    if "passed" in e:
+        return "passed" if e.get("passed") else "failed"
+    return str(e.get("result") or ("passed" if e.get("exit_code") == 0 else "failed"))
 
 
 def counts(tests: dict[str, int]) -> str:

@@ -91,7 +91,7 @@ def draw(out: Out, v: Presented) -> None:
     out.print("  [bold]gates[/bold] (last run):" if v.gates else "  [bold]gates[/bold]: none ran")
     for g in v.gates:
         where = "this commit" if g.on_this_commit else (g.commit or "?")[:12]
-        mark = "[green]passed[/green]" if g.result == "passed" else f"[red]{_esc(g.result)}[/red]"
+        mark = "[green]passed[/green]" if g.result == "passed" else f"[red]{_esc(g.result)}[/red]" if g.result == "failed" else f"[yellow]{_esc(g.result)}[/yellow]"
         out.print(f"    {g.gate:<6} {mark} on {where}" + (f", merge of {_esc(g.agent)}" if g.agent else "") + (f", {g.at[:19]}" if g.at else ""))
     out.print("  [bold]reviewers[/bold]:" if v.reviewers else "  [bold]reviewers[/bold]: none in this task")
     for r in v.reviewers:

@@ -9,6 +9,7 @@ import typer
 from spark_git.cli.common import Out, Result, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
+from spark_git.gates import evidence
 from spark_git.ops.shared import history
 from spark_git.state.backends import open_store
 
@@ -54,7 +55,7 @@ def log_(ctx: typer.Context, task: TaskArg) -> None:
             for c in d.commits:
                 marks = []
                 for g in c.gates:
-                    marks.append(f"gate {g.get('gate')} {'passed' if g.get('passed') else 'failed'}")
+                    marks.append(f"gate {g.get('gate')} {evidence.result_of(g)}")
                 for a in c.approvals:
                     marks.append(f"approved by {a.get('by')}")
                 out.print(f"  {c.sha[:12]} [cyan]{_esc(c.agent or '?')}[/cyan] {_esc(c.subject)}" + (f"  [dim]({_esc('; '.join(marks))})[/dim]" if marks else ""))

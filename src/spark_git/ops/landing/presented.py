@@ -9,6 +9,7 @@ from spark_git.core import gitdrivers
 from spark_git.core.errors import SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.model import Model
+from spark_git.gates import evidence
 from spark_git.ops.shared import history
 from spark_git.state.models import TaskFile
 from spark_git.state.report_evidence import AgentStatus
@@ -118,7 +119,7 @@ def _gates(store: Store, task: str, target: str) -> list[GateResult]:
     last: dict[str, GateResult] = {}
     for e in trail.build_verifications if trail else []:
         name = str(e.get("gate") or "build")
-        result = e.get("result") or ("passed" if e.get("passed") or e.get("exit_code") == 0 else "failed")
+        result = evidence.result_of(e)
         g = GateResult(gate=name, result=str(result), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"),
                        log_path=e.get("log_path"), on_this_commit=e.get("commit") == target)
         # A run on the commit approved outranks a later run on another (a refused merge changed nothing
@@ -153,8 +154,10 @@ def _flags(store: Store, tf: TaskFile, view: Presented) -> list[str]:
     if not view.commits:
         flags.append(f"nothing to approve: {target[:12]} adds no commit to {view.base_branch}")
     for g in view.gates:
-        if g.result != "passed":
+        if g.result == "failed":
             flags.append(f"the last {g.gate} gate failed" + (f" (on {g.commit[:12]})" if g.commit else ""))
+        elif g.result == evidence.NOT_RUN:
+            flags.append(f"no {g.gate} gate is configured: nothing ran")
     if not any(g.gate == "build" and g.on_this_commit and g.result == "passed" for g in view.gates):
         flags.append(f"no passing build gate on {target[:12]} itself")
     for r in view.reviewers:

@@ -96,7 +96,8 @@ def commits(layout: Layout, store: Store, task: str) -> tuple[TaskFile, str, lis
         views.append(CommitView(
             sha=sha, subject=subject, agent=agent, agent_source=source, files=[f[2] for f in files],
             added=sum(f[0] for f in files), removed=sum(f[1] for f in files),
-            gates=[{k: o.get(k) for k in ("gate", "passed", "exit_code", "duration_s", "tree", "log_path", "tests", "agent")} for o in objs if o.get("kind") == "gate"],
+            gates=[{k: o.get(k) for k in ("gate", "passed", "exit_code", "duration_s", "tree", "log_path", "tests", "agent", "ran", "command", "reused_from")}
+                   for o in objs if o.get("kind") == "gate"],
             approvals=[{k: o.get(k) for k in ("what", "by", "via", "time")} for o in objs if o.get("kind") == "approval"],
             # newest first along first parents: everything below a merge's tip came with it (or before it)
             landed=any(o.get("kind") == "landed" for o in objs) or any(v.landed for v in views),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from spark_git.clients import registry
 from spark_git.core import procs
+from spark_git.core.errors import SparkError
+from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 
@@ -14,11 +16,11 @@ def unboxed(store: Store) -> list[str]:
     """One line per live, unboxed client process in an agent worktree (several processes of one
     client there count once)."""
     programs = {c.facts.run.headless[0]: c for c in registry.every() if c.facts.run}
-    found = [p for p in procs.running(set(programs)) if not p.boxed]
+    root = store.layout.tasks_root.resolve()
+    found = [p for p in procs.running(set(programs)) if not p.boxed and p.cwd.is_relative_to(root)]
     if not found:
         return []
-    places = {Path(e.worktree).resolve(): (t, a) for t in store.task_names() for tf in [store.read_task(t)] if tf
-              for a, e in tf.agents.items()}
+    places = {Path(e.worktree).resolve(): (t, a) for t, tf in _tasks(store) for a, e in tf.agents.items()}
     out: dict[tuple[str, str, str], int] = {}
     for p in found:
         where = next((places[d] for d in (p.cwd, *p.cwd.parents) if d in places), None)
@@ -27,3 +29,15 @@ def unboxed(store: Store) -> list[str]:
     return [f"agent {a} of task {t} runs {programs[prog].facts.title} outside spark-git's box (pid {pid}, started by hand): "
             f"it can read the user's files and write outside its worktree; stop it and use `spark-git agent run {t} {a} --client {programs[prog].name}`"
             for (t, a, prog), pid in sorted(out.items())]
+
+
+def _tasks(store: Store) -> list[tuple[str, TaskFile]]:
+    out = []
+    for t in store.task_names():
+        try:
+            tf = store.read_task(t)
+        except SparkError:  # a corrupt task is status's own row to report
+            continue
+        if tf is not None:
+            out.append((t, tf))
+    return out

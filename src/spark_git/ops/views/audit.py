@@ -9,7 +9,7 @@ from spark_git.core.errors import BadInput
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
-from spark_git.gates import attribution
+from spark_git.gates import attribution, evidence
 from spark_git.ops.shared import signed
 from spark_git.ops.shared.taskfile import usable_status
 from spark_git.state import recordmac
@@ -53,7 +53,7 @@ def _line(section: str, e: dict[str, Any]) -> str:
     if section == "commits":
         return f"{str(e.get('sha'))[:12]} by {e.get('agent')}: {e.get('message')}"
     if section == "build_verifications":
-        return f"gate {e.get('gate')} {e.get('result')} on {str(e.get('commit') or '?')[:12]}" + (f" ({e.get('agent')})" if e.get("agent") else "")
+        return f"gate {e.get('gate')} {evidence.result_of(e)} on {str(e.get('commit') or '?')[:12]}" + (f" ({e.get('agent')})" if e.get("agent") else "")
     rest = {k: v for k, v in e.items() if k not in ("at", "kind", "session_id")}
     return f"{e.get('kind')} " + ", ".join(f"{k}={v}" for k, v in list(rest.items())[:4])
 

@@ -17,6 +17,7 @@ from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.gates import evidence
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
 from spark_git.ops.queue import forge
@@ -302,8 +303,8 @@ def last_gate(store: Store, task: str) -> GateView | None:
     rep = GateReports.model_validate(e["reports"]) if e.get("reports") else None
     detail = gate_reports.token(rep)
     return GateView.model_construct(
-        gate=e.get("gate"), result=e.get("result"), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"), reports=rep,
-        token=f"{e.get('gate')} {e.get('result')}" + (f": {detail}" if detail else ""),
+        gate=e.get("gate"), result=evidence.result_of(e), commit=e.get("commit"), agent=e.get("agent"), at=e.get("at"), reports=rep,
+        token=f"{e.get('gate')} {evidence.result_of(e)}" + (f": {detail}" if detail else ""),
     )
 
 
