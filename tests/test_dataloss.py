@@ -77,9 +77,14 @@ def test_ignored_files_are_archived_within_the_size_cap(tmp_path: Path) -> None:
     write(code / "local.env", "SECRET=1\n")
     write(code / "conf/dev.env", "X=2\n")
     (code / "big.bin").write_bytes(b"x" * 5000)
+    dry = ok(run(repo, "abandon", "t1", "--why", "stop", "--dry-run", "--json")).json["data"]  # names everything the run will do
+    big = repo.parent / "repo.tasks/t1/kept/a1/big.bin"
+    assert str(big) in dry["kept_paths"] and (code / "big.bin").exists(), dry
     r = ok(run(repo, "abandon", "t1", "--why", "stop", "--json"))
     (ign,) = [a for a in r.json["data"]["archived"] if "/ignored-a1/" in a["ref"]]
     assert sorted(ign["files"]) == ["conf/dev.env", "local.env"] and ign["skipped"] == ["big.bin"]
+    assert big.read_bytes() == b"x" * 5000 and str(big) in r.json["data"]["kept_paths"]  # over the cap: moved aside, not deleted
+    assert [p for p in dry["kept_paths"] if p not in r.json["data"]["kept_paths"]] == []
     assert git(repo, "show", f"{ign['sha']}:local.env") == "SECRET=1"
     assert git(repo, "show", f"{ign['sha']}:conf/dev.env") == "X=2"
     refs = [e["ref"] for e in ok(run(repo, "archive", "list", "t1", "--json")).json["data"]["entries"]]

@@ -181,6 +181,7 @@ def _keep_untracked(store: Store, tf: TaskFile, trees: list[Tree], session: str 
         ignored = keep.keep_ignored(store, tf.task_name, t.label, t.path, t.found.ignored, session)
         if ignored is not None:
             archived.append(ignored)
+        kept += [k.path for k in keep.keep_large(store, tf.task_name, t.label, t.path, t.found.ignored)]
     return kept, archived
 
 

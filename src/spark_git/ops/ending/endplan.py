@@ -60,9 +60,10 @@ def plan(store: Store, tf: TaskFile, git: Git, trees: list[Tree], branches: list
         for rel, head in keep.submodules(t.path):
             dirty = [str(e) for e in Git(t.path / rel).status()]
             would(f"submodule-{t.label}-{rel.replace('/', '-')}", None if dirty else head, f"submodule {rel} of {t.path}", dirty)
-        taken, _ = keep.select_ignored(store, t.path, t.found.ignored)
+        taken, large = keep.select_ignored(store, t.path, t.found.ignored)
         if taken:
             would(f"ignored-{t.label}", None, f"ignored files in {t.path}", taken)
+        data.kept_paths += [str(keep.nested_dest(store, task, t.label, rel)) for rel in large]  # over the cap: moved aside
     for t in trees:
         if t.dirty:
             would(f"uncommitted-{t.label}", None, f"uncommitted work in {t.path}", t.dirty)

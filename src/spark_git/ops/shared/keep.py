@@ -1,7 +1,8 @@
 """What `git worktree remove` would delete that no commit holds: nested repositories (a directory with
 its own `.git`, which `git add -A` records only as a gitlink to a commit that exists nowhere else) and
 ignored files (an agent's `.env.local`). Nested repositories are moved aside, whole, to
-`<task>/kept/<label>/<path>`; ignored files go into a commit on an archive ref, up to a size cap."""
+`<task>/kept/<label>/<path>`; ignored files go into a commit on an archive ref, up to a size cap, and
+those over it are moved aside beside them (never deleted)."""
 
 from __future__ import annotations
 
@@ -47,17 +48,22 @@ def scan(path: Path) -> Scan:
 
 def keep_nested(store: Store, task: str, label: str, path: Path, nested: list[str]) -> list[archive.KeptPath]:
     """Moves the untracked or ignored nested repositories (`nested`, from scan()) of the worktree at `path` aside."""
+    return move_aside(store, task, label, path, [rel for rel in nested if (path / rel / ".git").exists()], "nested_repositories_kept")
+
+
+def move_aside(store: Store, task: str, label: str, path: Path, rels: list[str], kind: str) -> list[archive.KeptPath]:
+    """Moves `rels` (relative to the worktree at `path`) to `<task>/kept/<label>/<rel>`, with the task's records."""
     kept = []
-    for rel in nested:
+    for rel in rels:
         src = path / rel
-        if not (src / ".git").exists():
+        if not os.path.lexists(src):
             continue
         dest = nested_dest(store, task, label, rel)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(src, dest)
         kept.append(archive.KeptPath(task=task, path=str(dest), was=str(src)))
     if kept:
-        store.event(task, "nested_repositories_kept", None, kept=[k.model_dump() for k in kept])
+        store.event(task, kind, None, kept=[k.model_dump() for k in kept])
     return kept
 
 
@@ -92,17 +98,21 @@ def nested_dest(store: Store, task: str, label: str, rel: str) -> Path:
 
 def keep_ignored(store: Store, task: str, label: str, path: Path, ignored: list[str], session: str | None) -> archive.Archived | None:
     """A commit (parent HEAD) of HEAD's tree plus the worktree's ignored files, smallest first up to
-    `[archive] ignored_max_bytes` in all; the rest are named in `skipped`."""
+    `[archive] ignored_max_bytes` in all; the rest are named in `skipped` (keep_large moves them aside)."""
     wt = Git(path)
     taken, skipped = select_ignored(store, path, ignored)
-    if skipped:
-        store.event(task, "ignored_files_not_archived", session, worktree=str(path), cap=store.layout.config.archive.ignored_max_bytes, files=sorted(skipped))
     if not taken:
         return None
     sha = archive.commit_with_files(wt, sorted(taken), f"spark-git: ignored files of {path}\n\nSaved by spark-git before removing the worktree.\n")
     a = archive.keep(store, task, f"ignored-{label}", sha, f"ignored files in {path}", session)
     a.files, a.skipped = sorted(taken), sorted(skipped)
     return a
+
+
+def keep_large(store: Store, task: str, label: str, path: Path, ignored: list[str]) -> list[archive.KeptPath]:
+    """The ignored files over the archive's cap, moved aside with the task's records."""
+    _, skipped = select_ignored(store, path, ignored)
+    return move_aside(store, task, label, path, skipped, "ignored_files_kept")
 
 
 def submodules(path: Path, *, moved_only: bool = False) -> list[tuple[str, str]]:
