@@ -83,7 +83,7 @@ def test_cleanup_refuses_a_task_that_is_not_complete_and_changes_nothing(lrepo: 
     r = run(lrepo, "cleanup", "t1", "--json")
     assert r.returncode == 3 and r.json["status"] == "BLOCKED", r
     assert "not COMPLETE" in r.json["summary"] and r.json["data"]["state"] == "INIT"
-    assert "spark-git abandon t1 --why '...'" in r.json["next"]
+    assert "spark-git abandon t1 --why 'not needed any more'" in r.json["next"]
     assert snapshot(lrepo) == before
 
 

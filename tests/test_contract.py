@@ -107,7 +107,7 @@ def test_the_envelope_log_records_human_runs_too(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("hint", [
     "spark-git merge t1 --agent a1", "cd /tmp/x && git status", "GIT_EDITOR=true git rebase --continue",
-    "spark-git approve t1 --request-changes --why '...'", "spark-git status --help", "spark-git -C /tmp/r agent add t1 a3 --why 'more hands'",
+    "spark-git approve t1 --request-changes --why 'what must change'", "spark-git status --help", "spark-git -C /tmp/r agent add t1 a3 --why 'more hands'",
     "export SPARK_SESSION_ID=spark-20260101-abcdef12",
 ])
 def test_the_hint_checker_accepts_commands(hint: str) -> None:

@@ -417,7 +417,7 @@ def test_agents_cannot_join_in_validation(world: World) -> None:
     before = p.snapshot()
     r = p.spark("--json", "agent", "add", p.task, "late-updater", "--why", "one more")
     assert r.returncode == 3 and "agents can join only in" in r.json["summary"], r
-    assert "go back to REQUIREMENTS" in r.json["data"]["hint"] and f"spark-git advance {p.task} --to REQUIREMENTS --why '...'" in r.json["next"]
+    assert "go back to REQUIREMENTS" in r.json["data"]["hint"] and f"spark-git advance {p.task} --to REQUIREMENTS --why 'the requirements need another look'" in r.json["next"]
     assert p.snapshot() == before and git(p.repo, "branch", "--list", f"task-{p.task}-agent-late-updater") == ""
     assert not (p.root / "agents" / "late-updater").exists()
 

@@ -53,14 +53,14 @@ def test_request_changes_goes_back_and_lands_after_a_new_round(tmp_path: Path) -
     before = p.snapshot()
     # `advance` cannot take the human's way back; its hint is the human's command
     r = p.advance("IMPLEMENTATION")
-    assert p.snapshot() == before and hints(r) == [f"spark-git approve {p.task} --request-changes --why '...'"]
+    assert p.snapshot() == before and hints(r) == [f"spark-git approve {p.task} --request-changes --why 'what must change'"]
     r = p.spark("--json", "approve", p.task, "--request-changes")
     assert r.returncode == 2 and p.snapshot() == before, r
-    run_hints(p, p.advance("IMPLEMENTATION"))  # runs `approve --request-changes --why '...'`
+    run_hints(p, p.advance("IMPLEMENTATION"))  # runs `approve --request-changes --why 'what must change'`
     assert p.state() == "IMPLEMENTATION"
     tf = p.task_json()
     assert tf["checkpoint"] is None and tf["checkpoint_history"][-1]["decision"] == "changes_requested"
-    assert tf["checkpoint_history"][-1]["commit_sha"] == head and tf["transition_log"][-1]["evidence"]["why"] == "..."
+    assert tf["checkpoint_history"][-1]["commit_sha"] == head and tf["transition_log"][-1]["evidence"]["why"] == "what must change"
     # the reviewer's APPROVED at this very head belongs to the old round
     r = p.advance("VALIDATION")
     assert r.returncode == 3 and "new review" in r.stdout, r
@@ -148,7 +148,7 @@ def test_every_refusal_hint_on_a_moving_main_is_accepted(tmp_path: Path) -> None
     # an agent merge in AWAITING_USER_APPROVAL points at the human's way back
     p2.commit(UPA, {"src/late.py": "late = 1\n"}, "late")
     r = p2.spark("--json", "merge", p2.task, "--agent", UPA)
-    assert hints(r) == [f"spark-git approve {p2.task} --request-changes --why '...'"], r.json
+    assert hints(r) == [f"spark-git approve {p2.task} --request-changes --why 'what must change'"], r.json
     run_hints(p2, r)
     assert p2.state() == "IMPLEMENTATION"
     # illegal jumps list commands that are legal now

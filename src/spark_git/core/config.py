@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from spark_git.core import committed, configfiles
+from spark_git.core import committed, configfiles, suggest
 from spark_git.core import riskdefaults as rd
 from spark_git.core.errors import BadInput
 from spark_git.core.model import Model, empty_list
@@ -316,9 +316,20 @@ def format_validation_error(source: str, err: ValidationError, prefix: str = "")
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = prefix + ".".join(str(p) for p in e["loc"]) if e["loc"] else prefix.rstrip(".") or "(top level)"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        msg = "unknown key" + suggest.did_you_mean(str(e["loc"][-1]), _known(e["loc"])) if e["type"] == "extra_forbidden" and e["loc"] else e["msg"]
         lines.append(f"  {key}: {msg}")
     return "\n".join(lines)
+
+
+def _known(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed where `loc` points (its section's fields, or the top level's)."""
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        f = model.model_fields.get(str(part))
+        if f is None or not (isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)):
+            return []
+        model = f.annotation
+    return list(model.model_fields)
 
 
 def _sections() -> dict[str, type[_Strict]]:

@@ -52,7 +52,7 @@ def rejected_since_presented(ctx: Ctx) -> list[Unmet]:
     presented = entered_at(ctx.tf, "AWAITING_USER_APPROVAL")
     if ctx.protocol != "full" or presented is None:
         return []
-    cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
+    cmd = f"spark-git approve {ctx.task} --request-changes --why 'what must change'"
     return [Unmet(f"reviewer {a} decided REJECTED after the changes were presented: {st.feedback or '(no feedback)'}", cmd)
             for a, e in ctx.tf.agents.items()
             if e.role == "reviewer" and (st := ctx.statuses.get(a)) is not None and st.decision == "REJECTED" and st.updated_at >= presented]
@@ -104,7 +104,7 @@ def invoked(ctx: Ctx) -> list[Unmet]:
     if trail is not None and trail.agent_invocations:
         return []
     return [Unmet(f"no agent was ever invoked on task {ctx.task} (no agent report in the audit trail)",
-                  f"spark-git cleanup {ctx.task} --why '...'")]
+                  f"spark-git cleanup {ctx.task} --why 'finished without agents'")]
 
 
 # The one rule on an agent's evidence (`report --evidence`): a COMPLETE report whose evidence says

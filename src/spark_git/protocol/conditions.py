@@ -143,7 +143,7 @@ def agent_add_guard(store: Store) -> Callable[[TaskFile], None]:
                 f"task {tf.task_name!r} is in {tf.state}: agents can join only in {', '.join(AGENT_ADD_STATES)}",
                 hint="a new agent must state its requirements: the task must go back to REQUIREMENTS first"
                 + (" (spark-git advance --to REQUIREMENTS --why ...)" if reopen else ""),
-                next=[f"spark-git advance {tf.task_name} --to REQUIREMENTS --why '...'"] if reopen else [],
+                next=[f"spark-git advance {tf.task_name} --to REQUIREMENTS --why 'the requirements need another look'"] if reopen else [],
                 details={"state": tf.state}, task=tf.task_name,
             )
         if tf.state == S.SYNTHESIS and tf.plan_approval is not None:

@@ -261,7 +261,7 @@ def _rejected(ctx: Ctx) -> list[Unmet]:
     rej = rejecters(ctx)
     ctx.evidence["feedback"] = {a: st.feedback for a, st in rej}
     if not rej:
-        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent {_a_reviewer(ctx)} --status COMPLETE --decision REJECTED --feedback '...'")]
+        return [Unmet("no reviewer has REJECTED the changes", f"spark-git report {ctx.task} --agent {_a_reviewer(ctx)} --status COMPLETE --decision REJECTED --feedback 'what is wrong'")]
     return []
 
 
@@ -273,7 +273,7 @@ def g_scope(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx) + _rejected(ctx)
     for a, st in rejecters(ctx):
         if not (getattr(st, "blocking", None) or getattr(st, "deferrable", None)):
-            out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking '...' --deferrable '...' --scope RESOLVE_NOW",
+            out.append(Unmet(f"reviewer {a} has not listed BLOCKING / DEFERRABLE items", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --blocking 'what must be fixed' --deferrable 'what can wait' --scope RESOLVE_NOW",
                              how="list the items; --scope DEFER defers the DEFERRABLE ones"))
         if getattr(st, "scope_decision", None) not in ("RESOLVE_NOW", "DEFER"):
             out.append(Unmet(f"reviewer {a} has not recorded a scope decision", f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision REJECTED --scope RESOLVE_NOW",
@@ -333,7 +333,7 @@ def g_short_awaiting(ctx: Ctx) -> list[Unmet]:
 def g_reopen(ctx: Ctx) -> list[Unmet]:
     out = owner(ctx)
     if not (ctx.why or "").strip():
-        out.append(Unmet("going back to REQUIREMENTS needs a justification", f"{ctx.advance_cmd(State.REQUIREMENTS)} --why '...'"))
+        out.append(Unmet("going back to REQUIREMENTS needs a justification", f"{ctx.advance_cmd(State.REQUIREMENTS)} --why 'the requirements need another look'"))
     return out
 
 
@@ -352,7 +352,7 @@ def g_build_failed(ctx: Ctx) -> list[Unmet]:
 
 def g_changes_requested(ctx: Ctx) -> list[Unmet]:
     """AWAITING_USER_APPROVAL → back to work: only the human's `approve --request-changes --why`."""
-    cmd = f"spark-git approve {ctx.task} --request-changes --why '...'"
+    cmd = f"spark-git approve {ctx.task} --request-changes --why 'what must change'"
     if ctx.decision is None:
         return [Unmet("going back from AWAITING_USER_APPROVAL is the human's decision (approve --request-changes)", cmd)]
     if not (ctx.why or "").strip():

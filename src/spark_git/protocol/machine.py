@@ -125,7 +125,7 @@ def blockers(store: Store, tf: TaskFile, session: str | None, verify_plan: PlanC
 def command_to(task: str, state: str, frm: str | None = None) -> str:
     """The command that performs a transition: three of them are whole commands of their own."""
     if frm == State.AWAITING_USER_APPROVAL and state in (State.IMPLEMENTATION, State.SYNTHESIS):
-        return f"spark-git approve {task} --request-changes --why '...'"
+        return f"spark-git approve {task} --request-changes --why 'what must change'"
     if state == State.COMPLETE:
         return f"spark-git complete {task}"
     if state == State.CLEANUP:

@@ -34,14 +34,14 @@ def approve(
     """Record the human's approval of the task's changes (bound to a commit and its patch), or send them back. Asks on a terminal."""
     def action(layout: Layout) -> Result:
         if changes + plan + request_changes != 1 and not (plan and request_changes and not changes):
-            raise BadInput("say what you decide: --changes, --plan, --request-changes --why '...' or --plan --request-changes --why '...'")
+            raise BadInput("say what you decide: --changes, --plan, --request-changes --why 'what must change' or --plan --request-changes --why 'what must change'")
         if plan and request_changes:
             pr = approvals.reject_plan(layout, task, why=why or "", session=session_from(session), interactive=sys.stdin.isatty(), ask=ask_on_terminal)
             return Result(f"plan of {pr.task} rejected ({pr.via}, by {pr.rejected_by}): revise task.md, then approve it", pr, task=pr.task,
                           next=[f"spark-git approve {pr.task} --plan"])
         if request_changes:
             if not (why or "").strip():
-                raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why '...'"])
+                raise BadInput("--request-changes needs --why '...'", next=[f"spark-git approve {task} --request-changes --why 'what must change'"])
             r = approvals.request_changes(layout, task, why=why or "", sha=sha, session=session_from(session),
                                           interactive=sys.stdin.isatty(), ask=ask_on_terminal,
                                           show=lambda v: show_on_terminal(v, "What you send back"))

@@ -54,7 +54,8 @@ def merge(
     """Land an agent's branch on the task branch: clean tree, attribution, rebase, build gate, fast-forward."""
     def action(layout: Layout) -> Result:
         if (agent is None) == (not all_):
-            raise BadInput("give exactly one of --agent NAME or --all", next=[f"spark-git merge {task} --agent NAME", f"spark-git merge {task} --all"])
+            raise BadInput("give exactly one of --agent NAME or --all", next=[*(f"spark-git merge {task} --agent {a}" for a in _agents(layout, task)),
+                                                                              f"spark-git merge {task} --all"])
         if all_:
             return _merge_all_result(merging.merge_all(layout, task, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx)))
         assert agent is not None  # exactly one of --agent/--all, checked above
@@ -169,3 +170,15 @@ def update(
         return Result(f"{d.task} {what}", d, task=d.task, human=human, next=[updating.next_step(store, d)])
 
     execute(ctx, action)
+
+
+def _agents(layout: Layout, task: str) -> list[str]:
+    """The task's agents, for pasteable `next`s (none when the task cannot be read)."""
+    from spark_git.core.errors import SparkError
+    from spark_git.state.backends import open_store
+
+    try:
+        tf = open_store(layout).read_task(task)
+    except SparkError:
+        return []
+    return sorted(tf.agents) if tf else []

@@ -17,7 +17,7 @@ from spark_git.gates import attribution
 from spark_git.ops.ending.endplan import Contained, Tree, plan
 from spark_git.ops.queue.checks import approval_unmet
 from spark_git.ops.shared import archive, caches, gatetree, hooksetup, keep
-from spark_git.ops.shared.taskfile import load_task, save_task
+from spark_git.ops.shared.taskfile import load_task, no_task, save_task
 from spark_git.ops.shared.transitions import record_transition
 from spark_git.ops.shared.worktrees import Progress, lost_head, quiet, stray_agent_branch
 from spark_git.state.backends import open_store
@@ -63,6 +63,8 @@ def _end(layout: Layout, store: Store, task: str, *, session: str | None, final:
          force_locked: bool = False, dry_run: bool = False, progress: Progress = quiet) -> EndData:
     task = task_name(task)
     go_to = str(layout.main_worktree) if caller is not None and within(caller, layout.task_dir(task)) else None
+    if not store.has_task(task) and not layout.task_dir(task).exists():
+        raise no_task(store, task)  # before the mutex: no lock file named after a typo
     with store.mutex(task_mutex_name(task)):
         if not store.has_task(task):
             done = store.read_snapshot(task)
@@ -125,7 +127,7 @@ def _check_may_end(store: Store, tf: TaskFile, final: str, session: str | None, 
         raise Blocked(
             f"task {task!r} is {tf.state}, not COMPLETE: cleanup removes only finished tasks",
             hint="land it with `spark-git complete` (after the human's approval), or stop it with `spark-git abandon` (its work is archived)",
-            next=[_towards_landing(store, tf), f"spark-git abandon {task} --why '...'", f"spark-git cleanup {task} --abandon"],
+            next=[_towards_landing(store, tf), f"spark-git abandon {task} --why 'not needed any more'", f"spark-git cleanup {task} --abandon"],
             details={"state": tf.state}, task=task,
         )
     if final == "CLEANUP" and tf.state == "COMPLETE":

@@ -21,7 +21,7 @@ from spark_git.ops.shared.merging.record import LandedCommit, land, record, reco
 from spark_git.ops.shared.merging.rewrite import rebase, stamp, undo
 from spark_git.ops.shared.merging.verify import verify
 from spark_git.ops.shared.radar import Clash
-from spark_git.ops.shared.taskfile import load_task, save_task
+from spark_git.ops.shared.taskfile import load_task, require_task, save_task
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile
@@ -84,6 +84,7 @@ def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: 
 def _merge(layout: Layout, store: Store, task: str, agent: str, session: str | None, rerun: bool, ticker: Ticker | None, warn: Warn | None) -> MergeData:
     # Like tasks.updating(), but task.json is only written when something landed ("nothing new"
     # must change nothing, not even last_active_at).
+    require_task(store, task)
     with store.mutex(task_mutex_name(task)):
         tf = load_task(store, task)
         require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from spark_git.clients import registry, runout
 from spark_git.clients.base import Client
-from spark_git.core import gatebox, proc
+from spark_git.core import gatebox, proc, suggest
 from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked, Interrupted
 from spark_git.core.git import Git, branch_ref
@@ -78,11 +78,11 @@ def prepared(layout: Layout, store: Store, task: str, agent: str, client: str, *
     the agent alive. (task, agent, client, worktree)."""
     task, agent = task_name(task), agent_name(agent)
     if client not in registry.CLIENTS:
-        raise BadInput(f"unknown client {client!r}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
+        raise BadInput(f"unknown client {client!r}{suggest.did_you_mean(client, registry.CLIENTS)}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
     c = registry.get(client)
     tf = load_task(store, task)
     if agent not in tf.agents:
-        raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task,
+        raise BadInput(f"task {task!r} has no agent {agent!r}{suggest.did_you_mean(agent, tf.agents)}", details={"agents": sorted(tf.agents)}, task=task,
                        next=[f"spark-git agent run {task} {a}" for a in sorted(tf.agents)[:1]] or [f"spark-git status {task}"])
     if c.facts.run is None or shutil.which(c.facts.run.headless[0]) is None:
         exe = c.facts.run.headless[0] if c.facts.run else client

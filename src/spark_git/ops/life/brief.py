@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from spark_git.core import suggest
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model, empty_list
@@ -71,7 +72,7 @@ def brief(layout: Layout, store: Store, task: str, agent: str) -> BriefData:
     task, agent = task_name(task), agent_name(agent)
     tf = load_task(store, task)
     if agent not in tf.agents:
-        raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
+        raise BadInput(f"task {task!r} has no agent {agent!r}{suggest.did_you_mean(agent, tf.agents)}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
     md = layout.task_md(task)
     sections = task_md_sections(md.read_text(errors="replace")) if md.is_file() else {}
     git = layout.git()

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from spark_git.core import suggest
 from spark_git.core.config import format_validation_error
 from spark_git.core.errors import BadInput
 from spark_git.core.git import branch_ref
@@ -48,7 +49,7 @@ def report(
         rp = str(p if p.is_absolute() else (cwd or Path.cwd()) / p)
     with updating(store, task, session, agent=agent) as tf:
         if agent not in tf.agents:
-            raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
+            raise BadInput(f"task {task!r} has no agent {agent!r}{suggest.did_you_mean(agent, tf.agents)}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
         entry = tf.agents[agent]
         head = seen or layout.git().branch_head(tf.task_branch)
         ev = load_evidence(list(evidence or []), cwd or Path.cwd(), head)

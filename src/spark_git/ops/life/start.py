@@ -219,7 +219,7 @@ def _inconsistent(layout: Layout, task: str, what: str) -> Blocked:
     return Blocked(
         f"task {task!r} is inconsistent: {what}",
         hint="spark-git does not guess: look at the task directory, then abandon the task or repair it by hand",
-        next=[f"spark-git doctor {task}", f"spark-git abandon {task} --why '...'"],
+        next=[f"spark-git doctor {task}", f"spark-git abandon {task} --why 'not needed any more'"],
         details={"task_dir": str(layout.task_dir(task))},
         task=task,
     )

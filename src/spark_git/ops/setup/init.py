@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 from spark_git.clients import registry
+from spark_git.core import suggest
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
@@ -70,7 +71,8 @@ def plan(layout: Layout, *, protocol: str, build: str | None, final: str | None,
         raise BadInput(f"unknown protocol {protocol!r}: use light ({PROTOCOLS['light']}) or full", next=["spark-git init --protocol light"])
     bad = [c for c in clients if c not in registry.CLIENTS]
     if bad:
-        raise BadInput(f"unknown client {', '.join(bad)}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git init --client {registry.DEFAULT}"])
+        raise BadInput(f"unknown client {', '.join(bad)}{suggest.did_you_mean(bad[0], registry.CLIENTS)}: use {', '.join(registry.CLIENTS)}",
+                       next=[f"spark-git init --client {suggest.near(bad[0], registry.CLIENTS) or registry.DEFAULT}"])
     root = hooksetup.root_of(layout)
     if approvers is not None and not (root / approvers).is_file():
         raise BadInput(f"--approvers {approvers}: no such file in the repository (an allowed-signers file: `principal ssh-ed25519 AAAA…` per line)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spark_git.core import suggest
 from spark_git.core.caller import agent_session, gate_session
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import clean_env
@@ -82,7 +83,7 @@ def spark_vars(store: Store, task: str, agent: str | None = None, session: str |
     exhausted port range leaves SPARK_PORT empty instead of refusing (gates must not fail on it)."""
     tf = load_task(store, task)
     if agent is not None and agent not in tf.agents:
-        raise BadInput(f"task {task!r} has no agent {agent!r}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task, next=[f"spark-git status {task}"])
+        raise BadInput(f"task {task!r} has no agent {agent!r}{suggest.did_you_mean(agent, tf.agents)}", hint=f"agents: {', '.join(tf.agents) or 'none'}", task=task, next=[f"spark-git status {task}"])
     task_wt = store.layout.task_worktree(task)
     wt = Path(tf.agents[agent].worktree) if agent else task_wt
     try:

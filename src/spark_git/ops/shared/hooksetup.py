@@ -13,7 +13,7 @@ from pathlib import Path
 from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
 from spark_git.clients.base import Client
 from spark_git.clients.gemini import GEMINI
-from spark_git.core import gatebox
+from spark_git.core import gatebox, suggest
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
@@ -37,7 +37,8 @@ def chosen(root: Path, names: list[str], scope: str) -> list[Client]:
     exists in the repo and that have `scope`, else the default client (Claude Code)."""
     bad = [n for n in names if n not in registry.CLIENTS]
     if bad:
-        raise BadInput(f"unknown --client {', '.join(bad)}: use {', '.join(registry.CLIENTS)}")
+        raise BadInput(f"unknown --client {', '.join(bad)}{suggest.did_you_mean(bad[0], registry.CLIENTS)}: use {', '.join(registry.CLIENTS)}",
+                       next=[f"spark-git hooks install --client {suggest.near(bad[0], registry.CLIENTS) or registry.DEFAULT}"])
     if names:
         return [registry.get(n) for n in dict.fromkeys(names)]
     found = [c for c in registry.every() if (root / c.facts.config_dir).is_dir()]

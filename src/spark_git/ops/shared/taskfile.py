@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from spark_git import protocol
+from spark_git.core import suggest
 from spark_git.core.caller import is_self
 from spark_git.core.errors import BadInput, CorruptState
 from spark_git.core.layout import Layout
@@ -24,12 +25,24 @@ def load_task(store: Store, task: str, *, check: bool = True) -> TaskFile:
     transition_log cannot explain (hand-edited); every other command refuses it (exit 3)."""
     tf = store.read_task(task)
     if tf is None:
-        path = store.layout.task_json(task)
-        raise BadInput(f"no task {task!r}: {path} does not exist", hint="`spark-git status` lists the tasks", next=["spark-git status"], task=task)
+        raise no_task(store, task)
     if check:
         protocol.check_consistent(store, tf)
         check_recorded(store.layout, tf)  # every command acts only on the worktrees and branches the layout derives
     return tf
+
+
+def no_task(store: Store, task: str) -> BadInput:
+    """The refusal of a task name that does not exist, with the nearest that does."""
+    near = suggest.near(task, store.task_names())
+    return BadInput(f"no task {task!r}{suggest.did_you_mean(task, store.task_names())}: {store.layout.task_json(task)} does not exist",
+                    hint="`spark-git status` lists the tasks", next=[f"spark-git status {near}" if near else "spark-git status"], task=task)
+
+
+def require_task(store: Store, task: str) -> None:
+    """Refuses a task that does not exist before anything (a lock file named after a typo) is made."""
+    if not store.has_task(task):
+        raise no_task(store, task)
 
 
 def save_task(store: Store, tf: TaskFile) -> None:
@@ -41,6 +54,7 @@ def save_task(store: Store, tf: TaskFile) -> None:
 def updating(store: Store, task: str, session: str | None, *, owner: bool = True, agent: str | None = None) -> Iterator[TaskFile]:
     """Lock → re-read → (check owner) → let the caller change it → write. Nothing is written if the
     body raises. `agent`: that agent's own session may act too (report, sync for itself)."""
+    require_task(store, task)
     with store.mutex(task_mutex_name(task)):
         tf = load_task(store, task)
         if owner and not (agent and is_self(session, task, agent)):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from spark_git import protocol
+from spark_git.core import suggest
 from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.git import Git, LocalBranch, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
@@ -27,7 +28,7 @@ from spark_git.state.store import Store
 
 def agent_entry(tf: TaskFile, agent: str) -> AgentEntry:
     if agent not in tf.agents:
-        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=tf.task_name,
+        raise BadInput(f"task {tf.task_name!r} has no agent {agent!r}{suggest.did_you_mean(agent, tf.agents)}", details={"agents": sorted(tf.agents)}, task=tf.task_name,
                        next=[f"spark-git status {tf.task_name}"])
     return tf.agents[agent]
 
