@@ -50,3 +50,15 @@ def test_next_names_the_real_agents_and_a_worded_reason(tmp_path: Path) -> None:
     assert out["next"] == ["spark-git merge t1 --agent coder", "spark-git merge t1 --agent tester", "spark-git merge t1 --all"], out
     out = json.loads(spark(repo, "--json", "cleanup", "t1", env=env()).stdout)
     assert not [n for n in out["next"] if "'...'" in n or "NAME" in n], out["next"]
+
+
+def test_request_changes_under_light_keeps_the_state_as_the_docs_say(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"app.py": "x = 1\n"}, config=LIGHT + "[approval]\nallow_non_interactive = true\n")
+    assert spark(repo, "start", "t1", "--agents", "", env=env()).returncode == 0
+    task_json = tmp_path / "r.tasks" / "t1" / "task.json"
+    state = json.loads(task_json.read_text())["state"]
+    r = spark(repo, "--json", "approve", "t1", "--request-changes", "--why", "what must change", env=env())
+    assert r.returncode == 0, r
+    tf = json.loads(task_json.read_text())
+    assert tf["state"] == state and tf["checkpoint_history"][-1]["decision"] == "changes_requested", tf
+    assert 'Under `protocol = "light"` there is no' in (Path(__file__).parents[1] / "docs" / "merging.md").read_text()
