@@ -171,7 +171,17 @@ def test_the_command_table_matches_the_app_and_its_help() -> None:
         found.setdefault(mod, set()).add(grp.name)
     assert found == {m: set(names) for m, names in MODULES.items()}
     out = subprocess.run([sys.executable, "-m", "spark_git", "--help"], capture_output=True, text=True, check=True).stdout
-    listed = [ln.split()[0] for ln in out.partition("Commands:")[2].splitlines() if ln.startswith("  ")]
-    commands = [n for names in MODULES.values() for n in names if n not in {g.name for g in app.registered_groups}]
-    groups = [n for names in MODULES.values() for n in names if n in {g.name for g in app.registered_groups}]
-    assert listed == commands + groups, listed
+    # grouped by role (issue 33): every command under exactly one heading, the clients' entry points hidden
+    from spark_git.cli.root import HELP_GROUPS, HIDDEN
+
+    sections: dict[str, list[str]] = {}
+    heading = None
+    for ln in out.split("Options:", 1)[1].splitlines():
+        if ln and not ln.startswith(" ") and ln.endswith(":"):
+            heading = ln[:-1]
+        elif heading and ln.startswith("  ") and not ln.startswith("   "):
+            sections.setdefault(heading, []).append(ln.split()[0])
+    assert sections == {t: list(n) for t, n in HELP_GROUPS.items()}, sections
+    every = [n for names in MODULES.values() for n in names]
+    assert sorted(every) == sorted([*(n for names in HELP_GROUPS.values() for n in names), *HIDDEN])
+    assert not [n for n in HIDDEN if f"\n  {n} " in out]

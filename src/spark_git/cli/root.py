@@ -9,11 +9,44 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import typer.core
 
 from spark_git.cli.common import state
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typer._click import Context, HelpFormatter  # typer's own click (0.29 vendors it)
+
+# `spark-git --help` by role (the commands each module registers: MODULES below). HIDDEN: the entry
+# points the clients run, not people (callable, not listed).
+HELP_GROUPS: dict[str, tuple[str, ...]] = {
+    "Tasks": ("start", "status", "advance", "classify", "lock", "unlock"),
+    "Agents": ("agent", "report", "brief", "sync", "env"),
+    "Landing": ("merge", "update", "approve", "complete", "queue"),
+    "Ending": ("cleanup", "abandon", "archive", "doctor"),
+    "Views": ("who", "log", "audit", "schema"),
+    "Set-up": ("init", "hooks", "remote", "heartbeat"),
+}
+HIDDEN = ("hook", "statusline")
+
+
+class _ByRole(typer.core.TyperGroup):
+    """Lists the commands under HELP_GROUPS' headings (anything not placed: under "Other")."""
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        cmds = {n: c for n in self.list_commands(ctx) if (c := self.get_command(ctx, n)) is not None and not c.hidden}
+        placed = {n for names in HELP_GROUPS.values() for n in names}
+        limit = formatter.width - 6 - max((len(n) for n in cmds), default=0)
+        for title, names in [*HELP_GROUPS.items(), ("Other", tuple(n for n in cmds if n not in placed))]:
+            rows = [(n, cmds[n].get_short_help_str(limit)) for n in names if n in cmds]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
 app = typer.Typer(
     name="spark-git",
+    cls=_ByRole,
     help="Coordinate several AI coding agents on one git repository: task locks, agent worktrees, gated merges.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command

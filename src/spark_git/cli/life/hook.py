@@ -18,7 +18,7 @@ from spark_git.core.layout import Layout
 
 _NAMES = or_list(list(registry.CLIENTS))
 hook_app = typer.Typer(help="Agent-client hook commands (read the hook's JSON event on stdin).", no_args_is_help=True)
-app.add_typer(hook_app, name="hook")
+app.add_typer(hook_app, name="hook", hidden=True)  # the clients' entry points (cli/root.py HIDDEN)
 
 
 ClientOpt = Annotated[str, typer.Option("--client", help=f"The client running the hook: {_NAMES}.")]

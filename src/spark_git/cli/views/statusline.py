@@ -14,7 +14,7 @@ from spark_git.cli.root import app
 from spark_git.ops.views import statusline as op
 
 
-@app.command()
+@app.command(hidden=True)  # Claude Code's statusLine runs it (cli/root.py HIDDEN)
 def statusline(ctx: typer.Context) -> None:
     """One line for Claude Code's statusLine setting: task, agent, state, queue position, dirty, commits ahead (its JSON event on stdin)."""
     def action(_layout: object) -> Result:
