@@ -62,3 +62,23 @@ def test_request_changes_under_light_keeps_the_state_as_the_docs_say(tmp_path: P
     tf = json.loads(task_json.read_text())
     assert tf["state"] == state and tf["checkpoint_history"][-1]["decision"] == "changes_requested", tf
     assert 'Under `protocol = "light"` there is no' in (Path(__file__).parents[1] / "docs" / "merging.md").read_text()
+
+
+def _complete(repo: Path, words: str) -> list[str]:
+    import subprocess
+    import sys
+
+    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+    env = {**os.environ, "_SPARK_GIT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    r = subprocess.run([sys.executable, "-m", "spark_git"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    return r.stdout.split()
+
+
+def test_the_shell_completes_tasks_agents_and_clients(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"app.py": "x = 1\n"}, config=LIGHT)
+    for t, agents in (("fix-parser", "coder,tester"), ("docs", "writer")):
+        assert spark(repo, "start", t, "--agents", agents, env=env()).returncode == 0
+    assert _complete(repo, "spark-git merge fix") == ["fix-parser"]
+    assert _complete(repo, "spark-git merge ") == ["docs", "fix-parser"]
+    assert _complete(repo, "spark-git merge fix-parser --agent ") == ["coder", "tester"]
+    assert _complete(repo, "spark-git agent run docs writer --client g") == ["gemini"]

@@ -60,6 +60,38 @@ class Result:
     human: Callable[[Out], None] | None = None  # draws the details on a rich Console
 
 
+def complete_task(incomplete: str) -> list[str]:
+    """Shell completion: the tasks of the repository the shell is in."""
+    try:
+        root = Layout.discover(Path.cwd()).tasks_root
+        return sorted(d.name for d in root.iterdir() if d.name.startswith(incomplete) and (d / "task.json").is_file())
+    except (SparkError, OSError):
+        return []
+
+
+def complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion: the agents of the task already on the command line (the first word that
+    names a task: while an option's value is completed, the parameters are not parsed yet, so the
+    words are read as the shell gave them to typer)."""
+    tasks = complete_task("")
+    words = (os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or "").split()
+    task = ctx.params.get("task") or next((w for w in words if w in tasks), None)
+    try:
+        root = Layout.discover(Path.cwd()).tasks_root / str(task) / "agents"
+        return sorted(d.name for d in root.iterdir() if d.name.startswith(incomplete) and d.is_dir()) if task else []
+    except (SparkError, OSError):
+        return []
+
+
+def complete_client(incomplete: str) -> list[str]:
+    from spark_git.clients import registry
+
+    return [c for c in registry.CLIENTS if c.startswith(incomplete)]
+
+
+TaskArg = Annotated[str, typer.Argument(help="Task name.", autocompletion=complete_task)]
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.", autocompletion=complete_agent)]
+
 SessionOpt = Annotated[
     str | None,
     typer.Option("--session", help="Session id owning the task (default: $SPARK_SESSION_ID).", show_default=False),

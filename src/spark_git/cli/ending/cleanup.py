@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, execute, progress, state
+from spark_git.cli.common import Out, Result, SessionOpt, TaskArg, execute, progress, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.ending import archive
@@ -63,7 +63,7 @@ def _end_result(d: EndData, verb: str, again: str) -> Result:
 @app.command()
 def cleanup(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
+    task: TaskArg,
     force: Annotated[bool, typer.Option("--force", help="Save uncommitted changes as a commit on an archive ref, then remove.")] = False,
     abandon_: Annotated[bool, typer.Option("--abandon", help="Allow a task that is not COMPLETE (ends it as ABANDONED; work is archived).")] = False,
     why: Annotated[str | None, typer.Option("--why", help="Reason, recorded (with --abandon; or for a task no agent ever reported on).")] = None,
@@ -83,7 +83,7 @@ def cleanup(
 @app.command()
 def abandon(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
+    task: TaskArg,
     why: Annotated[str, typer.Option("--why", help="Why the task is abandoned; recorded in the audit trail.")],
     force: Annotated[bool, typer.Option("--force", help="Also remove worktrees locked with `git worktree lock` (logged).")] = False,
     dry_run: DryRunOpt = False,

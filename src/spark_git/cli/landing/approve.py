@@ -9,15 +9,13 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, _esc, console, execute
+from spark_git.cli.common import Out, Result, SessionOpt, TaskArg, _esc, console, execute
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.ops.landing import approvals
 from spark_git.ops.landing.presented import Presented
 from spark_git.state.locks import session_from
-
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 @app.command()

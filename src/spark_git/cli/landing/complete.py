@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, execute, gate_line, state, ticker
+from spark_git.cli.common import Out, Result, SessionOpt, TaskArg, execute, gate_line, state, ticker
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     pass
 
 
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 RerunOpt = Annotated[bool, typer.Option("--rerun", help="Run the gate even if this tree already passed it (ignore its recorded verdict).")]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, _esc, combined_lines, execute, gate_failure_lines, gate_line, state, ticker
+from spark_git.cli.common import AgentOpt, Out, Result, SessionOpt, TaskArg, _esc, combined_lines, complete_agent, execute, gate_failure_lines, gate_line, state, ticker
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
@@ -24,10 +24,8 @@ if TYPE_CHECKING:
     pass
 
 
-AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name.")]
 
 
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 RerunOpt = Annotated[bool, typer.Option("--rerun", help="Run the gate even if this tree already passed it (ignore its recorded verdict).")]
@@ -46,7 +44,7 @@ def _merge_lines(out: Out, d: MergeData) -> None:
 def merge(
     ctx: typer.Context,
     task: TaskArg,
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name.", show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name.", show_default=False, autocompletion=complete_agent)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every agent of the task in turn (one process; a refused agent does not stop the others and is tried again once others landed).")] = False,
     rerun: RerunOpt = False,
     session: SessionOpt = None,

@@ -6,15 +6,13 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, execute
+from spark_git.cli.common import Out, Result, SessionOpt, TaskArg, execute
 from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.ops.life import advance as ops_advance
 from spark_git.ops.life import classify as cl
 from spark_git.state.locks import session_from
-
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 @app.command()

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Out, Result, _esc, execute
+from spark_git.cli.common import Out, Result, TaskArg, _esc, complete_client, execute
 from spark_git.clients import registry
 from spark_git.core.errors import FAIL, BadInput
 from spark_git.core.layout import Layout
@@ -15,10 +15,10 @@ from spark_git.core.layout import Layout
 
 def agent_run(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
+    task: TaskArg,
     agent: Annotated[str | None, typer.Argument(help="Agent name (none with --all).", show_default=False)] = None,
     client_args: Annotated[list[str] | None, typer.Argument(help="After `--`: more arguments for the client.", show_default=False)] = None,
-    client: Annotated[str | None, typer.Option("--client", help=f"The client to start: {', '.join(registry.CLIENTS)} (default: the one whose hooks are installed).")] = None,
+    client: Annotated[str | None, typer.Option("--client", help=f"The client to start: {', '.join(registry.CLIENTS)} (default: the one whose hooks are installed).", autocompletion=complete_client)] = None,
     headless: Annotated[bool, typer.Option("--headless", help="Non-interactive, machine-readable output; the final Output JSON becomes the agent's report (the default).")] = False,
     tmux: Annotated[bool, typer.Option("--tmux", help="The interactive client in a tmux window named TASK/AGENT (session `spark-git`, created when none is running).")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Headless, every agent the task's protocol state asks for, in parallel up to [agents] parallel.")] = False,

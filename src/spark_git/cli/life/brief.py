@@ -6,20 +6,18 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Result, execute, state
+from spark_git.cli.common import Result, TaskArg, complete_agent, execute, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.life import brief as ops_brief
 from spark_git.state.backends import open_store
-
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 @app.command()
 def brief(
     ctx: typer.Context,
     task: TaskArg,
-    agent: Annotated[str, typer.Option("--agent", "-a", help="The agent to dispatch.")],
+    agent: Annotated[str, typer.Option("--agent", "-a", help="The agent to dispatch.", autocompletion=complete_agent)],
 ) -> None:
     """Print the agent's Universal Input JSON (seed 004): goal, non-goals, context files, changed files, checks, risk flags."""
     import json

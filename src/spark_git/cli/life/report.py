@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Result, SessionOpt, execute, state
+from spark_git.cli.common import Result, SessionOpt, TaskArg, complete_agent, execute, state
 from spark_git.cli.root import app
 from spark_git.core.caller import agent_session
 from spark_git.core.errors import Blocked
@@ -16,14 +16,12 @@ from spark_git.ops.life.handin import HandIn
 from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
 
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
-
 
 @app.command()
 def report(
     ctx: typer.Context,
     task: TaskArg,
-    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name.")],
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name.", autocompletion=complete_agent)],
     status: Annotated[str, typer.Option("--status", help="WORKING, IN_PROGRESS, WAITING, MERGING, COMPLETE, BLOCKED or ERROR.")],
     decision: Annotated[str | None, typer.Option("--decision", help="Reviewers: APPROVED, REJECTED (bound to the current task head) or PENDING.")] = None,
     feedback: Annotated[str | None, typer.Option("--feedback", help="Review feedback or the error message.")] = None,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, SessionOpt, execute, progress, state
+from spark_git.cli.common import Out, Result, SessionOpt, TaskArg, execute, progress, state
 from spark_git.cli.life import agentrun
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
@@ -84,7 +84,7 @@ def start(
 @agent_app.command("add")
 def agent_add(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
+    task: TaskArg,
     agent: Annotated[str, typer.Argument(help="Agent name.")],
     why: Annotated[str, typer.Option("--why", help="Justification, recorded in task.json.")],
     role: Annotated[str | None, typer.Option("--role", help="reviewer, updater or other (default: from the name).")] = None,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Result, execute, state
+from spark_git.cli.common import Result, TaskArg, complete_agent, execute, state
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.setup import env as envs
@@ -15,8 +15,8 @@ from spark_git.ops.setup import env as envs
 @app.command("env")
 def env(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task name.")],
-    agent: Annotated[str | None, typer.Option("--agent", help="The agent's worktree (default: the task worktree).")] = None,
+    task: TaskArg,
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent's worktree (default: the task worktree).", autocompletion=complete_agent)] = None,
     shell: Annotated[str, typer.Option("--shell", help="bash, fish or json.")] = "bash",
 ) -> None:
     """Print SPARK_TASK, SPARK_AGENT, SPARK_SESSION_ID, SPARK_WORKTREE, SPARK_TASK_WORKTREE and a unique

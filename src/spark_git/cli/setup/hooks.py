@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from spark_git.cli.common import Result, execute, or_list
+from spark_git.cli.common import Result, complete_client, execute, or_list
 from spark_git.cli.root import app
 from spark_git.clients import facts, registry
 from spark_git.core.layout import Layout
@@ -30,7 +30,7 @@ hooks_app = typer.Typer(help=f"Install, remove or check spark-git's hooks in {or
 app.add_typer(hooks_app, name="hooks")
 
 ClientsOpt = Annotated[list[str] | None, typer.Option("--client", help=(
-    f"{_NAMES} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, else {registry.DEFAULT})."), show_default=False)]
+    f"{_NAMES} (repeatable; default: those whose {'/'.join(c.facts.config_dir for c in _CLIENTS)} exists here, else {registry.DEFAULT})."), show_default=False, autocompletion=complete_client)]
 ScopeOpt = Annotated[str, typer.Option("--scope", help=f"{_scopes()}.")]
 
 

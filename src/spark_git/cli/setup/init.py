@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from spark_git.cli.common import Out, Result, execute, or_list
+from spark_git.cli.common import Out, Result, complete_client, execute, or_list
 from spark_git.cli.root import app
 from spark_git.clients import registry
 from spark_git.core.layout import Layout
@@ -24,7 +24,7 @@ Protocol = Annotated[str | None, typer.Option("--protocol", help="light (the gat
 Build = Annotated[str | None, typer.Option("--build", help="The build gate: a command that exits 0 when the work is good (default: what the project shows, e.g. pytest).", show_default=False)]
 Final = Annotated[str | None, typer.Option("--final", help="The final gate run on the merged result before landing (default: none).", show_default=False)]
 Approvers = Annotated[str | None, typer.Option("--approvers", help="A committed allowed-signers file of the team's approvers.", show_default=False)]
-Clients = Annotated[list[str] | None, typer.Option("--client", help=f"{or_list(list(registry.CLIENTS))} to hook (repeatable; default: those on PATH).", show_default=False)]
+Clients = Annotated[list[str] | None, typer.Option("--client", help=f"{or_list(list(registry.CLIENTS))} to hook (repeatable; default: those on PATH).", show_default=False, autocompletion=complete_client)]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Write and commit without asking (for scripts).")]
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from spark_git.cli.common import Out, Result, execute
+from spark_git.cli.common import Out, Result, TaskArg, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.ops.views import audit
-
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 @app.command("audit")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from spark_git.cli.common import Out, Result, _esc, execute
+from spark_git.cli.common import Out, Result, TaskArg, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 from spark_git.gates import evidence
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     pass
 
 
-TaskArg = Annotated[str, typer.Argument(help="Task name.")]
 
 
 @app.command()
