@@ -110,7 +110,7 @@ COORDINATOR_CALLS = {
     "queue": [["queue", "run"]],
     "protocol": [["advance", "t1"], ["classify", "t1", "--risk", "LOW", "--why", "x"]],
     "cleanup": [["cleanup", "t1"], ["abandon", "t1", "--why", "x"], ["archive", "restore", "refs/spark/archive/x"]],
-    "hooks": [["hooks", "install"], ["hooks", "uninstall"]],
+    "hooks": [["hooks", "install"], ["hooks", "uninstall"], ["init"]],
     "remote": [["remote", "enable", "origin"], ["remote", "disable"]],
 }
 

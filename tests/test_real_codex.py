@@ -216,10 +216,11 @@ def test_the_users_own_sandbox_mode_does_not_switch_the_agents_sandbox_off(ct: C
 
 def test_the_agent_is_refused_the_coordinators_commands(ct: CodexTask) -> None:
     """Issue 22 item 2 with the real client: set up by `spark-git env t1 --agent a`, the agent is agent
-    a, not the owner; its merge and a report for b are refused by the caller guard (exit 3)."""
+    a, not the owner; its merge is refused by the hook (bash's grammar reads it, whatever wraps it) and
+    a report for b by the caller guard (exit 3)."""
     before = _refs(ct.main)
     sg = f"{sys.executable} -m spark_git"  # Codex's shell has its own PATH
     r = run(ct, [sh(f"{sg} merge t1 --agent a; echo exit=$?"), sh(f"{sg} report t1 --agent b --status COMPLETE; echo exit=$?")])
-    assert "is the coordinator's, and this is agent a of task t1" in r.outputs[0] and "exit=3" in r.outputs[0], r.outputs
+    assert "`spark-git merge` is the coordinator's command; agent a may not run it" in r.outputs[0], r.outputs
     assert "runs `spark-git report` only for itself" in r.outputs[1] and "exit=3" in r.outputs[1], r.outputs
     assert _refs(ct.main) == before

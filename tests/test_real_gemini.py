@@ -90,7 +90,7 @@ def test_session_start_tells_the_agent_who_it_is(t: GeminiTask) -> None:
     assert "you are agent a" in text and f"{t.a} (branch task-t1-agent-a)" in text and "spark-git report t1 --agent a" in text, text
     assert str(t.b) not in text and "owns" not in text and str(t.task) not in text, text
     merged, reported = run.results()
-    assert "is the coordinator's, and this is agent a of task t1" in merged and "exit=3" in merged, merged
+    assert "`spark-git merge` is the coordinator's command; agent a may not run it" in merged, merged  # the hook, before the caller guard
     assert "exit=0" in reported, reported
     assert (git(t.main, "rev-parse", "main"), git(t.main, "rev-parse", "t1")) == (main, t1)
 

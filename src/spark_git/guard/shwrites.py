@@ -65,8 +65,13 @@ def check_target(who: Who, here: Path, target: str, what: str) -> Decision | Non
     if who.agent and "__spark_subst__" in target:
         return Decision(False, f"spark-git: blocked: `{what}`: agent {who.me.agent} would write to a path a command computes at run time; "
                                "name the path literally (or put it in a variable first: `D=src; cp a \"$D/b\"`)")
-    if not target or target in _UNJUDGED or "__spark_subst__" in target or "$" in target:
-        return None  # nothing we can place (an unknown variable, a command's output)
+    if not target or target in _UNJUDGED or "__spark_subst__" in target:
+        return None  # nothing we can place (a command's output)
+    if "$" in target:  # a value the hook cannot know (`$$`, an unset variable): judged by the directory it names
+        if not who.agent:
+            return None
+        head = target[: target.index("$")].rpartition("/")[0] or ("/" if target.startswith("/") else ".")  # `$X` alone: here
+        target = f"{head.rstrip('/')}/__spark_unknown_name__"
     d = decide_write(who, here, target, shell=True)
     if d.allow:
         return None

@@ -84,6 +84,8 @@ def chars_of(node: Node, ctx: Context) -> Chars:
     if t in ("command_substitution", "process_substitution"):
         value = ctx.substitute(node)
         return [(c, VALUE) for c in value] if value is not None and "__spark_subst__" not in value else [(c, UNKNOWN) for c in value or "$(…)"]
+    if t == "$":  # `$$` inside a word (`/tmp/index-$$`): the shell's pid, a value the hook cannot know
+        return [(c, UNKNOWN if text(node) == "$$" else BARE) for c in text(node)]
     if t == "arithmetic_expansion":
         for sub in _substitutions(node):
             ctx.substitute(sub)

@@ -50,8 +50,9 @@ def init(ctx: typer.Context, protocol: Protocol = None, build: Build = None, fin
         if not yes and not (ask and _show(d) and typer.confirm(f"write these and commit them on {layout.base_branch()}?", default=True)):
             return Result("spark-git init: nothing written (this is what would change)", d, next=[f"spark-git init{flags} --yes"], human=_diff(d))
         from spark_git.cli.setup import guide
+        from spark_git.state.backends import open_store
 
-        d = ops.apply(layout, d, commit=True, guide=guide.text())
+        d = ops.apply(layout, open_store(layout), d, commit=True, guide=guide.text())
         done = f"committed as {d.committed[:12]}" if d.committed else "written (nothing new to commit)"
         return Result(f"spark-git set up: protocol {d.protocol}, build gate {d.build or 'none'}, hooks for {', '.join(d.clients)}; {done}", d,
                       next=_then(), human=_diff(d))

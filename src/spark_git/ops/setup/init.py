@@ -19,7 +19,7 @@ from spark_git.core.errors import BadInput, Blocked
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.shared import hooksetup
-from spark_git.state.backends import open_store
+from spark_git.state.store import Store
 
 CONFIG = ".spark-git.toml"
 PROTOCOLS = {"light": "the gates and your approval only: agents work, their merges are gated, you approve and land",
@@ -86,7 +86,7 @@ def plan(layout: Layout, *, protocol: str, build: str | None, final: str | None,
                     config=str(root / CONFIG), diff=diff, hooks_to_install=missing, changed=bool(diff or missing))
 
 
-def apply(layout: Layout, d: InitData, *, commit: bool, guide: str | None = None) -> InitData:
+def apply(layout: Layout, store: Store, d: InitData, *, commit: bool, guide: str | None = None) -> InitData:
     """Writes the config, installs the hooks (and the coordinator's instructions, `guide`); with
     `commit`, commits them on the base branch."""
     root = hooksetup.root_of(layout)
@@ -98,7 +98,7 @@ def apply(layout: Layout, d: InitData, *, commit: bool, guide: str | None = None
     if d.diff:
         after = render(_read(root / CONFIG), protocol=d.protocol, build=d.build, final=d.final, approvers=d.approvers)
         (root / CONFIG).write_text(after)
-    done = hooksetup.install(layout, open_store(layout), d.clients, "project", guide) if d.clients else None
+    done = hooksetup.install(layout, store, d.clients, "project", guide) if d.clients else None
     d.applied = True
     if commit:
         made = [Path(f.path) for f in done.files] + [Path(p) for p in done.instructions] if done else []
