@@ -82,3 +82,15 @@ def test_the_shell_completes_tasks_agents_and_clients(tmp_path: Path) -> None:
     assert _complete(repo, "spark-git merge ") == ["docs", "fix-parser"]
     assert _complete(repo, "spark-git merge fix-parser --agent ") == ["coder", "tester"]
     assert _complete(repo, "spark-git agent run docs writer --client g") == ["gemini"]
+
+
+def test_names_cut_to_fit_80_columns_are_printed_whole_below_their_row(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"app.py": "x = 1\n"}, config=LIGHT)
+    owner = "session-of-a-long-running-coordinator"
+    for t in ("add-oauth2-support-for-refresh-tokens", "fix-the-flaky-queue-test-on-two-cores"):
+        assert spark(repo, "start", t, "--agents", "a", env={**env(), "SPARK_SESSION_ID": owner}).returncode == 0
+    out = spark(repo, "status", env={**env(), "COLUMNS": "80"}).stdout
+    lines = out.splitlines()
+    assert all(len(ln) <= 80 for ln in lines), lines
+    for name in ("add-oauth2-support-for-refresh-tokens", "fix-the-flaky-queue-test-on-two-cores", owner):
+        assert any(name in ln.split() for ln in lines), (name, out)  # whole, as a word that can be copied

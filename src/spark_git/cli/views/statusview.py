@@ -12,8 +12,10 @@ from spark_git.ops.views.status import NEVER_REPORTED, StatusData, TaskView
 
 HEADER = ["TASK", "STATE", "OWNER", "IDLE", "AGENTS", "QUEUE", "PROBLEMS"]
 # Columns that give up characters (index -> what each keeps), in stages: task, owner and agents first,
-# then problems (the news); state, idle time and queue position stay whole.
+# then problems (the news); state, idle time and queue position stay whole. A task or owner name cut
+# to fit is printed whole on the line below its row (it is copied into commands).
 SHRINK = ({0: 12, 2: 8, 4: 14}, {6: 24})
+WHOLE = {0: "task", 2: "owner"}
 
 
 def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
@@ -54,7 +56,13 @@ def summary_table(tasks: list[TaskView], width: int | None) -> list[str]:
             for _, kind, n in found:
                 counts[kind] = counts.get(kind, 0) + n
             row[-1] = fit.items([f"{n} {kind}" if n else kind for kind, n in counts.items()], ws[-1])
-    return fit.render([HEADER, *rows], ws)
+    out = fit.render([HEADER], ws)
+    for row, line in zip(rows, fit.render(rows, ws), strict=True):
+        out.append(line)
+        cut = [f"{what} {row[i]}" for i, what in WHOLE.items() if len(row[i]) > ws[i]]
+        if cut:
+            out += fit.wrap("↳ " + "   ".join(cut), width, "  ", hang="    ") if width else ["  ↳ " + "   ".join(cut)]
+    return out
 
 
 def summary_row(t: TaskView) -> list[str]:
