@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from fixtures import contractdoc
 from fixtures.repo import commit, make_repo
 
 from tests.hookutil import run_cli
@@ -81,6 +82,7 @@ class Contract:
         self.schemas: dict[str, dict] = envelope["data"]["schemas"]
         assert not validate(envelope["data"], self.schemas["schema"], self.schemas["schema"])
         self.checked: set[str] = {"schema"}
+        self.examples: dict[str, tuple[list[str], dict[str, Any]]] = {}  # the first envelope of each: docs/json-contract.md
 
     def check(self, name: str, value: Any) -> None:
         from spark_git.ops.views import schema as mod
@@ -102,7 +104,22 @@ class Contract:
         else:
             assert r.returncode != 0 and env["status"] in ("BLOCKED", "FAIL") and env["data_schema"] == "error", r
             self.check("error", env["data"])
+        if name not in ("schema",):
+            self.examples.setdefault(name if ok else "error", ([*args], env))
         return env
+
+    def documented(self, tmp: Path) -> None:
+        """docs/json-contract.md's examples: rewritten from this run with SPARK_REGEN_GOLDEN=1; else each
+        validated against its schema today, and one there for every command this run saw."""
+        if os.environ.get("SPARK_REGEN_GOLDEN"):
+            contractdoc.write(self.examples, str(tmp))
+        doc = contractdoc.examples_in_doc()
+        assert sorted(set(self.examples) - set(doc)) == [], "commands without an example in docs/json-contract.md (SPARK_REGEN_GOLDEN=1)"
+        for name, env in doc.items():
+            assert not validate(env, self.schemas["envelope"], self.schemas["envelope"]), name
+            s = self.schemas[env["data_schema"]]
+            errs = validate(env["data"], s, s)
+            assert not errs, f"docs/json-contract.md's `{name}` example no longer matches its schema: {errs}"
 
 
 def _report_with_evidence(c: Contract, tmp: Path, root: Path) -> None:
@@ -225,6 +242,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     # `agent run` needs a real client: tests/test_agent_run.py runs one (its envelope passes fixtures/contract.py)
     untested = set(c.schemas) - c.checked - {"envelope", "archive restore", "agent run", "agent run --all"}
     assert not untested, f"schemas with no output checked against them: {sorted(untested)}"
+    c.documented(tmp_path)
     assert refs is not None
 
 
