@@ -107,6 +107,9 @@ def escapes(t: AgentTask) -> dict[str, tuple[Tool, set[str]]]:
         "write into the main worktree": (write(main / "x.py", "x = 1\n"), {"hook"}),
         "update-ref main": (bash("git update-ref refs/heads/main HEAD"), {"hook"}),
         "update-ref main, hidden": (bash(hidden("git update-ref refs/heads/main HEAD")), {"hook", "sandbox"}),
+        # issue 31: the comment bypasses of the old shlex reader (git runs outside Claude Code's sandbox)
+        "update-ref main after a comment": (bash("echo hi # note\ngit update-ref refs/heads/main HEAD"), {"hook"}),
+        "update-ref main after a#b": (bash("echo a#b; git update-ref refs/heads/main HEAD"), {"hook"}),
         "python write to main's ref": (bash(poke_ref), {"hook"}),
         "edit .claude settings": (write(a / ".claude/settings.local.json", '{"disableAllHooks": true}\n'), {"hook"}),
         "edit .codex/hooks.json": (write(a / ".codex/hooks.json", "{}\n"), {"hook"}),
