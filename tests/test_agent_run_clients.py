@@ -45,7 +45,7 @@ def test_codex_headless_run_becomes_a_complete_report(ct: codexrun.CodexTask) ->
         r = spark(ct.main, "agent", "run", "t1", "a", "--client", "codex", "--json", "--", *codexrun.server_args(srv.url), env=env, process=True)
     assert r.returncode == 0, r
     reported(ct.main, ct.a, r)
-    assert json.loads(r.stdout)["data"]["boundary"] == "bubblewrap"  # spark-git's box around it, its own sandbox inside (clients/codexbox.py)
+    assert json.loads(r.stdout)["data"]["boundary"] == "bubblewrap"  # spark-git's box around it, its own sandbox inside (clients/codex/box.py)
 
 
 def test_gemini_headless_run_becomes_a_complete_report(tmp_path: Path) -> None:

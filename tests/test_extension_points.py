@@ -18,8 +18,9 @@ from typing import ClassVar
 import pytest
 from fixtures.repo import make_repo, sealed_env, spark, write
 
-from spark_git.clients import registry, sandbox
+from spark_git.clients import registry
 from spark_git.clients.base import Client
+from spark_git.clients.claude import sandbox
 from spark_git.core.errors import Blocked
 from spark_git.core.git import Git
 from spark_git.gates.base import Gate, MergeSubject

@@ -1,5 +1,5 @@
 """`hooks check` for Gemini CLI: the hooks committed are not enough, Gemini must also trust the
-worktree and leave hooks on (clients/geminiload.py). What Gemini really does in each case is
+worktree and leave hooks on (clients/gemini/load.py). What Gemini really does in each case is
 measured with the real client in tests/test_real_gemini.py."""
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def test_the_hook_and_layout_agree_on_the_layout(tmp_path: Path, config: str | N
 
 @pytest.mark.parametrize("name", sorted(registry.CLIENTS))
 def test_every_list_of_client_files_comes_from_the_clients_facts(name: str, tmp_path: Path) -> None:
-    from spark_git.clients import sandbox
+    from spark_git.clients.claude import sandbox
     from spark_git.guard import writes
 
     c = registry.get(name)

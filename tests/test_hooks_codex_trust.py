@@ -12,8 +12,9 @@ from pathlib import Path
 
 from fixtures.repo import git
 
-from spark_git.clients import codextrust, jsonhooks
+from spark_git.clients import jsonhooks
 from spark_git.clients.codex import CODEX
+from spark_git.clients.codex import trust as codextrust
 
 
 def _config() -> Path:

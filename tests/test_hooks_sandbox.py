@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fixtures.repo import commit, git, make_repo, sealed_env, spark, write
 
-from spark_git.clients.sandbox import EXCLUDE_LINE
+from spark_git.clients.claude.sandbox import EXCLUDE_LINE
 from tests.hookutil import client_event, event, hook, put_in_state, replay
 
 CONFIG = 'protocol = "light"\n[approval]\nallow_non_interactive = true\n'

@@ -1,7 +1,7 @@
 """The real Claude Code (2.1.328) as agent a of task t1, its model played by the scripted server: what
 really happened on disk and in git. Normal work must succeed; every escape must change nothing, and
 each names the layer that stops it — the spark-git hook (it reads the command) or Claude Code's OS
-sandbox as spark-git configures it (clients/sandbox.py; commands the hook cannot read: a script)."""
+sandbox as spark-git configures it (clients/claude/sandbox.py; commands the hook cannot read: a script)."""
 
 from __future__ import annotations
 
@@ -215,7 +215,7 @@ def _behind_the_hook(t: AgentTask, key: Path, verdict: Path) -> None:
 
 
 def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(base: Path) -> None:
-    """Claude Code's file tools run outside its sandbox: spark-git's deny rules (clients/sandbox.py) keep
+    """Claude Code's file tools run outside its sandbox: spark-git's deny rules (clients/claude/sandbox.py) keep
     them out of the state directory, the hook refuses a command naming it, and the sandbox's denyRead
     keeps Bash out where neither reads (a script). The model server sees every tool result: no byte of
     either key reaches it, and the approvers file gains no key."""

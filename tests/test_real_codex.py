@@ -18,7 +18,7 @@ from fixtures.codexrun import PROVIDER, CodexTask, codex_task, hooks_list, run
 from fixtures.modelserver.core import Tool
 from fixtures.repo import commit, git, spark, tree
 
-from spark_git.clients import codextrust
+from spark_git.clients.codex import trust as codextrust
 from spark_git.core import sshsig
 from spark_git.gates import verdictkey
 

@@ -1,4 +1,4 @@
-"""What git may write from inside Claude Code's sandbox for one agent worktree (clients/sandbox.py).
+"""What git may write from inside Claude Code's sandbox for one agent worktree (clients/claude/sandbox.py).
 
 Claude Code 2.1.328 makes a linked worktree's whole git common dir writable for sandboxed commands
 (only `config`, `hooks` and a few pins stay read-only), and its mounts are per directory: a ref is

@@ -12,9 +12,10 @@ import os
 import shutil
 from pathlib import Path
 
-from spark_git.clients import geminiload, registry
+from spark_git.clients import registry
 from spark_git.clients.facts import USER
 from spark_git.clients.gemini import FACTS as GEMINI
+from spark_git.clients.gemini import load as geminiload
 from spark_git.clients.jsonhooks import has
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing

@@ -20,8 +20,8 @@ import os
 import time
 from pathlib import Path
 
-from spark_git.clients import reload, sandbox
-from spark_git.clients.claude import FACTS
+from spark_git.clients import reload
+from spark_git.clients.claude import FACTS, sandbox
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import sandboxes
 from spark_git.state.store import Store

@@ -10,21 +10,24 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import facts, geminiload, jsonhooks, registry, sandbox, settings
+from spark_git.clients import facts, jsonhooks, registry, settings
 from spark_git.clients.base import Client
+from spark_git.clients.claude import sandbox
+from spark_git.clients.codex import setup as codexsetup
 from spark_git.clients.gemini import GEMINI
+from spark_git.clients.gemini import load as geminiload
 from spark_git.core import gatebox, suggest
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared import codexsetup, instructions, liveagents, sandboxes
+from spark_git.ops.shared import instructions, liveagents, sandboxes
 from spark_git.state.locks import EXCLUDE
 from spark_git.state.store import Store
 
 
 def boxed(c: Client) -> bool:
-    """spark-git writes an OS sandbox for this client's agent sessions (clients/sandbox.py)."""
+    """spark-git writes an OS sandbox for this client's agent sessions (clients/claude/sandbox.py)."""
     return c.facts.sandbox is not None
 
 
@@ -91,7 +94,7 @@ def _codex(layout: Layout, store: Store, files: list[settings.HooksData], scope:
         codexsetup.sandbox_all(layout, store, agents, on=False) if not codexsetup.installed(layout) else [])
 
 
-# -- Claude Code's sandbox in agent worktrees (clients/sandbox.py) ----------------------------------
+# -- Claude Code's sandbox in agent worktrees (clients/claude/sandbox.py) ----------------------------------
 
 
 def claude_installed(layout: Layout) -> bool:

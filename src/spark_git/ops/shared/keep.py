@@ -11,7 +11,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.clients import codexbox, sandbox
+from spark_git.clients.claude import sandbox
+from spark_git.clients.codex import box as codexbox
 from spark_git.core.git import Git
 from spark_git.ops.shared import archive
 from spark_git.state.store import Store, archive_ref_for
@@ -69,7 +70,7 @@ def move_aside(store: Store, task: str, label: str, path: Path, rels: list[str],
 
 def select_ignored(store: Store, path: Path, ignored: list[str]) -> tuple[list[str], list[str]]:
     """(taken, skipped): the ignored files still there, smallest first up to `[archive] ignored_max_bytes`."""
-    # spark-git's own sandbox settings (clients/sandbox.py, codexbox.py), untouched since it wrote them, are nobody's work
+    # spark-git's own sandbox settings (clients/claude/sandbox.py, codexbox.py), untouched since it wrote them, are nobody's work
     files = sorted(p for p in ignored if os.path.lexists(path / p) and not (p == str(sandbox.FILE) and sandbox.only_ours(path))
                    and not (p == str(codexbox.FILE) and codexbox.ours(path)))
     cap = store.layout.config.archive.ignored_max_bytes

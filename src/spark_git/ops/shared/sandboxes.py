@@ -1,4 +1,4 @@
-"""Which worktrees and branches each agent session owns, for its Claude Code sandbox (clients/sandbox.py):
+"""Which worktrees and branches each agent session owns, for its Claude Code sandbox (clients/claude/sandbox.py):
 its own, and those `hook worktree-create` made for it (a subagent with `isolation: worktree` runs in
 the parent's session, so under the parent's sandbox). The git entries of every agent's sandbox follow
 the common dir, so they are rewritten whenever spark-git adds a worktree or an agent."""
@@ -9,7 +9,8 @@ import json
 import os
 from pathlib import Path
 
-from spark_git.clients import gitgrants, sandbox
+from spark_git.clients import gitgrants
+from spark_git.clients.claude import sandbox
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.guard import identity

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spark_git.clients.codex import setup as codexsetup
 from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
-from spark_git.ops.shared import codexsetup, hooksetup
+from spark_git.ops.shared import hooksetup
 from spark_git.ops.shared.provision import ProvisionReport, failure_summary, included_files, provision
 from spark_git.state.locks import WORKTREES
 from spark_git.state.store import Store

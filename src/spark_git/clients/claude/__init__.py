@@ -29,7 +29,7 @@ WORKTREE_REMOVE = "spark-git hook worktree-remove"
 MATCHER = "Write|Edit|MultiEdit|NotebookEdit|Bash|PowerShell"
 CONFIG_DIR = ".claude"
 LOCAL = ".claude/settings.local.json"
-SANDBOX = Sandbox(LOCAL, needs=("bwrap",), userns=True)  # clients/sandbox.py: per agent worktree, kept out of git
+SANDBOX = Sandbox(LOCAL, needs=("bwrap",), userns=True)  # clients/claude/sandbox.py: per agent worktree, kept out of git
 FACTS = Facts(
     "claude", "Claude Code", CONFIG_DIR,
     {"project": ".claude/settings.json", "local": LOCAL, "user": "~/.claude/settings.json"},

@@ -1,14 +1,15 @@
 """Codex CLI's side of `hooks install|uninstall|check` and of new agent worktrees (issue 22): the trust
 entries in the user's Codex config without which Codex 0.169 runs none of the hooks (clients/
-codextrust.py), and Codex's workspace-write sandbox in each agent worktree (clients/codexbox.py)."""
+codextrust.py), and Codex's workspace-write sandbox in each agent worktree (clients/codex/box.py)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from spark_git.clients import codexbox, codextrust
 from spark_git.clients.codex import CODEX
+from spark_git.clients.codex import box as codexbox
+from spark_git.clients.codex import trust as codextrust
 from spark_git.core.layout import Layout
 from spark_git.state.locks import EXCLUDE
 from spark_git.state.store import Store

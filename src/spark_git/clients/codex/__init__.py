@@ -31,7 +31,7 @@ CONFIG_DIR = ".codex"
 FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
               main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")),
               instructions=("AGENTS.md", False), wrap=True,  # it lets a call through when its hook fails, even cannot start
-              own_box=True,  # its workspace-write sandbox, configured per agent worktree (clients/codexbox.py)
+              own_box=True,  # its workspace-write sandbox, configured per agent worktree (clients/codex/box.py)
               state=("$CODEX_HOME", "~/.codex"))  # writable in spark-git's box around it (ops/life/agentbox.py)
 PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client codex")
 SESSION_START = FACTS.hook("spark-git hook session-start --client codex")
