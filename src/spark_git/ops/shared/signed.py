@@ -173,6 +173,15 @@ def plan_problem(layout: Layout, tf: TaskFile, cp: Checkpoint) -> str | None:
     return None
 
 
+def approvers_note(layout: Layout) -> list[str]:
+    """Without a committed approvers' file, approvals are verified against the user's own file, which
+    any process of the user outside a box can extend (the key's passphrase still guards the signing)."""
+    if layout.config.approval.allowed_signers:
+        return []
+    return [f"approvals are verified against {sshsig.allowed_path()}, which any process of yours outside a box can add a key to; "
+            "commit the approvers instead (`spark-git init --approvers FILE`): then only a landed, approved commit changes them"]
+
+
 def unguarded(main: Path) -> list[str]:
     """The clients in use here (their directory in the main worktree; else the default one) whose
     agent sessions spark-git cannot keep away from the approval key, said plainly."""
@@ -186,8 +195,9 @@ def unguarded(main: Path) -> list[str]:
                        f"the approval key in {sshsig.state_dir()}")
             continue
         if sb is None:
-            out.append(f"{c.facts.title}: spark-git starts no OS sandbox it can vouch for with its agent sessions (none, or one a launch "
-                       f"flag switches off), so nothing guarantees they cannot read the approval key in {sshsig.state_dir()}")
+            boxed = "sessions `spark-git agent run` starts run in bubblewrap, but " if gatebox.bwrap() else ""
+            out.append(f"{c.facts.title}: {boxed}a session started by hand has only the sandbox its launch flags leave it (one can switch it "
+                       f"off), so nothing guarantees it cannot read the approval key in {sshsig.state_dir()}")
             continue
         missing = [n for n in sb.needs if shutil.which(n) is None] if sys.platform.startswith("linux") else []
         if missing:

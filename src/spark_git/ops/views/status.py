@@ -192,6 +192,7 @@ def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -
     warnings += [f"task {tf.task_name} runs under protocol {tf.protocol} (fixed when it started); the config now says {layout.config.protocol}"
                  for _, tf in live if tf.protocol and tf.protocol != layout.config.protocol]
     warnings += signed.unguarded(layout.main_worktree)  # the approval key's reach (issue 23)
+    warnings += signed.approvers_note(layout) if live else []  # who may approve: a file only a landing changes (issue 31)
     warnings += liveagents.unboxed(store)  # clients started by hand in agent worktrees (issue 31)
     elsewhere = layout.tasks_elsewhere() if not only else None
     if elsewhere:
