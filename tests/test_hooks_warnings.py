@@ -15,7 +15,7 @@ def test_hooks_installed_but_not_committed_and_spark_git_not_on_path(tmp_path: P
     assert spark(repo, "start", "t0", env=env).returncode == 0
     quiet = spark(repo, "status", "--json", env=env)
     assert quiet.returncode == 0, quiet
-    assert quiet.json["data"]["warnings"] == []  # no hooks configured: nothing asked for, nothing to warn
+    assert [w for w in quiet.json["data"]["warnings"] if not w.startswith("approvals are verified against")] == []  # no hooks configured: nothing to warn
     assert spark(repo, "hooks", "install", env=env).returncode == 0  # project scope, not committed
     r = spark(repo, "start", "t1", "--agents", "a1", "--json", env=env)
     assert r.returncode == 0, r
