@@ -34,6 +34,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "landing.complete": ("complete",),
     "views.history": ("who", "log"),
     "landing.queue": ("queue",),
+    "landing.verify": ("verify",),
     "life.advance": ("advance", "classify"),
     "life.report": ("report",),
     "views.audit": ("audit",),

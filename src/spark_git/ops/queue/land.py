@@ -14,6 +14,7 @@ from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
+from spark_git.ops.queue import attestland
 from spark_git.ops.queue.checks import approval_unmet, base_worktree
 from spark_git.ops.shared import mainlock
 from spark_git.ops.shared.taskfile import updating
@@ -77,6 +78,7 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
 def finish(layout: Layout, store: Store, cand: QueueCandidate, main_updated: bool) -> None:
     """Records every part of a landed candidate (skipping what is recorded already)."""
     base, batch, gate = cand.base_branch, [p.task for p in cand.parts], cand.gate
+    attestland.record(layout, store, cand)  # before the task records: it reads each task's signed approval
     for p in cand.parts:
         o = QueueOutcome(task=p.task, ref=p.ref, head=p.head, result="landed", reason=f"landed on {base}", landed_commit=p.tip,
                          old_base=cand.old_base, new_base=cand.landing, batch=batch, gate=gate, main_worktree_updated=main_updated,

@@ -1,0 +1,68 @@
+"""Git for landing attestations (issue 34): the notes ref `refs/notes/spark-attest`, written by
+compare-and-swap (the caller holds the notes mutex), and the one read `verify` needs: the base's
+first-parent line with each commit's tree, parents and note, in one process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_git.core.errors import BadInput
+from spark_git.core.git import ZERO_SHA, Git
+
+ATTEST_REF = "refs/notes/spark-attest"
+
+
+@dataclass(frozen=True)
+class LineCommit:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    note: str | None
+
+
+def ref_value(git: Git, ref: str) -> str | None:
+    r = git.run("rev-parse", "--verify", "-q", ref, check=False)
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def note_add(git: Git, sha: str, text: str, ref: str = ATTEST_REF) -> bool:
+    """Adds `text` as `sha`'s note unless it has one (False then); the ref moves by compare-and-swap
+    from the value the note was built on, through a scratch ref (`git notes` itself does not)."""
+    old = ref_value(git, ref)
+    if old and git.run("notes", f"--ref={old}", "show", sha, check=False).returncode == 0:
+        return False
+    scratch = f"{ref}-tmp"
+    git.run("update-ref", "-d", scratch, check=False)
+    if old:
+        git.run("update-ref", scratch, old)
+    try:
+        git.run("notes", f"--ref={scratch}", "add", "-F", "-", sha, input=text)
+        new = git.out("rev-parse", "--verify", scratch)
+        git.update_ref(ref, new, old or ZERO_SHA, message="spark-git: landing attestation")
+    finally:
+        git.run("update-ref", "-d", scratch, check=False)
+    return True
+
+
+def first_parent_line(git: Git, rev_range: str, ref: str = ATTEST_REF) -> list[LineCommit]:
+    """The first-parent commits of `rev_range`, oldest first, with the note each has on `ref`."""
+    r = git.run("log", "--first-parent", "--reverse", f"--notes={ref}", "--format=%H%x1f%T%x1f%P%x1f%N%x1e", rev_range, check=False)
+    if r.returncode != 0:
+        raise BadInput(f"cannot read the range {rev_range}: {r.stderr.strip()}", hint="spark-git verify <from>..<to> (commits of this clone; `git fetch` first)")
+    res = []
+    for rec in r.stdout.split("\x1e"):
+        f = rec.strip("\n").split("\x1f")
+        if len(f) == 4 and f[0]:
+            res.append(LineCommit(f[0], f[1], tuple(f[2].split()), f[3].strip() or None))
+    return res
+
+
+def is_shallow(git: Git) -> bool:
+    return git.out("rev-parse", "--is-shallow-repository") == "true"
+
+
+def fetch_notes(git: Git, remote: str, refs: list[str]) -> str | None:
+    """Fetches `refs` (notes) from `remote` into the same names (forced: the remote's are the ones to
+    verify); None, or what git said."""
+    r = git.run("fetch", "-q", remote, *[f"+{x}:{x}" for x in refs], check=False)
+    return None if r.returncode == 0 else r.stderr.strip()
