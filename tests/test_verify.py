@@ -99,3 +99,18 @@ def test_each_forgery_is_caught_with_its_reason(tmp_path: Path) -> None:
     assert ".spark-landers does not list" in reasons["unlisted"]
     assert "not the approved head" in reasons["other-head"] or "neither the approved head" in reasons["other-head"]
     assert "not on the landed tree" in reasons["other-tree"]
+
+
+def test_in_process_ssh_signature_check_agrees_with_ssh_keygen(tmp_path: Path) -> None:
+    from spark_git.core import sshsig, sshsigverify
+
+    key, other = sshsig.own_key("h@x"), attest.lander(tmp_path / "unused")  # `other`: a key the approvers do not list
+    allowed = f'h@x namespaces="{sshsig.NAMESPACE}" {key.public}\n'
+    sig = sshsig.sign(key, b"payload")
+    cases = {"valid": (allowed, "h@x", b"payload", sig), "tampered": (allowed, "h@x", b"payloaD", sig),
+             "other principal": (allowed, "eve@x", b"payload", sig),
+             "unlisted key": (f'h@x namespaces="{sshsig.NAMESPACE}" {other.public}\n', "h@x", b"payload", sig),
+             "other namespace": (f'h@x namespaces="git" {key.public}\n', "h@x", b"payload", sig),
+             "truncated": (allowed, "h@x", b"payload", sig[: len(sig) // 2] + "\n-----END SSH SIGNATURE-----\n")}
+    got = {name: (sshsigverify.verify(a, p, sshsig.NAMESPACE, d, s) is None, sshsig.verify(a, p, d, s) is None) for name, (a, p, d, s) in cases.items()}
+    assert got == {name: (name == "valid", name == "valid") for name in cases}, got

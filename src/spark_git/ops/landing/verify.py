@@ -10,7 +10,7 @@ import json
 import posixpath
 from typing import Any, Literal
 
-from spark_git.core import gitattest, sshsig
+from spark_git.core import gitattest, sshsig, sshsigverify
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git, ObjectReader, branch_ref
 from spark_git.core.gitattest import LineCommit
@@ -61,7 +61,10 @@ def _approval(git: Git, files: _Files, c: LineCommit, pred: dict[str, Any]) -> s
         rec = None
     if not isinstance(rec, dict) or rec.get("approval") != "changes" or rec.get("task") != pred.get("task"):
         return "the attestation carries no signed approval of this task's changes"
-    bad = sshsig.verify(files.text(c.parents[0], files.approvers), str(rec.get("signer")), a["record"].encode(), str(a.get("signature")))
+    approvers = files.text(c.parents[0], files.approvers)
+    if not approvers.strip():
+        return f"no approvers' file is committed at {c.parents[0][:12]} ([approval] allowed_signers)"
+    bad = sshsigverify.verify(approvers, str(rec.get("signer")), sshsig.NAMESPACE, a["record"].encode(), str(a.get("signature")))
     if bad is not None:
         return f"the approval's signature does not verify against the approvers committed at {c.parents[0][:12]}: {bad}"
     second = c.parents[1] if len(c.parents) > 1 else None
