@@ -36,12 +36,15 @@ say spark-git status
 # -- gated merges: agents commit, merge through the build gate, human approval, complete ----------
 # The demo's config: the light protocol (no state machine) and a build gate that runs the tests.
 # Approval stays terminal-only (the default): the demo types the task name through a pseudo-terminal.
+# A demo has no human to set a passphrase: its approval key has none, which the config says (and every approval shows).
 cat > .spark-git.toml <<'TOML'
 protocol = "light"
 [gates]
 build = "python3 -c 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3); print(\"tests ok\")'"
 final = "python3 -c 'import calc; assert calc.add(2, 3) == 5; print(\"final ok\")'"
 timeout_s = 60
+[approval]
+unprotected_key = true
 TOML
 git add .spark-git.toml && git commit -q -m "spark-git config: build gate, light protocol"
 say spark-git start add-mul --agents coder,docs --title "Add multiplication"

@@ -14,7 +14,7 @@ git init -q -b main "$R"
 cd "$R"
 mkdir -p src/api src/billing tests
 for f in src/api/routes.py src/api/auth.py src/billing/invoice.py tests/test_api.py; do printf 'line 1\nline 2\nline 3\n' > "$f"; done
-printf 'protocol = "light"\n[approval]\nallow_non_interactive = true\n' > .spark-git.toml
+printf 'protocol = "light"\n[approval]\nallow_non_interactive = true\nunprotected_key = true\n' > .spark-git.toml
 git add -A && git commit -qm "initial commit"
 
 AG=architecture-reviewer,api-implementation-updater,test-writer,security-reviewer

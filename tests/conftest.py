@@ -36,6 +36,14 @@ def sealed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 
 
 @pytest.fixture
+def unboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gates without bubblewrap, for tests of something else (the process runner, Ctrl-C, a mutex)
+    whose gate talks to the test through a FIFO or file the box keeps it from (tests/test_gate_box.py
+    tests the box)."""
+    monkeypatch.setenv("SPARK_BWRAP", "")
+
+
+@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", {"README.md": "# demo\n", "src/app.py": "print('hi')\n"})
 

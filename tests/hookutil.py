@@ -39,12 +39,22 @@ def put_in_state(repo: Path, task: str, target: str, session: str = "s1") -> Non
     from spark_git.ops.shared.transitions import record_transition
     from spark_git.state.backends import open_store
 
-    layout = Layout.discover(repo)
-    store = open_store(layout)
-    with taskfile.updating(store, task, session) as tf:
-        i = FORWARD.index(tf.state)
-        for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
-            record_transition(store, tf, to, session, "test setup (no advance command yet)")
+    # The world's own user (sealed_env(<repo's parent>/home)) started the task: its records key MACs the log.
+    home = repo.parent / "home" / ".local" / "state"
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(home) if home.is_dir() else before or ""
+    try:
+        layout = Layout.discover(repo)
+        store = open_store(layout)
+        with taskfile.updating(store, task, session) as tf:
+            i = FORWARD.index(tf.state)
+            for to in FORWARD[i + 1 : FORWARD.index(target) + 1]:
+                record_transition(store, tf, to, session, "test setup (no advance command yet)")
+    finally:
+        if before is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = before
 
 
 def run_cli(cwd: Path, *args: str, session: str | None = "s1", env: dict | None = None, input: str | None = None) -> Run:

@@ -17,7 +17,7 @@ import pytest
 from fixtures.claude_agent import AgentTask, agent_task, client_env
 from fixtures.modelserver.anthropic import Anthropic
 from fixtures.modelserver.core import ModelServer, Say, Script, Tool, Turn, require_binary
-from fixtures.repo import git, spark, spark_argv
+from fixtures.repo import git, share_records_key, spark, spark_argv
 
 SKIP = "--dangerously-skip-permissions"  # headless: no one to approve a tool call; the hook and the sandbox stand
 OUTPUT = {"status": "OK", "summary": "sub() added", "artifacts": {"files_changed": ["calc.py"]}}
@@ -39,6 +39,7 @@ def bash(command: str) -> Tool:
 
 def agent_run(t: AgentTask, turns: list[Turn], *args: str) -> tuple[dict[str, object], Script]:
     script = Script(list(turns))
+    share_records_key(t.base / "state", t.env["XDG_STATE_HOME"])  # the coordinator's state dir here: the same user's records key as at start (issue 31)
     with ModelServer(Anthropic(), script) as srv:
         env = {**client_env(t, srv.url), "SPARK_SESSION_ID": "owner", "SSH_AUTH_SOCK": str(t.base / "ssh-agent.sock"),
                "XDG_STATE_HOME": str(t.base / "state")}
@@ -256,6 +257,7 @@ def test_the_light_protocol_end_to_end_driven_by_agent_run_all(task: AgentTask) 
     owner = {**{k: v for k, v in owner.items() if k != "XDG_STATE_HOME"}, "HOME": os.environ["HOME"]}
     if "XDG_STATE_HOME" in os.environ:
         owner["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
+    share_records_key(Path(owner.get("XDG_STATE_HOME") or Path(os.environ["HOME"]) / ".local" / "state"), task.env["XDG_STATE_HOME"])  # issue 31
     for args in (("merge", "t1", "--all"), ("approve", "t1", "--changes"), ("complete", "t1"), ("cleanup", "t1")):
         step = spark(task.repo, *args, "--json", env=owner, input="t1\n")
         assert step.returncode == 0, (args, step.stdout)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from fixtures.modelserver.core import require_binary
-from fixtures.repo import git, spark_argv
+from fixtures.repo import git, share_records_key, spark_argv
 
 from tests.mergekit import PY, Task, config
 from tests.ptyutil import answer_on_pty
@@ -114,6 +114,7 @@ def test_an_agent_approving_through_script_lands_nothing(tmp_path: Path) -> None
     t.commit("a1", {"src/app.py": "raise SystemExit('broken')\n"}, "[a1] refactor")
     assert t.merge("a1").returncode == 0
     agent_env = dict(os.environ, SPARK_SESSION_ID="s1", XDG_STATE_HOME=str(tmp_path / "agent-state"))
+    share_records_key(tmp_path / "agent-state")  # about the approval key: the records' MAC would refuse it earlier
 
     def script_approve(cwd: Path) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(["script", "-qec", shlex.join(spark_argv("approve", "t1", "--changes")), "/dev/null"], input=b"t1\n", cwd=cwd,
@@ -144,6 +145,7 @@ def test_the_team_file_is_read_from_the_base_branch_never_from_a_worktree(tmp_pa
     for k, v in (("gpg.format", "ssh"), ("user.signingkey", str(human)), ("user.email", "human@example.invalid")):
         git(t.repo, "config", k, v)
     # the agent signs as "human@example.invalid" with its own key and names that key in the main worktree's copy
+    share_records_key(tmp_path / "agent-state")  # about the approval key: the records' MAC would refuse it earlier
     as_agent = {"XDG_STATE_HOME": str(tmp_path / "agent-state"), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.signingkey",
                 "GIT_CONFIG_VALUE_0": str(agent)}
     r = subprocess.run(spark_argv("approve", "t1", "--changes"), cwd=t.repo, env={**os.environ, "SPARK_SESSION_ID": "s1", **as_agent},
@@ -199,6 +201,7 @@ def test_doctor_reports_an_archive_ref_the_audit_trail_names_that_is_gone(tmp_pa
 
 def test_no_approval_key_or_approver_inside_the_repository(tmp_path: Path, monkeypatch) -> None:
     t = _ready(tmp_path, non_interactive=True)
+    share_records_key(tmp_path / "outside")  # the same user's records key: only the approval key and approvers are new
     inside = t.repo / ".git" / "state"  # XDG_STATE_HOME where an agent could read and write
     monkeypatch.setenv("XDG_STATE_HOME", str(inside))
     r = t.spark("--json", "approve", "t1", "--changes")

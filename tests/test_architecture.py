@@ -1,7 +1,8 @@
 """The shape of src/spark_git, read from its source with ast (nothing is imported):
 
-- layers: cli -> ops -> {protocol, gates, clients} -> state -> core. A module imports only its own
-  package and lower layers; protocol, gates and clients do not import each other. spark_git/__init__.py
+- layers: cli -> ops -> {protocol, gates, clients} -> guard -> state -> core. A module imports only its
+  own package and lower layers; protocol, gates and clients do not import each other; guard (the hook
+  policy, client-neutral) sits under the client adapters. spark_git/__init__.py
   and spark_git/__main__.py are the entry on top (and every module may import the package root
   `spark_git` itself, for __version__);
 - ops/ by feature over two floors: ops.shared (services) imports nothing else of ops; ops.queue (the
@@ -26,7 +27,7 @@ FEATURES = ("life", "landing", "ending", "views", "setup")
 SHARED = "shared"
 QUEUE = "queue"  # between the features and the shared floor
 FLOORS = (QUEUE, SHARED)  # lower floor last
-RANK = {"core": 0, "state": 1, "protocol": 2, "gates": 2, "clients": 2, "ops": 3, "cli": 4}
+RANK = {"core": 0, "state": 1, "guard": 2, "protocol": 3, "gates": 3, "clients": 3, "ops": 4, "cli": 5}
 TOP = len(RANK) + 1  # spark_git/__init__.py, spark_git/__main__.py
 
 
@@ -86,7 +87,7 @@ def edges(mods: dict[str, Path]) -> list[Edge]:
 
 
 def layer(name: str) -> tuple[str, int]:
-    """(package, rank) of a module: spark_git.ops.landing.merge -> ("ops", 3); the entry modules are on top."""
+    """(package, rank) of a module: spark_git.ops.landing.merge -> ("ops", 4); the entry modules are on top."""
     parts = name.split(".")
     if len(parts) == 1 or parts[1] == "__main__":
         return ("", TOP)
@@ -211,9 +212,11 @@ def test_no_module_over_600_lines() -> None:
 def test_the_checks_catch_what_they_should() -> None:
     es = [Edge("spark_git.state.files", "spark_git.ops.landing.merge", 1), Edge("spark_git.gates.command", "spark_git.protocol.machine", 2),
           Edge("spark_git.ops.landing.merge", "spark_git.state.files", 3), Edge("spark_git.__main__", "spark_git.cli", 4),
-          Edge("spark_git.cli.common", "spark_git", 5), Edge("spark_git.clients.hooks", "spark_git.clients.checkpoint", 6)]
+          Edge("spark_git.cli.common", "spark_git", 5), Edge("spark_git.clients.hooks", "spark_git.clients.checkpoint", 6),
+          Edge("spark_git.guard.writes", "spark_git.clients.registry", 7), Edge("spark_git.clients.hooks", "spark_git.guard.policy", 8)]
     assert layer_violations(es) == [
         "spark_git.state.files -> spark_git.ops.landing.merge (line 1): state may not import ops",
         "spark_git.gates.command -> spark_git.protocol.machine (line 2): gates may not import protocol",
+        "spark_git.guard.writes -> spark_git.clients.registry (line 7): guard may not import clients",
     ]
     assert cycles(es) == [["spark_git.ops.landing.merge", "spark_git.state.files"]]

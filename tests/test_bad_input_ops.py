@@ -67,6 +67,7 @@ def test_doctor_without_proc_reports_git_locks_and_keeps_them(repo: Path, cli, m
     assert "git-lock-stale" not in kinds
 
 
+@pytest.mark.usefixtures("unboxed")
 def test_ctrl_c_under_json_prints_one_envelope(tmp_path: Path) -> None:
     fifo = tmp_path / "gate-started"
     os.mkfifo(fifo)

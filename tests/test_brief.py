@@ -59,7 +59,7 @@ def test_brief_json_is_the_004_input_and_matches_its_schema(tmp_path: Path) -> N
     assert "Implementation plan of rev-reviewer" in t["goal"]
     assert t["non_goals"] == ["no new UI", "no schema change"]
     assert "keep Python 3.11" in t["constraints"]
-    assert any(c.startswith("cmd: sh -c test ! -e stop.flag") for c in t["acceptance_checks"])
+    assert any(c.startswith("cmd: sh -c test ! -e \"$SPARK_TASK_WORKTREE/stop.flag\"") for c in t["acceptance_checks"]), t["acceptance_checks"]
     assert t["risk_flags"] == ["security"]
     assert str(p.root / "task.md") in t["context_files"] and str(p.root / f"br-{UP}-requirements.md") in t["context_files"]
     assert d["repo_state"]["branch"] == "br" and d["repo_state"]["head"] == p.head()
@@ -71,7 +71,7 @@ def test_brief_json_is_the_004_input_and_matches_its_schema(tmp_path: Path) -> N
 
 def test_brief_red_gate_and_unknown_agent(tmp_path: Path) -> None:
     p = implemented(tmp_path)
-    (p.wt(UP) / "stop.flag").write_text("x")  # the build gate fails in UP's worktree
+    (p.wt() / "stop.flag").write_text("x")  # the build gate fails (protokit's gate reads the flag in the task worktree)
     commit(p.wt(UP), {"more.py": "z = 3\n"}, f"[{UP}] more")
     assert p.spark("--json", "merge", p.task, "--agent", UP).returncode != 0
     rs = p.ok("brief", p.task, "--agent", UP)["data"]["repo_state"]

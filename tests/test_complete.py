@@ -33,7 +33,8 @@ def _refused(t: Task, *needles: str) -> list[str]:
 
 
 def test_complete_refused_for_each_condition_then_lands(tmp_path: Path) -> None:
-    marker = tmp_path / "final-ok"
+    marker = tmp_path / "repo.tasks" / "final-ok"  # where the gate box shows it (read-only)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     t = _task(tmp_path, marker)
     base = git(t.repo, "rev-parse", "main")
 
@@ -87,7 +88,8 @@ def test_complete_refused_for_each_condition_then_lands(tmp_path: Path) -> None:
 
 
 def test_complete_blocked_by_another_sessions_main_lock(tmp_path: Path) -> None:
-    marker = tmp_path / "final-ok"
+    marker = tmp_path / "repo.tasks" / "final-ok"  # where the gate box shows it (read-only)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("ok")
     t = _task(tmp_path, marker)
     assert t.spark("approve", "t1", "--changes").returncode == 0
@@ -105,7 +107,8 @@ def test_complete_blocked_by_another_sessions_main_lock(tmp_path: Path) -> None:
 
 
 def test_complete_without_main_checked_out_moves_the_ref_by_cas(tmp_path: Path) -> None:
-    marker = tmp_path / "final-ok"
+    marker = tmp_path / "repo.tasks" / "final-ok"  # where the gate box shows it (read-only)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("ok")
     t = _task(tmp_path, marker)
     git(t.repo, "checkout", "-q", "--detach")
@@ -116,7 +119,8 @@ def test_complete_without_main_checked_out_moves_the_ref_by_cas(tmp_path: Path) 
 
 
 def test_complete_killed_then_run_again(tmp_path: Path) -> None:
-    marker = tmp_path / "final-ok"
+    marker = tmp_path / "repo.tasks" / "final-ok"  # where the gate box shows it (read-only)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("ok")
     t = _task(tmp_path, marker)
     assert t.spark("approve", "t1", "--changes").returncode == 0

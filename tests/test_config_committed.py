@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from fixtures.repo import commit, git, make_repo, spark
+from fixtures.repo import commit, git, make_repo, spark, with_unprotected_key
 
 from tests.hookutil import event, hook
 from tests.mergekit import PY, Task, config
@@ -33,7 +33,7 @@ def test_untracked_config_does_not_land_failing_code(tmp_path: Path) -> None:
 
 def test_modified_config_is_warned_and_the_committed_one_used(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"README.md": "x\n"}, config='tasks_root = "../committed"\n')
-    (repo / ".spark-git.toml").write_text('tasks_root = "../mine"\nprotocol = "light"\n')
+    (repo / ".spark-git.toml").write_text(with_unprotected_key('tasks_root = "../mine"\nprotocol = "light"\n'))
     r = spark(repo, "status", "--json")
     assert r.returncode == 0 and r.json["data"]["tasks_root"] == str(tmp_path / "committed"), r
     assert "differs from the committed one in protocol, tasks_root" in r.stderr, r

@@ -139,6 +139,7 @@ def test_cli_parse_descends_into_groups() -> None:
     assert "refuses it" in (cli_parse_problem(["agent", "add"]) or "")
 
 
+@pytest.mark.usefixtures("unboxed")
 def test_ctrl_c_during_a_gate_prints_one_envelope_and_exits_130(tmp_path: Path) -> None:
     """A real SIGINT to a real process while its gate runs: the gate is stopped, the envelope says so."""
     import signal

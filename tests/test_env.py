@@ -107,8 +107,7 @@ def test_release_frees_explicitly(tmp_path: Path) -> None:
 
 
 def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:
-    out = tmp_path / "gate-env.out"
-    cfg = 'protocol = "light"\n' + CONFIG + f'[gates]\nbuild = ["sh", "-c", "printenv SPARK_TASK SPARK_AGENT SPARK_WORKTREE SPARK_PORT > {out}; env | grep -c ^GIT_DIR= >> {out}; true"]\n'
+    cfg = 'protocol = "light"\n' + CONFIG + '[gates]\nbuild = ["sh", "-c", "printenv SPARK_TASK SPARK_AGENT SPARK_WORKTREE SPARK_PORT; env | grep -c ^GIT_DIR=; true"]\n'
     repo = make_repo(tmp_path / "repo", config=cfg)
     assert run_cli(repo, "start", "t1", "--agents", "a1").returncode == 0
     port = run_cli(repo, "env", "t1", "--agent", "a1", "--json").json["data"]["vars"]["SPARK_PORT"]
@@ -118,4 +117,6 @@ def test_gates_run_with_the_worktree_environment(tmp_path: Path) -> None:
     commit(wt, {"x.py": "1\n"}, "[a1] x")
     r = run_cli(repo, "merge", "t1", "--agent", "a1", env={"GIT_DIR": str(tmp_path / "not-a-repo")})
     assert r.returncode == 0, r
-    assert out.read_text().splitlines() == ["t1", "a1", str(wt), port, "0"]
+    [log] = (tmp_path / "repo.tasks" / "t1" / "logs").glob("*-build.log")  # the gate printed what it was given
+    checkout = tmp_path / "repo.tasks" / ".gates" / "t1" / "build"  # where it ran: its clean checkout of a1's head
+    assert log.read_text().splitlines()[2:] == ["t1", "a1", str(checkout), port, "0"]

@@ -164,7 +164,7 @@ def test_glab_opens_the_mr_and_status_records_the_merge(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["unapproved", "gate-fails", "no-client"])
 def test_the_guards_of_complete_run_before_anything_is_pushed(tmp_path: Path, case: str) -> None:
-    marker = tmp_path / "fail"
+    marker = tmp_path / "m0.tasks" / "fail"  # in the tasks root: the gate box shows it (read-only)
     w = _world(tmp_path, final=[PY, "-c", f"import os, sys; sys.exit(5 if os.path.exists({str(marker)!r}) else 0)"])
     assert spark(w["m"], "--json", "start", "t1", "--agents", "", env=w["env"]).returncode == 0
     commit(w["tasks"] / "t1" / "code", {"feature.txt": "feature\n"}, "the feature")

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from fixtures.repo import spark_argv
 
 from spark_git.cli.common import AppState, ticker
@@ -18,6 +19,7 @@ from tests.mergekit import Task, config
 from tests.ptyutil import BOUND_S, _read
 
 
+@pytest.mark.usefixtures("unboxed")
 def test_a_running_gate_ticks_on_a_terminal(tmp_path: Path) -> None:
     go = tmp_path / "go"
     os.mkfifo(go)

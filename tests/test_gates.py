@@ -38,13 +38,6 @@ def test_failing_gate_keeps_branch_and_logs_output(tmp_path: Path) -> None:
     assert "last_merge_sha" not in t.task_json()["agents"]["a1"] or t.task_json()["agents"]["a1"]["last_merge_sha"] is None
 
 
-@pytest.fixture
-def unboxed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The process runner's own cleanup, without bubblewrap: a boxed gate's pids are its PID
-    namespace's, and it cannot write to the test's FIFO (tests/test_gate_box.py has the boxed daemon)."""
-    monkeypatch.setenv("SPARK_BWRAP", "")
-
-
 @pytest.mark.usefixtures("unboxed")
 def test_gate_past_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     # The timeout is wall-clock: under load it can fire before the gate has started its child. Such a

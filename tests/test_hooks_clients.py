@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from fixtures.repo import make_repo
 
-from spark_git.clients import policy, registry
+from spark_git.clients import registry
 from spark_git.clients.base import Client
-from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision
 from spark_git.core import paths
 from spark_git.core.layout import Layout
+from spark_git.guard import policy
+from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision
 
 HEAVY = ("typer", "pydantic", "git", "rich", "filelock")
 
@@ -23,8 +24,8 @@ HEAVY = ("typer", "pydantic", "git", "rich", "filelock")
 def test_the_hook_path_imports_nothing_heavy() -> None:
     # A fresh interpreter: the test process itself has loaded everything.
     code = (
-        "import sys; import spark_git.__main__, spark_git.clients.hooks, spark_git.clients.policy, spark_git.clients.shell, "
-        "spark_git.clients.calls, spark_git.core.paths; from spark_git.clients import registry; "
+        "import sys; import spark_git.__main__, spark_git.clients.hooks, spark_git.guard.policy, spark_git.guard.shell, "
+        "spark_git.guard.calls, spark_git.core.paths; from spark_git.clients import registry; "
         "[registry.get(n) for n in registry.CLIENTS]; "
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
@@ -72,7 +73,8 @@ def test_the_hook_and_layout_agree_on_the_layout(tmp_path: Path, config: str | N
 
 @pytest.mark.parametrize("name", sorted(registry.CLIENTS))
 def test_every_list_of_client_files_comes_from_the_clients_facts(name: str, tmp_path: Path) -> None:
-    from spark_git.clients import sandbox, writes
+    from spark_git.clients import sandbox
+    from spark_git.guard import writes
 
     c = registry.get(name)
     f = c.facts
@@ -81,6 +83,6 @@ def test_every_list_of_client_files_comes_from_the_clients_facts(name: str, tmp_
     assert set(f.protect) <= set(registry.protected()) and set(f.protect) <= set(sandbox.denied())
     assert set(f.repo_files()) <= set(registry.repo_settings())
     for rel in f.repo_files():
-        assert writes.guarded(tmp_path / rel) in f.protect  # the hook never lets an agent write it
+        assert writes.guarded(tmp_path / rel, registry.protected()) in f.protect  # the hook never lets an agent write it
     loaded = [(where, scope) for where, scope, _p in f.loaded(tmp_path / "wt", tmp_path / "main")]
     assert [s for w, s in loaded if w == "main"] == list(f.main_loads) and len(loaded) == len(f.loads) + len(f.main_loads)

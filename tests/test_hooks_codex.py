@@ -104,7 +104,7 @@ def test_an_unreadable_patch_blocks_in_a_live_repo_and_not_elsewhere(world, tmp_
 
 def test_patch_headers_are_every_path_once() -> None:
     from spark_git.clients import patch, registry
-    from spark_git.clients.calls import EDIT, SHELL, BadEvent
+    from spark_git.guard.calls import EDIT, SHELL, BadEvent
 
     text = ("noise\n*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n+*** Delete File: not-a-header\n"
             "  *** Add File: indented.py\n*** Delete File: a.py\n*** End Patch")

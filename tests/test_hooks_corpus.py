@@ -15,7 +15,7 @@ import pytest
 from fixtures.repo import commit, make_repo, sealed_env, spark
 
 from spark_git.__main__ import main
-from spark_git.clients import identity
+from spark_git.guard import identity
 from tests.hookutil import hook, put_in_state
 
 CORPUS = Path(__file__).parent / "data" / "hook-events" / "events.jsonl"

@@ -20,7 +20,7 @@ def w(tmp_path: Path) -> dict:
     repo = make_repo(tmp_path / "repo", {"README.md": "# demo\n"})
     assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0
     state = Path(env["XDG_STATE_HOME"]) / "spark-git"
-    state.mkdir(parents=True)
+    state.mkdir(parents=True, exist_ok=True)  # start made it (the records key, issue 31)
     key = state / "approval_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     a1 = tmp_path / "repo.tasks/t1/agents/a1/code"

@@ -89,13 +89,14 @@ def test_a_crash_inside_a_repo_with_live_tasks_blocks(tmp_path: Path, monkeypatc
     import io
     import sys
 
-    from spark_git.clients import hooks, policy
+    from spark_git.clients import hooks
+    from spark_git.guard import policy
 
     repo = make_repo(tmp_path / "repo")
     assert spark(repo, "start", "t1", env=sealed_env(tmp_path / "home", SPARK_SESSION_ID="s1")).returncode == 0
     other = make_repo(tmp_path / "other")
 
-    def boom(call):
+    def boom(call, protect):
         raise RuntimeError("kaboom")
 
     monkeypatch.setattr(policy, "decide", boom)

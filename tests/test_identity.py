@@ -202,6 +202,7 @@ def test_session_start_tells_an_agent_who_it_is_never_the_owners_tasks(world: di
     assert "owns 1 task(s)" in r.stdout and f"agent a: {world['a']}" in r.stdout, r
 
 
+@pytest.mark.usefixtures("unboxed")  # the probes log to a file outside the repository; the box would only refuse them more
 def test_gates_and_setup_run_as_the_agent_or_the_gate_never_as_the_owner(tmp_path: Path) -> None:
     """The agents' code runs in gates and set-up commands: there it is refused the coordinator's
     commands even when it names the owner's session. Fails before: they ran with the owner's session."""
@@ -218,12 +219,13 @@ def test_gates_and_setup_run_as_the_agent_or_the_gate_never_as_the_owner(tmp_pat
     log.unlink()
     commit(tmp_path / "repo.tasks" / "t1" / "agents" / "a" / "code", {"a.txt": "a\n"}, "[a] work")
     assert run_cli(repo, "--json", "merge", "t1", "--agent", "a", session="owner-1").returncode == 0
-    assert log.read_text().splitlines() == ["agent:t1:a", "merge 3", "report 3"]
+    # the setup commands run again in the gate's clean checkout before the gate, with the same identity
+    assert log.read_text().splitlines() == ["setup agent:t1:a", "agent:t1:a", "merge 3", "report 3"]
     log.unlink()
     assert run_cli(repo, "--json", "approve", "t1", "--changes", session="owner-1").returncode == 0
     r = run_cli(repo, "--json", "complete", "t1", session="owner-1")
     assert r.returncode == 0, r
-    assert log.read_text().splitlines() == ["gate:t1", "merge 3", "report 3"]
+    assert [ln for ln in log.read_text().splitlines() if not ln.startswith("setup ")] == ["gate:t1", "merge 3", "report 3"]
 
 
 def test_the_hook_judges_a_session_started_with_an_agents_environment_as_that_agent(world: dict[str, Path]) -> None:

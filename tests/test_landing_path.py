@@ -101,6 +101,7 @@ def test_status_shows_that_the_queue_gave_the_head_back_and_the_way_on(tmp_path:
     d = q.spark("t1", "--json", "status", "t1").json["data"]["tasks"][0]
     assert d["given_back"]["result"] == "blocked" and "shared.txt" in d["given_back"]["reason"], d
     assert d["given_back"]["next"] == ["spark-git update t1"]
+    assert q.spark("t1", "--json", "status", "t1").json["next"][0] == "spark-git update t1"  # the JSON's next as the text's (issue 32)
     out = q.spark("t1", "status", "t1").stdout
     assert "the merge queue gave this head back" in out and "→ spark-git update t1" in out, out
 

@@ -22,14 +22,21 @@ def _edit(line: int, text: str) -> dict[str, str]:
     return {"doc.txt": DOC.replace(f"line {line}\n", f"{text}\n")}
 
 
-def test_update_names_the_lines_a_union_driver_combined(tmp_path: Path) -> None:
+def _first_landed(tmp_path: Path, line: int, texts: tuple[str, str], approve_second: bool) -> tuple[P, P]:
+    """Two tasks that change the same line of doc.txt (merge=union); the first has landed."""
     p1 = P(tmp_path, task="t1", config=LIGHT, agents="coder", files=FILES)
     p2 = P(tmp_path, task="t2", config=LIGHT, agents="coder", repo=p1.repo)
-    for p, text in ((p1, "the first paragraph"), (p2, "the second paragraph")):
-        p.commit("coder", _edit(4, text), "docstring")
+    for p, text in ((p1, texts[0]), (p2, texts[1])):
+        p.commit("coder", _edit(line, text), "edit")
         p.ok("merge", p.task, "--agent", "coder")
-        p.ok("approve", p.task, "--changes")
+        if p is p1 or approve_second:
+            p.ok("approve", p.task, "--changes")
     p1.ok("complete", p1.task)
+    return p1, p2
+
+
+def test_update_names_the_lines_a_union_driver_combined(tmp_path: Path) -> None:
+    _, p2 = _first_landed(tmp_path, 4, ("the first paragraph", "the second paragraph"), approve_second=True)
     d = p2.ok("update", p2.task)["data"]
     assert d["rebased"], d
     # git merged it "cleanly": both paragraphs are there, and nothing else would have said so
@@ -44,13 +51,7 @@ def test_update_names_the_lines_a_union_driver_combined(tmp_path: Path) -> None:
 
 
 def test_update_text_shows_the_combined_file(tmp_path: Path) -> None:
-    p1 = P(tmp_path, task="t1", config=LIGHT, agents="coder", files=FILES)
-    p2 = P(tmp_path, task="t2", config=LIGHT, agents="coder", repo=p1.repo)
-    for p, text in ((p1, "one"), (p2, "two")):
-        p.commit("coder", _edit(7, text), "edit")
-        p.ok("merge", p.task, "--agent", "coder")
-    p1.ok("approve", p1.task, "--changes")
-    p1.ok("complete", p1.task)
+    _, p2 = _first_landed(tmp_path, 7, ("one", "two"), approve_second=False)
     out = p2.spark("update", p2.task)
     assert out.returncode == 0, out
     assert "combined by merge=union: doc.txt (lines 7 of the merge base changed on both sides" in " ".join(out.stdout.split()), out.stdout

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from fixtures.repo import git, spark
+from fixtures.repo import git, share_records_key, spark
 
 from tests.protokit import FULL_CONFIG, P
 
@@ -109,6 +109,7 @@ def test_an_agent_signing_with_its_own_key_approves_nothing(tmp_path: Path) -> N
     agent (stdin a terminal or not) signs with a key of its own, which no allowed-signers file lists."""
     p = _planned(tmp_path)
     agent = dict(os.environ, SPARK_SESSION_ID="s1", XDG_STATE_HOME=str(tmp_path / "agent-state"))
+    share_records_key(tmp_path / "agent-state")  # about the approval key: the records' MAC would refuse it earlier
     assert spark(p.repo, "approve", "t1", "--plan", env=agent).returncode == 0
     assert (tmp_path / "agent-state" / "spark-git" / "approval_ed25519").is_file()
     _advance_refused(p, "signature does not verify")

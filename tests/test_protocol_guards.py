@@ -309,11 +309,12 @@ def test_synthesis_to_implementation_refused(world: World, case: str) -> None:
         undos = [cases[c](p)[0] for c in ("no_approval", "plan_missing")]
         try:
             unmet = refused(p, ["advance", p.task, "--to", "IMPLEMENTATION"],
-                            ["held by session s1", "task.md does not exist", "not approved the plan", f"plan of {UP}", f"plan of {REV}"], "s2")
+                            ["held by session s1", "task.md does not exist", f"plan of {UP}", f"plan of {REV}"], "s2")
         finally:
             for u in reversed(undos):
                 u()
-        assert len(unmet) == 5, unmet
+        # the plan's approval is asked for once the plans are there (issue 32: one given before is voided by them)
+        assert len(unmet) == 4 and not any("not approved the plan" in u for u in unmet), unmet
         return
     check(p, ["advance", p.task, "--to", "IMPLEMENTATION"], cases, case)
 

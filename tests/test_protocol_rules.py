@@ -171,24 +171,30 @@ def test_a_hand_written_transition_is_refused_by_every_command(tmp_path: Path) -
     for t in tf["transition_log"]:
         t.pop("hash", None)
     (p.root / "task.json").write_text(json.dumps(tf))
-    refused(p, "advance", p.task, says="no hash chain but the audit trail recorded chained transitions")
+    refused(p, "advance", p.task, says="does not carry spark-git's MAC")  # issue 31: the MAC is over the hash
     r = p.spark("--json", "doctor", p.task)
     assert r.returncode == 1 and any("hash chain" in f["problem"] for f in r.json["data"]["findings"]), r
     (p.root / "task.json").write_bytes(good)
     assert p.report(UPA, "WORKING")["data"]["task_state"] == "REQUIREMENTS"  # the untouched log is accepted again
 
 
-def test_a_task_from_before_the_chain_is_accepted_and_sealed(tmp_path: Path) -> None:
+def test_a_task_from_before_the_chain_is_refused_until_a_human_reseals_it(tmp_path: Path) -> None:
+    """Issue 31: a log without hashes and MACs is what a forger writes too (the audit trail is a file as
+    well), so it is no longer taken as a task from before the chain; `lock break` rebuilds it, MAC'd."""
     p = P(tmp_path)
     for name in ("task.json", "audit-trail.json"):
         data = json.loads((p.root / name).read_text())
         for t in data.get("transition_log", data.get("state_transitions", [])):
             t.pop("hash", None)
+            t.pop("mac", None)
         (p.root / name).write_text(json.dumps(data))
+    refused(p, "classify", p.task, "--risk", "HIGH", "--why", "test", says="does not carry spark-git's MAC")
+    (p.root / "task.json").rename(p.root / "task.json.old")
+    p.ok("lock", "break", p.task, "--why", "re-seal a task from before the MAC")
     p.ok("classify", p.task, "--risk", "HIGH", "--why", "test")
     assert p.go()["to"] == "CLASSIFIED"
     log = p.task_json()["transition_log"]
-    assert all(t["hash"] for t in log) and len(log) == 2
+    assert all(t["hash"] and t["mac"] for t in log) and len(log) == 2
 
 
 def test_a_coordinators_own_commit_blocks_review_until_attributed(tmp_path: Path) -> None:

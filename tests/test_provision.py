@@ -95,7 +95,7 @@ def test_failing_setup_keeps_the_worktree_and_a_log(tmp_path: Path, cli_in) -> N
         assert [s["exit_code"] for s in rep["setup"]] == [0, 7]  # stopped after the failure
         port = (wt / "setup-env.out").read_text().split("\n")
         assert port[0] == "t1" and port[1] == agent and 45300 <= int(port[2]) <= 45399 and port[3] == "0"
-    assert env["next"] == [f"cd {root / 'code'}", "spark-git status t1"]  # the log is in the summary; next holds spark-git commands only
+    assert env["next"] == [f"cd {root / 'code'}", "spark-git classify t1", "spark-git status t1"]  # the log is in the summary; next holds the loop's step
 
 
 def test_no_setup_skips_commands_but_copies_files(tmp_path: Path, cli_in) -> None:

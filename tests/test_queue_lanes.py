@@ -15,6 +15,10 @@ from fixtures.repo import git, spark_argv
 from tests.queuekit import Queue, gate_cmd
 from tests.test_queue_parallel import Blocking, landed_after
 
+# The gates here talk to the test through FIFOs and logs in tmp_path, which the gate box hides: the queue's
+# decisions are what is tested (tests/test_gate_box.py tests the box).
+pytestmark = pytest.mark.usefixtures("unboxed")
+
 
 def interacting_gate(log: Path) -> list[str]:
     """t0 and t1 pass alone but not together (they interact through code); t0's gate ends first, then

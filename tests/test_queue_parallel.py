@@ -17,6 +17,10 @@ from fixtures.repo import commit, git, spark_argv
 
 from tests.queuekit import Queue, gate_cmd
 
+# The gates here talk to the test through FIFOs and logs in tmp_path, which the gate box hides: the queue's
+# decisions are what is tested (tests/test_gate_box.py tests the box).
+pytestmark = pytest.mark.usefixtures("unboxed")
+
 VERDICTS_REF = "refs/notes/spark-verdicts"
 
 

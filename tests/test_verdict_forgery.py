@@ -13,10 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures.repo import git
+from fixtures.repo import git, share_records_key
 
 from spark_git.gates.verdictkey import key_path
 from tests.mergekit import PY, Task, config
+
+# The gate counts its runs in a file outside the repository, which the gate box hides: the verdicts
+# are what is tested (tests/test_gate_box.py tests the box).
+pytestmark = pytest.mark.usefixtures("unboxed")
 
 REF = "refs/notes/spark-verdicts"
 
@@ -144,6 +148,7 @@ def test_the_key_lives_in_the_users_state_dir_0600_and_verdicts_carry_a_mac(tmp_
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_text().strip()) == 64
     assert len(json.loads(line)["mac"]) == 64
     state = tmp_path / "state"
+    share_records_key(state)  # the same user's records (issue 31): only the verdict key is another
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # another user state: the human's approval is signed and verified there
     assert t.spark("approve", "t1", "--changes").returncode == 0
     c = t.spark("--json", "complete", "t1")  # another key: the build's verdict does not verify

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from spark_git.clients.calls import BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.facts import Facts
 from spark_git.clients.jsonhooks import Wanted
+from spark_git.guard.calls import BadEvent, Decision, Reply, ToolCall
 
 if TYPE_CHECKING:
     from spark_git.clients.checkpoint import SessionStartData

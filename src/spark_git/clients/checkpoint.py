@@ -8,12 +8,12 @@ import os
 import shlex
 from pathlib import Path
 
-from spark_git.clients import identity
 from spark_git.core import caller
 from spark_git.core.errors import CorruptState
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.core.paths import repo_around
+from spark_git.guard import identity
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 

@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from spark_git.clients.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 from spark_git.clients.facts import Facts, Run, Sandbox
 from spark_git.clients.jsonhooks import Wanted
+from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:

@@ -1,14 +1,15 @@
 """`spark-git hook pre-tool-use`, the fast path from __main__: runs before every tool call of an agent,
 so everything it imports is standard library only (no typer, pydantic, GitPython, rich, filelock; no
-git process). The client adapter parses the event and renders the answer; clients/policy.py decides."""
+git process). The client adapter parses the event and renders the answer; guard/policy.py decides."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from spark_git.clients import policy, registry
-from spark_git.clients.calls import BadEvent
+from spark_git.clients import registry
+from spark_git.guard import policy
+from spark_git.guard.calls import BadEvent
 
 
 def client_of(args: list[str]) -> str | None:
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     try:
         call = adapter.parse_event(sys.stdin.read())
         cwd = call.cwd
-        reply = adapter.render(policy.decide(call))
+        reply = adapter.render(policy.decide(call, registry.protected()))
     except Exception as e:
         # An unreadable event or a crash: inside a repo with live tasks that blocks; elsewhere it is
         # a non-blocking hook error (the tool call proceeds, the user sees the message).

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from spark_git.clients.calls import BadEvent
+from spark_git.guard.calls import BadEvent
 
 BEGIN = "*** Begin Patch"
 TOOLS = ("apply_patch", "applypatch")  # the program a shell command feeds a patch to

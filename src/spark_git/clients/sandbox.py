@@ -19,9 +19,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spark_git.clients import gitgrants, originals, registry, settings, writes
+from spark_git.clients import gitgrants, originals, registry, settings
 from spark_git.clients.claude import SANDBOX
 from spark_git.core.sshsig import state_dir
+from spark_git.guard import writes
 from spark_git.state.files import write_text_atomic
 
 FILE = Path(SANDBOX.file)

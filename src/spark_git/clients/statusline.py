@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from spark_git.clients import identity
 from spark_git.core import gitlite, paths
 from spark_git.core.paths import Repo, real, repo_around
+from spark_git.guard import identity
 
 QUEUE_PREFIX = "refs/spark/queue/"  # as state/queuelog.py names the queue's refs
 

@@ -71,7 +71,7 @@ class GatesConfig(_Strict):
     reports: dict[Literal["build", "final"], GateReportsConfig] = Field(
         default_factory=dict, description="Per-gate report paths and thresholds ([gates.reports.final]), over [gates]'s.")
     network: bool = Field(False, description="Give the gates the network (a gate that needs a package index says so); without it they run in a network namespace of their own.")
-    env: list[str] = Field(default_factory=list, description="Names of more environment variables a gate keeps (it gets PATH, the locale, the virtualenv and spark-git's SPARK_* otherwise).")
+    env: list[str] = Field(default_factory=empty_list, description="Names of more environment variables a gate keeps (it gets PATH, the locale, the virtualenv and spark-git's SPARK_* otherwise).")
 
     @field_validator("junit", "coverage")
     @classmethod
@@ -105,6 +105,8 @@ class AttributionConfig(_Strict):
 class ApprovalConfig(_Strict):
     allow_non_interactive: bool = False
     allowed_signers: str | None = Field(None, description="A committed allowed-signers file (git's format) of the team's approvers, read from the base branch.")
+    unprotected_key: bool = Field(False, description="Accept an approval key without a passphrase (CI, demos): any process of the user could approve; "
+                                  "every approval note and the approval screen say so.")
 
 
 class VerifyConfig(_Strict):

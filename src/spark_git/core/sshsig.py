@@ -3,8 +3,10 @@
 
 The key is `user.signingkey` (with `gpg.format = ssh`: a key file, a public key whose private half is
 in ssh-agent, or `key::<public key>`), else `approval_ed25519` in the user's state directory
-($XDG_STATE_HOME/spark-git, default ~/.local/state/spark-git), created on first use without a
-passphrase. The public key of every key that signed an approval here is recorded in that directory's
+($XDG_STATE_HOME/spark-git, default ~/.local/state/spark-git), created at the first approval with the
+passphrase the human types at ssh-keygen's prompt (issue 31: no file on disk is enough to approve);
+without one only where the committed config says `[approval] unprotected_key = true`. `protection`
+says how a key's secret is kept. The public key of every key that signed an approval here is recorded in that directory's
 `allowed_signers` (git's format): the approvers of this user. Agents' sandboxes deny that directory.
 
 ssh-keygen runs short and starts nothing, so it goes through `subprocess.run` with a timeout instead of
@@ -80,17 +82,28 @@ def public_of(path: Path) -> str:
     return " ".join(p.stdout.decode().split()[:2])
 
 
-def own_key(principal: str) -> Key:
-    """The approver's key in the state directory, created (ed25519, no passphrase) if missing."""
+def own_key(principal: str, *, interactive: bool, unprotected_ok: bool, again: str) -> Key:
+    """The approver's key in the state directory, created (ed25519) if missing: with the passphrase
+    the human sets at ssh-keygen's prompt, or none if `unprotected_ok` (CI, demos)."""
     d = state_dir()
     path = d / KEY_FILE
     if path.is_file():
         return Key(path, public_of(path))
+    if not (interactive or unprotected_ok):
+        raise Blocked("there is no approval key yet, and spark-git creates one only at a terminal, where you set its passphrase; nothing was recorded",
+                      hint="run the command yourself in a terminal, or name your key: git config --global user.signingkey KEY (with gpg.format = ssh)",
+                      next=[again])
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = d / f".{KEY_FILE}.{os.getpid()}"
-    p = _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"spark-git approvals of {principal}", "-f", str(tmp)])
+    no_passphrase = ["-N", ""] if unprotected_ok else []  # else ssh-keygen asks for one on the terminal
+    p = _run(["ssh-keygen", "-q", "-t", "ed25519", *no_passphrase, "-C", f"spark-git approvals of {principal}", "-f", str(tmp)], tty=not unprotected_ok)
+    if p.returncode == 0 and not unprotected_ok and protection(Key(tmp, "")) == UNPROTECTED:
+        _drop(tmp)
+        raise Blocked("the new approval key got no passphrase (an empty one was typed): no key was kept and nothing was recorded",
+                      hint="approve again and set a passphrase: it is the secret that makes an approval yours", next=[again])
     if p.returncode != 0:
-        raise Blocked(f"cannot create an approval key in {d}: {_err(p)}")
+        _drop(tmp)
+        raise Blocked(f"cannot create an approval key in {d}: {_err(p)}; nothing was recorded", next=[again])
     try:  # create-exclusive: a concurrent approve that made one first wins, both use its key
         os.link(tmp.with_name(tmp.name + ".pub"), path.with_name(KEY_FILE + ".pub"))
         os.link(tmp, path)
@@ -98,9 +111,38 @@ def own_key(principal: str) -> Key:
     except FileExistsError:
         created = False
     finally:
-        for f in (tmp, tmp.with_name(tmp.name + ".pub")):
-            f.unlink(missing_ok=True)
+        _drop(tmp)
     return Key(path, public_of(path), created)
+
+
+def _drop(tmp: Path) -> None:
+    for f in (tmp, tmp.with_name(tmp.name + ".pub")):
+        f.unlink(missing_ok=True)
+
+
+# How a key's secret is kept (`protection`): what an approval record and note say about its key.
+PASSPHRASE, AGENT, HARDWARE, UNPROTECTED = "passphrase", "ssh-agent", "hardware", "unprotected"
+
+
+def protection(key: Key) -> str:
+    """HARDWARE for a FIDO2 (-sk) key (each signature needs a touch); for a private key file on disk,
+    PASSPHRASE if it does not open with an empty passphrase (`ssh-keygen -y -P ''` fails), else
+    UNPROTECTED; AGENT when only the public half is on disk: ssh-agent signs, and whether it asks for
+    confirmation (`ssh-add -c`) cannot be seen from here (docs/decisions.md, "approval keys")."""
+    if key.public.startswith("sk-"):
+        return HARDWARE
+    private = next((f for f in (key.path, key.path.with_name(key.path.name.removesuffix(".pub"))) if _is_private(f)), None)
+    if private is None:
+        return AGENT
+    return UNPROTECTED if _run(["ssh-keygen", "-y", "-P", "", "-f", str(private)]).returncode == 0 else PASSPHRASE
+
+
+def _is_private(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"PRIVATE KEY-----" in f.read(64)
+    except OSError:  # absent or unreadable: not a key file spark-git can sign with
+        return False
 
 
 def allow(principal: str, public: str) -> bool:

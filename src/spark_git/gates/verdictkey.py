@@ -10,11 +10,11 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
-from spark_git.core.sshsig import state_dir as state_dir  # the user's state directory, spelled once (the approval key lives there too)
+from spark_git.core import statekeys
+from spark_git.core.paths import state_dir as state_dir  # the user's state directory, spelled once (the approval key lives there too)
 
 KEY_NAME = "verdict.key"
 MAC_FIELD = "mac"  # the verdict's own field holding its HMAC (hex)
@@ -32,34 +32,10 @@ def key_path(common_dir: Path) -> Path:
 
 
 def load_key(common_dir: Path, repo_paths: list[Path]) -> bytes | None:
-    """The repository's key, created on first use (racers agree: the first link wins). None when the
-    state dir lies inside the repository (`repo_paths`: its worktrees, git dir, tasks root), where an
-    agent could read it: then no verdict verifies, and every gate runs."""
-    path = key_path(common_dir)
-    real = Path(os.path.realpath(path.parent.parent))
-    if any(real.is_relative_to(os.path.realpath(p)) for p in repo_paths):
-        return None
-    try:
-        return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        pass
-    except OSError:  # unreadable here (an agent's sandbox denies the state directory): no verdict verifies
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{KEY_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, (secrets.token_hex(32) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)  # never replaces a key a racer created: verdicts it signed stay valid
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return bytes.fromhex(path.read_text().strip())
+    """The repository's key, created on first use. None when the state dir lies inside the repository
+    (`repo_paths`: its worktrees, git dir, tasks root), where an agent could read it, or cannot be read
+    here: then no verdict verifies, and every gate runs."""
+    return statekeys.load(key_path(common_dir), repo_paths)
 
 
 def _message(tree: str, verdict: dict[str, Any]) -> bytes:

@@ -27,10 +27,11 @@ from spark_git.protocol.machine import (
     rule_for,
 )
 from spark_git.protocol.states import AGENT_ADD_STATES, FULL, SHORT, VARIANTS, State, variant_of
-from spark_git.protocol.unmet import OWNER, STATE_LOG_MISMATCH, Unmet, refuse
+from spark_git.protocol.unmet import FORGED_LOG, OWNER, STATE_LOG_MISMATCH, Unmet, refuse
 
 __all__ = [
     "AGENT_ADD_STATES",
+    "FORGED_LOG",
     "FULL",
     "OWNER",
     "SHORT",

@@ -26,6 +26,8 @@ def report_cmd(ctx: Ctx, agent: str, extra: str = "") -> str:
 
 
 def status_problem(ctx: Ctx, agent: str, st: AgentStatus | None) -> Unmet | None:
+    if st is None and agent in ctx.unusable:
+        return Unmet(f"agent {agent} has no report that counts: {ctx.unusable[agent]}", report_cmd(ctx, agent))
     if st is None or st.status == "NEW":
         return Unmet(f"agent {agent} has not reported (no status)", report_cmd(ctx, agent))
     if st.status in ("ERROR", "BLOCKED"):

@@ -14,15 +14,15 @@ from spark_git.protocol.checks import every_agent_complete, plan_unmet, rejected
 from spark_git.protocol.context import PlanCheck, approval_holds, make_ctx
 from spark_git.protocol.machine import is_full, legal_anywhere, next_states, path_to
 from spark_git.protocol.states import AGENT_ADD_STATES, SHORT, State, variant_of
-from spark_git.protocol.unmet import STATE_LOG_MISMATCH, Unmet
-from spark_git.state import chain
+from spark_git.protocol.unmet import FORGED_LOG, STATE_LOG_MISMATCH, Unmet
+from spark_git.state import chain, recordmac
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 S = State
 
 
-def _inconsistency(tf: TaskFile) -> Unmet | None:
+def _inconsistency(tf: TaskFile, key: bytes | None) -> Unmet | None:
     log = tf.transition_log
     if not log:
         return Unmet(f"state is {tf.state} but transition_log is empty", kind=STATE_LOG_MISMATCH)
@@ -30,6 +30,12 @@ def _inconsistency(tf: TaskFile) -> Unmet | None:
     if bad is not None:
         t = log[bad]
         return Unmet(f"transition_log entry {bad} ({t.from_state} → {t.to} at {t.at}) does not fit the hash chain: it was written or edited by hand")
+    bad = chain.unauthentic_at(log, key, tf.task_name)
+    if bad is not None:
+        t = log[bad]
+        return Unmet(f"transition_log entry {bad} ({t.from_state} → {t.to} at {t.at}) does not carry spark-git's MAC: the log was written "
+                     "or rewritten outside spark-git (a recomputed hash chain does not make it valid), or with another records key than "
+                     f"{recordmac.key_path()} (another machine of yours: copy its key here)", kind=FORGED_LOG)
     if log[0].from_state is not None or log[0].to != S.INIT:
         return Unmet(f"transition_log does not begin with the start of the task (→ INIT), but with {log[0].from_state} → {log[0].to}")
     for prev, t in pairwise(log):
@@ -43,15 +49,16 @@ def _inconsistency(tf: TaskFile) -> Unmet | None:
     return None
 
 
-def inconsistency(tf: TaskFile) -> str | None:
-    """Why `tf.state` cannot be explained by its transition_log (None: it can)."""
-    problem = _inconsistency(tf)
+def inconsistency(tf: TaskFile, key: bytes | None) -> str | None:
+    """Why `tf.state` cannot be explained by its transition_log, authenticated with the records `key`
+    (None: it can; a None key, where it cannot be read, checks no MAC)."""
+    problem = _inconsistency(tf, key)
     return problem.condition if problem else None
 
 
 def consistency_problems(store: Store, tf: TaskFile) -> list[Unmet]:
     """For `doctor`: what about task.json's state its transition_log cannot explain."""
-    problem = _inconsistency(tf)
+    problem = _inconsistency(tf, recordmac.load_key(store.layout))
     unchained = None if problem else _unchained(store, tf)
     return [problem] if problem else [Unmet(unchained)] if unchained else []
 
@@ -71,7 +78,7 @@ def _unchained(store: Store, tf: TaskFile) -> str | None:
 
 
 def check_consistent(store: Store, tf: TaskFile) -> None:
-    problem = inconsistency(tf) or _unchained(store, tf)
+    problem = inconsistency(tf, recordmac.load_key(store.layout)) or _unchained(store, tf)
     if problem:
         raise Blocked(
             f"task {tf.task_name!r} was edited by hand: {problem}; every command on it is refused until a human looks",

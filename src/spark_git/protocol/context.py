@@ -50,6 +50,7 @@ class Ctx:
     dry: bool = False  # status: compute blockers without running a gate
     head: str | None = None
     statuses: dict[str, AgentStatus | None] = field(default_factory=dict)
+    unusable: dict[str, str] = field(default_factory=dict)  # agent -> why its status.json counts as no report (forged, corrupt)
     evidence: dict[str, Any] = field(default_factory=dict)  # recorded with the transition
     # Runs the build gate on the task worktree; the ops layer provides it (None: nothing may run).
     run_build: Callable[[], BuildRun] | None = None
@@ -135,14 +136,19 @@ def config_rules(layout: Layout) -> WalkRules:
 
 def make_ctx(store: Store, tf: TaskFile, session: str | None, why: str | None = None, dry: bool = False,
              run_build: Callable[[], BuildRun] | None = None, verify_plan: PlanCheck | None = None) -> Ctx:
-    return Ctx(store, tf, session, why, dry, statuses={a: read_status(store, tf.task_name, a) for a in tf.agents}, run_build=run_build,
-               verify_plan=verify_plan)
+    ctx = Ctx(store, tf, session, why, dry, run_build=run_build, verify_plan=verify_plan)
+    for a in tf.agents:
+        try:
+            ctx.statuses[a] = store.read_status(tf.task_name, a)
+        except Blocked as e:  # corrupt, or without its MAC (forged): counts as "no usable report", saying why
+            ctx.statuses[a], ctx.unusable[a] = None, e.message
+    return ctx
 
 
 def read_status(store: Store, task: str, agent: str) -> AgentStatus | None:
     try:
         return store.read_status(task, agent)
-    except Blocked:  # corrupt status.json: counts as "no usable report"
+    except Blocked:  # corrupt status.json, or one without its MAC: counts as "no usable report"
         return None
 
 

@@ -102,8 +102,11 @@ def _plan(ctx: Ctx) -> list[Unmet]:
     for a in _agents(ctx):
         body = plan_section(sections, a)
         if not body:
-            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}", how=f"add a `## Implementation Plan: {a}` section to {p}"))
-    return out + plan_unmet(ctx.layout, ctx.tf, ctx.verify_plan)
+            out.append(Unmet(f"task.md has no {'non-empty ' if body is not None else ''}implementation plan of {a}",
+                             f"spark-git agent run {ctx.task} {a}" if ctx.protocol == "full" else None,
+                             how=f"its answer's `plan` is filed as the `## Implementation Plan: {a}` section of {p}"))
+    # the plan approval only once every section is there: one given now would be voided by them
+    return out or plan_unmet(ctx.layout, ctx.tf, ctx.verify_plan)
 
 
 def _updater_report(ctx: Ctx, a: str, phase: str) -> Unmet | None:
@@ -137,12 +140,15 @@ def _updaters_done(ctx: Ctx, phase: str) -> list[Unmet]:
 
 def _review(ctx: Ctx, a: str, head: str, what: str) -> Unmet | None:
     st = ctx.statuses.get(a)
-    cmd = f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED"
+    # the reviewer's decision is the reviewer's: the coordinator's step is to run it (agent run files
+    # the decision its answer carries); under protocol light a human reviewer reports by hand
+    cmd = (f"spark-git agent run {ctx.task} {a}" if ctx.protocol == "full"
+           else f"spark-git report {ctx.task} --agent {a} --status COMPLETE --decision APPROVED")
     u = status_problem(ctx, a, st)
     if u or st is None:
         return Unmet(u.condition, cmd) if u else None
     if (st.work_remaining or "none").strip().lower() != "none":
-        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", f"{cmd} --work-remaining none")
+        return Unmet(f"reviewer {a} reports work remaining: {st.work_remaining}", cmd if ctx.protocol == "full" else f"{cmd} --work-remaining none")
     if st.decision != "APPROVED":
         return Unmet(f"reviewer {a} decided {st.decision or 'nothing'}" + (f": {st.feedback}" if st.feedback else ""), cmd)
     since = ctx.tf.reviews_since

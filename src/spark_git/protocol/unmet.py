@@ -9,6 +9,7 @@ from spark_git.core.errors import Blocked
 CONDITION = "condition"
 OWNER = "owner"  # the caller's session does not hold the task lock (never waived, never a blocker)
 STATE_LOG_MISMATCH = "state-log-mismatch"  # task.json's state is not where its transition_log leads
+FORGED_LOG = "forged-log"  # an entry of the transition_log does not carry spark-git's MAC
 NOTHING_CHANGED = "nothing was changed"
 
 

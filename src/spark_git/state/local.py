@@ -17,6 +17,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.paths import PORTS_FILE
 from spark_git.state import audit as _audit
 from spark_git.state import notes as _notes
+from spark_git.state import recordmac
 from spark_git.state.files import create_exclusive, read_optional, write_atomic
 from spark_git.state.locks import NOTES, mutex, try_mutex
 from spark_git.state.models import AuditSnapshot, AuditTrail, MainLock, PortsFile, TaskFile
@@ -96,12 +97,19 @@ class LocalStore:
         # Its models (and the evidence ones in it) are defined by the commands that read a report.
         from spark_git.state.report_evidence import AgentStatus
 
-        return read_optional(self.layout.agent_status(task, agent), AgentStatus)
+        path = self.layout.agent_status(task, agent)
+        st = read_optional(path, AgentStatus)
+        wrong = recordmac.report_problem(recordmac.load_key(self.layout), task, agent, st) if st is not None else None
+        if wrong is not None:
+            raise recordmac.UnauthenticReport(str(path), wrong, task=task)
+        return st
 
     def write_status(self, st: AgentStatus) -> None:
+        recordmac.seal(recordmac.load_key(self.layout), st)
         write_atomic(self.layout.agent_status(st.task, st.agent), st)
 
     def create_status(self, st: AgentStatus) -> bool:
+        recordmac.seal(recordmac.load_key(self.layout), st)
         return create_exclusive(self.layout.agent_status(st.task, st.agent), st)
 
     # -- audit -----------------------------------------------------------------------------

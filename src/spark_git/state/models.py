@@ -63,6 +63,7 @@ class Transition(FileModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     protocol: str | None = None  # "light": recorded without the state conditions
     hash: str | None = None  # state/chain.py: sha256 over the previous entry's hash and this entry
+    mac: str | None = None  # state/recordmac.py: HMAC of `hash` with the user's records key (no agent can compute it)
 
 
 class WalkRules(FileModel):

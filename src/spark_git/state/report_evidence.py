@@ -128,3 +128,4 @@ class AgentStatus(FileModel):
     deferrable: list[str] = Field(default_factory=empty_list)  # items that may become follow-ups
     scope_decision: Literal["RESOLVE_NOW", "DEFER"] | None = None
     evidence: Evidence | None = None  # `report --evidence`: the agent's 004 output / 000 state JSON
+    mac: str | None = None  # state/recordmac.py: HMAC with the user's records key, bound to this task and agent

@@ -70,6 +70,8 @@ def _signed(d: approvals.ApproveData) -> str:
         said = f"; signed with a new key created at {d.signed_with} (no user.signingkey configured), its public key recorded in {d.allowed_signers}"
     elif d.allowed_signers:
         said = f"; signed with {d.signed_with}, now an allowed approver in {d.allowed_signers}"
+    if d.unprotected_key:
+        said += f"; UNPROTECTED KEY: {d.signed_with} has no passphrase ([approval] unprotected_key = true), any process of this user could have signed"
     return said + "".join(f"; NOT GUARANTEED: {u}" for u in d.unguarded)
 
 

@@ -61,7 +61,8 @@ def merge(
         d = merging.merge(layout, task, agent, session=session_from(session), rerun=rerun, ticker=ticker(ctx), warn=_warner(ctx))
         if not d.landed:
             return Result(f"{d.agent} has nothing new for {d.task}; nothing changed", d, task=d.task)
-        return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d))
+        return Result(f"merged {len(d.landed)} commit(s) of {d.agent} into {d.task}", d, task=d.task, human=lambda out: _merge_lines(out, d),
+                      next=d.then)
 
     execute(ctx, action)
 
@@ -106,7 +107,7 @@ def _merge_all_result(d: MergeAllData) -> Result:
     second = sum(1 for x in landed if x.second_pass)
     summary = f"merged {len(landed)} agent(s) into {d.task}" + (f" ({second} on the second pass)" if second else "") + f", {len(d.merged) - len(landed)} with nothing new"
     if not d.refused:
-        return Result(summary, d, task=d.task, human=human)
+        return Result(summary, d, task=d.task, human=human, next=d.then)
     first = d.refused[0]
     return Result(f"{summary}; {len(d.refused)} refused: {', '.join(r.agent for r in d.refused)}", d, task=d.task, human=human,
                   status=first.status, exit_code=first.exit_code, next=[c for r in d.refused for c in (r.next or [f"spark-git merge {d.task} --agent {r.agent}"])])

@@ -28,6 +28,8 @@ def advance(
 ) -> None:
     """Move a task to its next protocol state; refused (exit 3) with every unmet condition."""
     from spark_git import protocol
+    from spark_git.ops.shared import loopstep
+
     def action(layout: Layout) -> Result:
         d = ops_advance.advance(layout, task, to, session=session_from(session), why=why, rerun=rerun)
 
@@ -39,9 +41,10 @@ def advance(
             out.print(f"  next legal state(s): {', '.join(d.next_states) or 'none'}")
 
         # awaiting the human: their approval comes before `complete` can land anything
-        first = [f"spark-git approve {d.task} --changes"] if d.to == protocol.State.AWAITING_USER_APPROVAL else []
+        first = loopstep.first_step(d.task, d.to, layout.config.protocol)
+        later = [protocol.command_to(d.task, s, d.to) for s in d.next_states[:1]]
         return Result(f"task {d.task}: {d.from_state} → {d.to}", d, task=d.task, human=human,
-                      next=[f"spark-git status {d.task}", *first] + [protocol.command_to(d.task, s, d.to) for s in d.next_states[:1]])
+                      next=[*first, *(c for c in later if c not in first), f"spark-git status {d.task}"])
 
     execute(ctx, action)
 

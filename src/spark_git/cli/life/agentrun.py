@@ -55,11 +55,16 @@ def agent_run(
             if d.last_words:
                 out.print(f"  last words: {d.last_words[-500:]}")
 
-        if d.outcome == "reported":
-            return Result(f"agent {d.agent} of {d.task} reported {d.report_status} ({d.client})", d, task=d.task, human=human,
-                          next=[f"spark-git status {d.task}"])
+        from spark_git.state.backends import open_store
+
+        nxt = ops_run.after_run(layout, open_store(layout), d, tuple(client_args or ()))
+        if d.outcome == "reported" and not d.incomplete:
+            return Result(f"agent {d.agent} of {d.task} reported {d.report_status} ({d.client})", d, task=d.task, human=human, next=nxt)
+        if d.incomplete:
+            return Result(f"agent {d.agent} of {d.task}: report incomplete ({d.client}): {d.incomplete}", d, task=d.task, human=human,
+                          status="FAIL", exit_code=FAIL, next=nxt)
         return Result(f"agent {d.agent} of {d.task}: the {d.client} run ended without an Output JSON (exit {d.exit_code})", d, task=d.task,
-                      human=human, status="FAIL", exit_code=FAIL, next=[f"spark-git agent run {d.task} {d.agent} --client {d.client}"])
+                      human=human, status="FAIL", exit_code=FAIL, next=nxt)
 
     execute(ctx, action)
 

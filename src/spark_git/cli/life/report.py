@@ -8,8 +8,11 @@ import typer
 
 from spark_git.cli.common import Result, SessionOpt, execute, state
 from spark_git.cli.root import app
-from spark_git.core.layout import Layout
-from spark_git.ops.life import reports
+from spark_git.core.caller import agent_session
+from spark_git.core.errors import Blocked
+from spark_git.core.layout import Layout, agent_name, task_name
+from spark_git.ops.life import handin, reports
+from spark_git.ops.life.handin import HandIn
 from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
 
@@ -34,7 +37,13 @@ def report(
 ) -> None:
     """An agent reports its status (writes agents/<agent>/status.json)."""
     def action(layout: Layout) -> Result:
-        d = reports.report(layout, open_store(layout), task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
+        if handin.boxed(layout):
+            return _hand_in(layout, HandIn(task=task, agent=agent, status=status, decision=decision, feedback=feedback, work_remaining=work_remaining,
+                                           report_path=report_file, blocking=blocking or [], deferrable=deferrable or [], scope=scope),
+                            evidence or [], state(ctx).cwd, session_from(session))
+        store = open_store(layout)
+        handin.file_handed_in(layout, store, task_name(task))
+        d = reports.report(layout, store, task, agent, status=status, session=session_from(session), decision=decision, feedback=feedback,
                            work_remaining=work_remaining, report_path=report_file, blocking=blocking, deferrable=deferrable, scope=scope,
                            cwd=state(ctx).cwd, evidence=evidence)
         s = d.status
@@ -45,3 +54,29 @@ def report(
                       next=[f"spark-git status {d.task}"])
 
     execute(ctx, action)
+
+
+def _hand_in(layout: Layout, h: HandIn, evidence: list[str], cwd: object, session: str | None) -> Result:
+    """Inside an agent's box: the report is handed in for the coordinator to file (ops/life/handin.py)."""
+    from pathlib import Path
+
+    from spark_git.ops.shared.taskfile import load_task
+    from spark_git.state.backends import open_store
+    from spark_git.state.report_evidence import AgentStatus
+
+    h.task, h.agent = task_name(h.task), agent_name(h.agent)
+    if session != agent_session(h.task, h.agent):
+        raise Blocked(f"this process cannot write {layout.spark_dir} (an agent's box) and is not agent {h.agent} of {h.task}: "
+                      "from a box an agent reports only as itself", next=[f"spark-git env {h.task} --agent {h.agent}"], task=h.task)
+    # Not checked here: the records key that verifies task.json is kept from the box. The hand-in only
+    # writes a file in the agent's own admin dir; the coordinator's command that files it checks the task.
+    tf = load_task(open_store(layout), h.task, check=False)
+    if h.agent not in tf.agents:
+        raise Blocked(f"task {h.task!r} has no agent {h.agent!r}", task=h.task, next=[f"spark-git status {h.task}"])
+    h.seen = layout.git().branch_head(tf.task_branch)
+    path = handin.hand_in(layout, Path(tf.agents[h.agent].worktree), h, evidence, Path(str(cwd)))
+    st = AgentStatus(agent=h.agent, task=h.task, status=h.status, decision=h.decision, feedback=h.feedback, work_remaining=h.work_remaining,
+                     report_path=h.report_path, task_state=tf.state, task_head=h.seen)
+    d = reports.ReportData(task=h.task, agent=h.agent, role=tf.agents[h.agent].role, status=st, task_state=tf.state)
+    return Result(f"{h.agent} handed in {h.status} on {h.task} ({path}): the coordinator's next `advance`, `agent run` or `report` files it",
+                  d, task=h.task, next=[f"spark-git status {h.task}"])

@@ -59,7 +59,9 @@ def start(
         nxt = [f"cd {shlex.quote(str(d.task_worktree))}"]
         if d.session_minted:
             nxt.insert(0, d.export)
-        nxt.append(f"spark-git status {d.task}")
+        from spark_git.ops.shared import loopstep
+
+        nxt += [*loopstep.first_step(d.task, d.state, layout.config.protocol, agents=len(d.worktrees) > 1), f"spark-git status {d.task}"]
 
         def human(out: Out) -> None:
             out.print(f"  task worktree  {d.task_worktree}")

@@ -37,7 +37,10 @@ def status(
             statusview.render(out, d, detail=agents or task is not None, width=fit.width())
 
         n = len(d.tasks)
-        return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human)
+        from spark_git.cli.views.statusview import next_commands
+
+        return Result(f"{n} task{'s' if n != 1 else ''} under {d.tasks_root}", d, task=task, human=human,
+                      next=[c for t in d.tasks for c in next_commands(t)])
 
     execute(ctx, action)
 

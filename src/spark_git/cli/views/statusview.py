@@ -208,6 +208,18 @@ def _radar_lines(t: TaskView, w: int | None) -> list[str]:
     return lines
 
 
+def next_commands(t: TaskView) -> list[str]:
+    """The commands the text view offers as the way on, in its order: the queue's way back for an
+    evicted head, then each next state that is ready (status's JSON `next` is this list too)."""
+    from spark_git.protocol import command_to
+
+    out = list(t.given_back.next[:1]) if t.given_back else []
+    for n in t.next_states:
+        if not n.blockers or (t.protocol == "light" and _advance_waives(t, n.state)):
+            out.append(command_to(t.task, n.state, t.state))
+    return list(dict.fromkeys(out))
+
+
 def next_lines(t: TaskView, w: int | None) -> list[str]:
     from spark_git.protocol import command_to
     from spark_git.protocol.unmet import FIX_ARROW

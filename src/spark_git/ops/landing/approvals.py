@@ -46,6 +46,8 @@ class ApproveData(Model):
     signed_with: str | None = None  # the key file that signed the approval (a public key: ssh-agent signed)
     key_created: bool = False  # approve created that key (no key was configured)
     allowed_signers: str | None = None  # the file its public key was just recorded in as an allowed approver
+    key_protection: str | None = None  # how the key's secret is kept: passphrase, ssh-agent, hardware, unprotected
+    unprotected_key: bool = False  # signed with a key no secret protects ([approval] unprotected_key = true)
     unguarded: list[str] = []  # clients whose agent sessions nothing keeps from the key (no sandbox, or it cannot run)
 
 
@@ -87,26 +89,37 @@ def approve(
                       "nothing was recorded", hint="unset XDG_STATE_HOME (or point it outside the repository) and approve again", task=task)
     target = _target(layout, tf, sha)
     _not_again(layout, tf, kind, target, digest)
+    again, git = f"spark-git approve {task} --{kind}", layout.git()
+    if not interactive and not layout.config.approval.allow_non_interactive:
+        _confirm(layout, task, target, digest, interactive, ask, again=again)  # refused before a key is looked for (or created)
+    signer = signed.approver(git, layout, interactive=interactive, again=again)  # a key no secret protects is refused here
     view = present(store, tf, target) if kind == "changes" else None
     if view is not None and interactive and show is not None:
         show(view)
     if kind == "plan" and interactive and show_plan is not None:
         show_plan(layout.task_md(task).read_text(errors="replace"))
     presented_at = now()
-    via = _confirm(layout, task, target, digest, interactive, ask, again=f"spark-git approve {task} --{kind}")
-    by, git = who_approves(session), layout.git()
-    rec = signed.record(git, tf, kind, target, digest, by, now())
-    sig = signed.sign(git, rec)  # after the confirmation, before the mutex: a passphrase may be asked
+    via = _confirm(layout, task, target, digest, interactive, ask, again=again, signing=signer.describe())
+    by = who_approves(session)
+    rec = signed.record(git, tf, kind, target, digest, by, now(), signer)
+    sig = signed.sign(rec, signer)  # after the confirmation, before the mutex: a passphrase may be asked
     cp = Checkpoint(type=kind, commit_sha=target, presented_at=presented_at, approved=True, approved_by=by, task_md_sha256=digest,
                     patch_id=rec["patch_id"], signed=sig.payload, signature=sig.signature)
     cp.via = via  # type: ignore[attr-defined]  # an extra field, kept by the model
     cur_head = _record(store, task, cp, sha is not None, session)
-    store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via})])
-    store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via)
+    _noted(store, task, kind, target, session, by, via, signer)
     return ApproveData(task=task, kind=kind, commit_sha=target, task_head=cur_head or target, approved_at=cp.approved_at or "", approved_by=by, via=via,
                        presented=view, signed_with=str(sig.key.path), key_created=sig.key.created,
                        allowed_signers=str(sshsig.allowed_path()) if sig.allowed_added else None,
+                       key_protection=signer.protection, unprotected_key=signer.unprotected,
                        unguarded=signed.unguarded(layout.main_worktree))
+
+
+def _noted(store: Store, task: str, kind: Kind, target: str, session: str | None, by: str, via: str, signer: signed.Approver) -> None:
+    """The approval's note and event, each saying how the key's secret is kept (verify and audit read it)."""
+    said = {"key": signer.protection, "unprotected_key": signer.unprotected}
+    store.add_notes([(target, {"kind": "approval", "what": kind, "task": task, "session": session, "by": by, "via": via, **said})])
+    store.event(task, "approved", session, what=kind, commit_sha=target, by=by, via=via, **said)
 
 
 def _not_again(layout: Layout, tf: TaskFile, kind: Kind, target: str, digest: str | None) -> None:
@@ -138,15 +151,16 @@ def _target(layout: Layout, tf: TaskFile, sha: str | None) -> str:
 
 
 def _confirm(layout: Layout, task: str, target: str, digest: str | None, interactive: bool, ask: Callable[[str], str] | None,
-             verb: str = "Approve", again: str | None = None) -> str:
-    """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not."""
+             verb: str = "Approve", again: str | None = None, signing: str | None = None) -> str:
+    """How the human confirmed ("terminal" or "non-interactive"); Blocked if they did not. `signing`:
+    the key that will sign, as the screen shows it."""
     if interactive:
         assert ask is not None
         subject = layout.git().log_fields("-1", ["%s"], target)[0][0] if target else ""
         what = f"the plan of task {task!r} ({layout.task_md(task)}, sha256 {digest[:12]})" if digest else f"the changes of task {task!r} at {target[:12]} ({subject})"
         typed = ask(
-            f"{verb} {what}?\n"
-            f"Type the task name to approve, anything else to refuse: "
+            f"{verb} {what}?\n" + (f"Signed with {signing}.\n" if signing else "") +
+            "Type the task name to approve, anything else to refuse: "
         ).strip()
         if typed != task:
             raise Blocked(f"not approved: the confirmation did not match the task name {task!r}; nothing was recorded", task=task)

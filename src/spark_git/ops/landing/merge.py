@@ -14,7 +14,7 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.shared import radar, signed
+from spark_git.ops.shared import loopstep, radar, signed
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.prepare import prepare, unmet_blocked
 from spark_git.ops.shared.merging.record import LandedCommit, land, record, record_unrecorded_landing
@@ -48,6 +48,7 @@ class MergeData(Model):
     landed_after: list[str] = []
     first_refusal: str | None = None
     radar: list[Clash] = []  # other agents' unmerged work this agent's would conflict with (warned before the gate)
+    then: list[str] = []  # the coordinator's step once this landed: what the task's state asks next (ops/shared/loopstep.py)
 
 
 class MergeRefusal(Model):
@@ -67,13 +68,17 @@ class MergeAllData(Model):
     task: str
     merged: list[MergeData]  # in the order tried; entries with no `landed` had nothing new
     refused: list[MergeRefusal]
+    then: list[str] = []  # as MergeData's, once something landed
 
 
 Warn = Callable[[str], None]
 
 
 def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None, warn: Warn | None = None) -> MergeData:
-    return _merge(layout, open_store(layout), task_name(task), agent_name(agent), session, rerun, ticker, warn)
+    store = open_store(layout)
+    d = _merge(layout, store, task_name(task), agent_name(agent), session, rerun, ticker, warn)
+    d.then = loopstep.after_merge(layout, store, d.task) if d.landed else []
+    return d
 
 
 def _merge(layout: Layout, store: Store, task: str, agent: str, session: str | None, rerun: bool, ticker: Ticker | None, warn: Warn | None) -> MergeData:
@@ -121,6 +126,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
             continue
         d.second_pass, d.landed_after, d.first_refusal = True, after, why.message
         _merged(data, landings, d)
+    data.then = loopstep.after_merge(layout, store, task) if landings else []
     return data
 
 

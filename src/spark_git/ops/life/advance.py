@@ -14,6 +14,7 @@ from spark_git.core.model import Model
 from spark_git.gates import command as gates
 from spark_git.gates import evidence as gate_evidence
 from spark_git.gates import verdicts
+from spark_git.ops.life import handin
 from spark_git.ops.shared import envs, gatetree, signed
 from spark_git.ops.shared.taskfile import updating
 from spark_git.ops.shared.transitions import record_transition
@@ -40,6 +41,7 @@ def advance(layout: Layout, task: str, to: str | None, *, session: str | None, w
     task = task_name(task)
     to = _known_state(to, task)
     store = open_store(layout)
+    handin.file_handed_in(layout, store, task)  # reports agents handed in from their boxes count now
     with updating(store, task, session, owner=False) as tf:
         frm = tf.state
         rule = _rule(store, tf, to)

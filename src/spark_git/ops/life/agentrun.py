@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -21,10 +22,11 @@ from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked, Interrupted
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
-from spark_git.ops.life import agentbox, reports
+from spark_git.ops.life import agentbox, handin, owed, reports
 from spark_git.ops.life import brief as ops_brief
 from spark_git.ops.shared import envs, hooksetup
 from spark_git.ops.shared.agentruns import EXIT_FILE, RUN_FILE, RunRecord, running
+from spark_git.ops.shared.merging.sync import sync_with
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, write_atomic
@@ -39,7 +41,8 @@ WITHHELD = ("SSH_AUTH_SOCK", "XDG_STATE_HOME")
 STATUS_OF = {"OK": "COMPLETE", "BLOCKED": "BLOCKED", "NEEDS_INFO": "WAITING", "NEEDS_DECISION": "WAITING", "FAIL": "ERROR"}
 FINISH = ("When you are done, commit your work in your worktree, then answer with ONLY the Universal Output JSON "
           "(seed 004): {\"status\": \"OK|BLOCKED|NEEDS_INFO|NEEDS_DECISION|FAIL\", \"summary\": \"...\", "
-          "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text.")
+          "\"artifacts\": {\"files_changed\": [...]}, \"gates\": {...}, \"next\": {...}} — no other text. "
+          "With status OK it must also carry what your brief's `owes` lists: spark-git files it for you.")
 TIMEOUT_S = 3600.0
 # What keeps the agent in its worktree besides the hook (AgentRunData.boundary): the client's own OS
 # sandbox as spark-git configures it, spark-git's bubblewrap around the client (ops/life/agentbox.py),
@@ -60,6 +63,8 @@ class AgentRunData(Model):
     ended: str | None = None  # how the run ended, in words: "reported COMPLETE", "exited 2", "timed out after 3600 s", "interrupted", "killed by signal 9"
     boundary: str  # client | bubblewrap | none: the OS boundary the client ran in (CLIENT_BOX, BWRAP_BOX, NO_BOX)
     report_status: str | None = None
+    incomplete: str | None = None  # why a COMPLETE answer was filed as IN_PROGRESS: what it owed and lacked (ops/life/owed.py)
+    task_head: str | None = None  # the task head the agent started on (a reviewer's decision is bound to it)
     evidence: str | None = None
     last_words: str | None = None
     log: str | None = None
@@ -103,6 +108,15 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
         hooksetup.sandbox_refresh(layout, store)
     rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
+    pending = _uncommitted(layout, c)
+    if pending and not (rows and rows[0].source):  # no hook file in the worktree, uncommitted in main: worktrees start from the base branch
+        files = " ".join(shlex.quote(f) for f in pending)
+        main = shlex.quote(str(layout.main_worktree))
+        raise Blocked(f"{c.facts.title}'s hooks are installed in the main worktree but not committed ({', '.join(pending)}): "
+                      f"agent {agent}'s worktree, made from the base branch, does not load them",
+                      hint="commit them on the base branch, then bring the task up to date",
+                      next=[f"git -C {main} add -- {files} && git -C {main} commit -m 'spark-git hooks for {c.name}' -- {files}",
+                            f"spark-git update {task}"], task=task)
     if not rows:
         raise Blocked(f"{c.facts.title}'s hooks are not installed for this repository: an agent would run without spark-git's checks",
                       hint=f"`{fix}`, commit its settings, then `spark-git update {task}`", next=[fix], task=task)
@@ -113,6 +127,15 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
     if problems:
         raise Blocked(f"{c.facts.title} in agent {agent}'s worktree would run outside spark-git's boundary: " + "; ".join(problems),
                       hint="fix what `spark-git hooks check` lists", next=["spark-git hooks check", fix], task=task)
+
+
+def _uncommitted(layout: Layout, c: Client) -> list[str]:
+    """The files of the client's project config (its directory, settings files) present in the main
+    worktree and not committed as they are."""
+    own = [Path(c.facts.config_dir), *(p for p in c.settings_files().values() if not p.is_absolute())]
+    rels = [str(p) for p in own if (layout.main_worktree / p).exists()]
+    out = layout.git().run("status", "--porcelain", "--untracked-files=all", "--", *rels).stdout if rels else ""
+    return [ln[3:] for ln in out.splitlines() if ln.strip()]
 
 
 def agent_env(store: Store, task: str, agent: str) -> dict[str, str]:
@@ -142,8 +165,12 @@ def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
 def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str | None = None,
              extra: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S, unboxed: bool = False) -> AgentRunData:
     store = open_store(layout)
+    handin.file_handed_in(layout, store, task_name(task))
     task, agent, c, wt = prepared(layout, store, task, agent, client, unboxed=unboxed)
     assert c.facts.run is not None
+    seen = on_task_head(layout, store, task, agent, c.name, extra)
+    tf = load_task(store, task)
+    owes = owed.owed(tf.state, tf.agents[agent].role)
     box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     argv = c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), extra=extra)
     argv = box.wrap(argv) if box else argv
@@ -168,8 +195,8 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
         rec_path.unlink(missing_ok=True)
     heard = runout.read(out_path.read_text(errors="replace"))
     d = AgentRunData(task=task, agent=agent, client=c.name, mode="headless", exit_code=r.exit_code, duration_s=r.duration_s,
-                     tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", boundary=boundary, log=str(out_path))
-    _hear(layout, store, d, heard, err_path, logs / f"{stamp}-output.json")
+                     tokens=heard.tokens, cost_usd=heard.cost_usd, outcome="failed", boundary=boundary, log=str(out_path), task_head=seen)
+    _hear(layout, store, d, heard, err_path, logs / f"{stamp}-output.json", owes)
     d.ended = ended(d.outcome, d.report_status, r.exit_code, r.timed_out, timeout_s)
     store.event(task, "agent_run", session=agent_session(task, agent), **d.model_dump(exclude_none=True, exclude={"task"}))
     return d
@@ -188,9 +215,42 @@ def ended(outcome: str, report_status: str | None, exit_code: int | None, timed_
     return f"exited {exit_code}" + (" without an Output JSON" if exit_code == 0 else "")
 
 
-def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path) -> None:
-    """A final Output JSON: the agent's report (its evidence kept as `report --evidence` keeps it);
-    anything else: a failed run, with the client's last words."""
+def on_task_head(layout: Layout, store: Store, task: str, agent: str, client: str, extra: tuple[str, ...] = ()) -> str | None:
+    """A reviewer, or any agent in VALIDATION, starts on the current task head: its branch is synced
+    first (a conflict stops the run, left for the agent to resolve as `sync` leaves it). The head the
+    agent starts on, which its decision is bound to."""
+    tf = load_task(store, task)
+    head = layout.git().branch_head(tf.task_branch)
+    if tf.agents[agent].role != "reviewer" and tf.state != "VALIDATION":
+        return head
+    d = sync_with(layout, store, task, agent, session=agent_session(task, agent))
+    if d.conflicts:
+        wt = shlex.quote(tf.agents[agent].worktree)
+        raise Blocked(f"agent {agent}'s branch conflicts with the task head {d.task_head[:12]} in {', '.join(d.conflicts)}: the run did not start",
+                      hint="resolve the conflicts in its worktree, `git add` them and `GIT_EDITOR=true git rebase --continue`, then run it again",
+                      details={"conflicts": d.conflicts}, next=[f"cd {wt} && git status", again(task, agent, client, extra)], task=task)
+    return d.task_head
+
+
+def again(task: str, agent: str, client: str, extra: tuple[str, ...] = ()) -> str:
+    """The command that runs the agent again, its client arguments kept."""
+    return " ".join(["spark-git agent run", task, agent, "--client", client, *(["--", *map(shlex.quote, extra)] if extra else [])])
+
+
+def after_run(layout: Layout, store: Store, d: AgentRunData, extra: tuple[str, ...] = ()) -> list[str]:
+    """The coordinator's step after one headless run: the run again when it failed or lacked what it
+    owed; an updater's work merged; else what the state asks next."""
+    if d.outcome != "reported" or d.incomplete:
+        return [again(d.task, d.agent, d.client, extra)]
+    tf = load_task(store, d.task)
+    if layout.config.protocol == "light" or (tf.agents[d.agent].role == "updater" and tf.state == "IMPLEMENTATION"):
+        return [f"spark-git merge {d.task} --agent {d.agent}"]
+    return [f"spark-git approve {d.task} --plan" if tf.state == "SYNTHESIS" else f"spark-git advance {d.task}"]
+
+
+def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, err_path: Path, evidence: Path, owes: list[owed.Owe]) -> None:
+    """A final Output JSON: the agent's report (its evidence kept as `report --evidence` keeps it, and
+    what the state asked of it filed); anything else: a failed run, with the client's last words."""
     data = runout.output_json(heard.final) if d.exit_code == 0 else None
     status = STATUS_OF.get(str(data.get("status"))) if data else None
     if data is None or status is None:
@@ -198,13 +258,29 @@ def _hear(layout: Layout, store: Store, d: AgentRunData, heard: runout.Heard, er
         d.last_words = words[-2000:] if words else "(the client said nothing)"
         return
     evidence.write_text(json.dumps(data, indent=2) + "\n")
+    lacks = owed.problems(data, owes, layout.config.rules.requirements_min_bytes) if status == "COMPLETE" else []
+    if lacks:  # never silently COMPLETE: filed as unfinished, with the reason
+        status, d.incomplete = "IN_PROGRESS", f"the Output JSON lacks what {d.task}'s state owes: " + "; ".join(lacks)
     try:
+        report_path = _file_owed(layout, store, d, data, owes) if status == "COMPLETE" else None
+        decision = str(data["decision"]) if status == "COMPLETE" and owed.DECISION in owes else None
         reports.report(layout, store, d.task, d.agent, status=status, session=agent_session(d.task, d.agent), evidence=[str(evidence)],
-                       feedback=str(data.get("summary") or "") or None, cwd=evidence.parent)
+                       feedback=d.incomplete or owed.feedback(data), decision=decision, report_path=report_path, cwd=evidence.parent, seen=d.task_head)
     except BadInput as e:  # not a valid 004 Output JSON after all: the run failed
         d.last_words = f"{e.message}\n{heard.final.strip()[-1500:]}"
         return
     d.outcome, d.report_status, d.evidence = "reported", status, str(evidence)
+
+
+def _file_owed(layout: Layout, store: Store, d: AgentRunData, data: dict[str, object], owes: list[owed.Owe]) -> str | None:
+    """The requirements report and the plan section the answer carries, filed; the report's path."""
+    path = None
+    for o in owes:
+        if o.kind == "requirements":
+            path = owed.file_requirements(layout, d.task, d.agent, str(data[o.key]))
+        elif o.kind == "plan":
+            owed.file_plan(layout, store, d.task, d.agent, str(data[o.key]))
+    return path
 
 
 def _tail(path: Path, n: int = 2000) -> str:
@@ -226,6 +302,7 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     assert c.facts.run is not None
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    on_task_head(layout, store, task, agent, c.name, extra)
     box, env, boundary = launch(layout, c, wt, agent_env(store, task, agent))
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd

@@ -20,20 +20,25 @@ from spark_git.core.errors import Blocked
 from spark_git.core.layout import Layout, task_name
 from spark_git.core.model import Model
 from spark_git.ops.life import agentrun as one
-from spark_git.ops.shared.taskfile import load_task
+from spark_git.ops.shared.taskfile import load_task, usable_status
+from spark_git.protocol.context import entered_at
 from spark_git.state.backends import open_store
+from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
-# protocol state -> the roles of the agents it asks for (None: every agent)
+# protocol state -> the roles of the agents it asks for (None: every agent). IMPLEMENTATION asks its
+# updaters, and its reviewers once every updater's work is done and merged (their approval of that
+# head is what VALIDATION wants). VALIDATION asks none: `advance` runs the build gate itself.
 ASKS: dict[str, tuple[str, ...] | None] = {
-    protocol.State.REQUIREMENTS: None, protocol.State.IMPLEMENTATION: ("updater",), protocol.State.REVIEW: ("reviewer",),
+    protocol.State.REQUIREMENTS: None, protocol.State.SYNTHESIS: None, protocol.State.IMPLEMENTATION: ("updater",),
+    protocol.State.REVIEW: ("reviewer",),
 }
 
 
 class Row(Model):
     agent: str
     client: str
-    state: str = "waiting"  # waiting | running | reported | failed
+    state: str = "waiting"  # waiting | running | reported | incomplete (it lacks what it owes) | failed
     elapsed_s: float = 0.0
     last_tool: str = ""
     report_status: str | None = None
@@ -57,13 +62,32 @@ def asked(layout: Layout, store: Store, task: str) -> tuple[str, list[str]]:
         roles: tuple[str, ...] | None = None
     elif tf.state in ASKS:
         roles = ASKS[tf.state]
+        if tf.state == protocol.State.IMPLEMENTATION and updaters_done(layout, store, tf):
+            roles = ("reviewer",)
     else:
-        raise Blocked(f"task {task} is in {tf.state}, which asks no agent to run (REQUIREMENTS: all, IMPLEMENTATION: updaters, REVIEW: reviewers)",
-                      next=[f"spark-git status {task}"], task=task)
+        raise Blocked(f"task {task} is in {tf.state}, which asks no agent to run (REQUIREMENTS, SYNTHESIS: all; "
+                      "IMPLEMENTATION: updaters, then reviewers; REVIEW: reviewers)", next=[f"spark-git status {task}"], task=task)
     agents = sorted(a for a, e in tf.agents.items() if roles is None or e.role in roles)
     if not agents:
         raise Blocked(f"task {task} in {tf.state} asks for {' or '.join(roles or ())} agents and has none", next=[f"spark-git status {task}"], task=task)
     return tf.state, agents
+
+
+def updaters_done(layout: Layout, store: Store, tf: TaskFile) -> bool:
+    """Every updater reported COMPLETE in this round of IMPLEMENTATION and its branch is in the task branch."""
+    git = layout.git()
+    head = git.branch_head(tf.task_branch)
+    entered = entered_at(tf, protocol.State.IMPLEMENTATION) or ""
+    for a, e in tf.agents.items():
+        if e.role != "updater":
+            continue
+        st = usable_status(store, tf.task_name, a)
+        if st is None or st.status != "COMPLETE" or st.task_state != protocol.State.IMPLEMENTATION or st.updated_at < entered:
+            return False
+        mine = git.branch_head(e.branch)
+        if mine and head and not git.is_ancestor(mine, head):
+            return False
+    return True
 
 
 def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None, extra: tuple[str, ...] = (),
@@ -87,7 +111,8 @@ def run_all(layout: Layout, task: str, client: str, *, prompt: str | None = None
             f.result()
     if tick is not None:
         tick(list(rows.values()))
-    return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=list(rows.values()), next=_next(layout, store, task))
+    runs = list(rows.values())
+    return AgentRunAllData(task=task, task_state=state, parallel=parallel, runs=runs, next=_next(layout, store, task, runs, client, extra))
 
 
 def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt: str | None, extra: tuple[str, ...], unboxed: bool) -> None:
@@ -105,9 +130,10 @@ def _child(layout: Layout, task: str, row: Row, starts: dict[str, float], prompt
     row.exit_code = d.get("exit_code", p.returncode)
     row.report_status = d.get("report_status")
     row.ended = d.get("ended")
-    row.state = "reported" if d.get("outcome") == "reported" else "interrupted" if d.get("outcome") == "interrupted" else "failed"
+    outcome = d.get("outcome")
+    row.state = ("incomplete" if d.get("incomplete") else "reported") if outcome == "reported" else "interrupted" if outcome == "interrupted" else "failed"
     if row.state != "reported":
-        words = str(d.get("last_words") or answer.get("summary") or p.stderr or f"exit {p.returncode}").strip()
+        words = str(d.get("incomplete") or d.get("last_words") or answer.get("summary") or p.stderr or f"exit {p.returncode}").strip()
         row.reason = (words.splitlines() or [""])[-1][-200:]
 
 
@@ -130,8 +156,15 @@ def _tail(path: Path, window: int = 65536) -> str:
         return ""
 
 
-def _next(layout: Layout, store: Store, task: str) -> list[str]:
+def _next(layout: Layout, store: Store, task: str, rows: list[Row], client: str, extra: tuple[str, ...]) -> list[str]:
+    """The coordinator's step after the runs: a failed run again (its client arguments kept), else what
+    the state asks next (merge the updaters' work, approve the plan, advance)."""
+    again = [one.again(task, r.agent, client, extra) for r in rows if r.state != "reported"]
+    if again:
+        return again
     tf = load_task(store, task)
-    if layout.config.protocol == "light":
-        return [f"spark-git merge {task} --all", f"spark-git status {task}"]
-    return [f"spark-git advance {task}", f"spark-git status {task}"] if tf.state in ASKS else [f"spark-git status {task}"]
+    if layout.config.protocol == "light" or (tf.state == protocol.State.IMPLEMENTATION and not updaters_done(layout, store, tf)):
+        return [f"spark-git merge {task} --all"]
+    if tf.state == protocol.State.SYNTHESIS:
+        return [f"spark-git approve {task} --plan"]
+    return [f"spark-git advance {task}"] if tf.state in ASKS else [f"spark-git status {task}"]

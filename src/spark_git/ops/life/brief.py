@@ -12,6 +12,7 @@ from pydantic import Field
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model, empty_list
+from spark_git.ops.life.owed import owed
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.protocol.context import read_status, requirements_path
 from spark_git.state.models import TaskFile
@@ -62,6 +63,7 @@ class BriefData(Model):
     agent: str
     role: str
     task_state: str
+    owes: list[str] = Field(default_factory=empty_list, description="What the agent's final Output JSON must carry in this state besides status and summary (ops/life/owed.py); `agent run` files it.")
     instructions: list[str] = Field(default_factory=empty_list, description="What the agent's session start says too: who it is, its worktree and branch, its goal, how it commits and reports.")
 
 
@@ -94,7 +96,7 @@ def brief(layout: Layout, store: Store, task: str, agent: str) -> BriefData:
 
     me = for_agent(layout, store, {agent_session(task, agent)}, task, agent).agent
     return BriefData(task=t, repo_state=_repo_state(store, tf, head), agent=agent, role=entry.role, task_state=tf.state,
-                     instructions=agent_lines(me) if me else [])
+                     owes=[o.ask for o in owed(tf.state, entry.role)], instructions=agent_lines(me) if me else [])
 
 
 def name_status(out: str) -> list[tuple[str, str, str | None]]:

@@ -37,8 +37,9 @@ def report(
     layout: Layout, store: Store, task: str, agent: str, *, status: str, session: str | None, decision: str | None = None,
     feedback: str | None = None, work_remaining: str | None = None, report_path: str | None = None,
     blocking: list[str] | None = None, deferrable: list[str] | None = None, scope: str | None = None,
-    cwd: Path | None = None, evidence: list[str] | None = None,
+    cwd: Path | None = None, evidence: list[str] | None = None, seen: str | None = None,
 ) -> ReportData:
+    """`seen`: the task head the agent worked on (`agent run` knows it); default: the head now."""
     task, agent = task_name(task), agent_name(agent)
     status, decision, scope = _checked(status, decision, feedback, scope)
     rp = None
@@ -49,11 +50,12 @@ def report(
         if agent not in tf.agents:
             raise BadInput(f"task {task!r} has no agent {agent!r}", details={"agents": sorted(tf.agents)}, task=task, next=[f"spark-git status {task}"])
         entry = tf.agents[agent]
-        head = layout.git().branch_head(tf.task_branch)
+        head = seen or layout.git().branch_head(tf.task_branch)
         ev = load_evidence(list(evidence or []), cwd or Path.cwd(), head)
         old = usable_status(store, task, agent) or AgentStatus(agent=agent, task=task)
         st = AgentStatus(
-            agent=agent, task=task, status=status, decision=decision,
+            # a report that is no decision keeps the last one (an unfinished re-review does not erase it)
+            agent=agent, task=task, status=status, decision=decision if decision or status == "COMPLETE" else old.decision,
             round=old.round + (1 if status == "COMPLETE" else 0),
             last_review_sha=head if entry.role == "reviewer" and decision else old.last_review_sha,
             last_review_patch_id=(layout.git().patch_id(branch_ref(tf.base_branch), head) if head and entry.role == "reviewer" and decision

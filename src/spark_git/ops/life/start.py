@@ -9,17 +9,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_git import protocol
-from spark_git.clients import identity
 from spark_git.clients.loading import hook_warnings
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, Blocked, SparkError
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
+from spark_git.guard import identity
 from spark_git.ops.shared.provision import ProvisionReport
 from spark_git.ops.shared.taskfile import role_of, start_mutex_name, updating
 from spark_git.ops.shared.worktrees import Created, Progress, checkout_new, ensure_worktree, quiet, setup_new, undo
-from spark_git.state import chain
+from spark_git.state import chain, recordmac
 from spark_git.state.backends import open_store
 from spark_git.state.locks import WORKTREES, mint_session, require_owner
 from spark_git.state.models import AgentEntry, TaskFile, Transition
@@ -155,7 +155,7 @@ def _new_task(store: Store, git: Git, task: str, agents: list[str], base: str | 
         created_branches=[layout.task_branch(task), *(layout.agent_branch(task, a) for a in agents)],  # none existed: checked above
         agents={a: AgentEntry(name=a, branch=layout.agent_branch(task, a), worktree=str(layout.agent_worktree(task, a)), role=role_of(layout, a)) for a in agents},
     )
-    chain.append(tf.transition_log, Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"))
+    chain.append(tf.transition_log, Transition(from_state=None, to="INIT", session_id=session, reason="spark-git start"), recordmac.load_key(layout), tf.task_name)
     return tf
 
 

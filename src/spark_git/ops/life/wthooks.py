@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spark_git.clients import identity
 from spark_git.core import paths
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.guard import identity
 from spark_git.ops.life import wtsettle
 from spark_git.ops.life.agent_add import add_agent
 from spark_git.ops.shared import archive

@@ -9,9 +9,10 @@ import json
 import os
 from pathlib import Path
 
-from spark_git.clients import gitgrants, identity, sandbox
+from spark_git.clients import gitgrants, sandbox
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
+from spark_git.guard import identity
 from spark_git.state.store import Store
 
 

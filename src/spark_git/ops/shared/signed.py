@@ -20,9 +20,44 @@ from typing import Any
 
 from spark_git.clients import registry
 from spark_git.core import gatebox, sshsig
+from spark_git.core.errors import Blocked
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.state.models import Checkpoint, TaskFile
+
+
+@dataclass(frozen=True)
+class Approver:
+    key: sshsig.Key
+    protection: str  # sshsig.PASSPHRASE, AGENT, HARDWARE or UNPROTECTED
+
+    @property
+    def unprotected(self) -> bool:
+        return self.protection == sshsig.UNPROTECTED
+
+    def describe(self) -> str:
+        """The key as the approval screen shows it."""
+        return {sshsig.PASSPHRASE: f"{self.key.path} (protected by a passphrase: ssh-keygen asks for it)",
+                sshsig.AGENT: f"{self.key.path} through ssh-agent (hold it there with `ssh-add -c`: spark-git cannot see the confirmation)",
+                sshsig.HARDWARE: f"{self.key.path} (a FIDO2 key: touch it when it blinks)",
+                sshsig.UNPROTECTED: f"{self.key.path}: UNPROTECTED KEY, no passphrase (accepted because [approval] unprotected_key = true): "
+                                    "any process of this user could sign with it"}[self.protection]
+
+
+def approver(git: Git, layout: Layout, *, interactive: bool, again: str) -> Approver:
+    """The human's key (user.signingkey, else the one spark-git keeps, created with a passphrase at the
+    first approval) and how its secret is kept; refused if no secret is needed to sign with it, unless
+    the committed config accepts that (`[approval] unprotected_key = true`)."""
+    accept = layout.config.approval.unprotected_key
+    key = sshsig.configured_key(git.config_get("user.signingkey"), git.config_get("gpg.format")) or \
+        sshsig.own_key(principal(git), interactive=interactive, unprotected_ok=accept, again=again)
+    how = sshsig.protection(key)
+    if how == sshsig.UNPROTECTED and not accept:
+        raise Blocked(f"the approval key {key.path} has no passphrase: any process of yours could sign with it, so it cannot approve; nothing was recorded",
+                      hint="give it one (ssh-keygen -p), or name a key that needs your secret: an ssh-agent key added with `ssh-add -c`, a FIDO2 "
+                           "key (-sk): git config --global user.signingkey KEY; [approval] unprotected_key = true in the committed config accepts it (CI, demos)",
+                      next=[f"ssh-keygen -p -f {key.path}", again])
+    return Approver(key, how)
 
 
 @dataclass(frozen=True)
@@ -45,21 +80,23 @@ def principal(git: Git) -> str:
     return f"{user}@{os.uname().nodename}"  # gethostname(), without importing socket (≈ 2 ms)
 
 
-def record(git: Git, tf: TaskFile, kind: str, target: str, task_md_sha256: str | None, by: str, at: str) -> dict[str, Any]:
+def record(git: Git, tf: TaskFile, kind: str, target: str, task_md_sha256: str | None, by: str, at: str, signer: Approver) -> dict[str, Any]:
+    """The record the human signs; `key` says how the signing key's secret is kept, and `unprotected_key`
+    is true when it is kept by nothing (verify and audit read it here, signed)."""
     base = branch_ref(tf.base_branch)
     base_commit = git.out("merge-base", base, target) if git.branch_head(tf.base_branch) else tf.base_commit
     return {"v": 1, "approval": kind, "task": tf.task_name, "commit": target, "tree": git.tree_of(target),
             "patch_id": git.patch_id(base, target) if kind == "changes" else None, "base": base, "base_commit": base_commit,
-            "task_md_sha256": task_md_sha256, "at": at, "by": by, "signer": principal(git)}
+            "task_md_sha256": task_md_sha256, "at": at, "by": by, "signer": principal(git),
+            "key": signer.protection, "unprotected_key": signer.unprotected}
 
 
-def sign(git: Git, rec: dict[str, Any]) -> Signed:
-    """Signs `rec` with the human's key (created if none is configured) and records that key as an
-    allowed approver of this user."""
-    key = sshsig.configured_key(git.config_get("user.signingkey"), git.config_get("gpg.format")) or sshsig.own_key(rec["signer"])
+def sign(rec: dict[str, Any], signer: Approver) -> Signed:
+    """Signs `rec` with the human's key (a passphrase, ssh-agent's confirmation or a touch is asked on
+    the terminal) and records that key as an allowed approver of this user."""
     payload = json.dumps(rec, sort_keys=True, separators=(",", ":"))
-    signature = sshsig.sign(key, payload.encode())
-    return Signed(payload, signature, key, sshsig.allow(rec["signer"], key.public))
+    signature = sshsig.sign(signer.key, payload.encode())
+    return Signed(payload, signature, signer.key, sshsig.allow(rec["signer"], signer.key.public))
 
 
 def inside_repo(layout: Layout) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_git.state import chain
+from spark_git.state import chain, recordmac
 from spark_git.state.models import TaskFile, Transition
 from spark_git.state.store import Store
 
@@ -17,7 +17,7 @@ def record_transition(
     to the audit trail's `state_transitions`."""
     to = str(to)  # a State member is stored as its plain value
     t = Transition(from_state=tf.state, to=to, session_id=session, reason=reason, evidence=evidence or {}, protocol=tf.protocol or store.layout.config.protocol)
-    chain.append(tf.transition_log, t)
+    chain.append(tf.transition_log, t, recordmac.load_key(store.layout), tf.task_name)
     tf.state = to  # type: ignore[assignment]
     store.audit(tf.task_name, "state_transitions", t.model_dump(mode="json", by_alias=True), session=session)
     return t

@@ -12,6 +12,7 @@ from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.ops.shared import signed
 from spark_git.ops.shared.taskfile import usable_status
+from spark_git.state import recordmac
 from spark_git.state.audit import SECTIONS
 from spark_git.state.backends import open_store
 from spark_git.state.models import AuditTrail, TaskFile
@@ -88,7 +89,7 @@ def audit_view(layout: Layout, task: str) -> AuditData:
 def _task_smells(store: Store, tf: TaskFile, trail: AuditTrail | None) -> tuple[str | None, list[str]]:
     """The task head, and what task.json, the audit trail, the commits and the reports disagree on."""
     smells: list[str] = []
-    problem = protocol.inconsistency(tf)
+    problem = protocol.inconsistency(tf, recordmac.load_key(store.layout))
     if problem:
         smells.append(f"task.json was edited by hand: {problem}")
     recorded = {(t.get("from"), t.get("to"), t.get("at")) for t in (trail.state_transitions if trail else [])}

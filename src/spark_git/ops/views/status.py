@@ -27,6 +27,7 @@ from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.ops.views import crossradar
 from spark_git.ops.views.crossradar import TaskClash
+from spark_git.state import recordmac
 from spark_git.state.backends import open_store
 from spark_git.state.locks import idle_for
 from spark_git.state.models import TaskFile
@@ -340,7 +341,7 @@ def _protocol_view(store: Store, view: TaskView, tf: TaskFile) -> None:
     from spark_git.state.locks import human_duration
     from spark_git.state.models import now, parse_time
 
-    problem = protocol.inconsistency(tf)
+    problem = protocol.inconsistency(tf, recordmac.load_key(store.layout))
     if problem:
         view.problem = f"task.json was edited by hand ({problem}); every command refuses it: run `spark-git doctor {tf.task_name}`"
         return

@@ -59,6 +59,7 @@ def observe(layout: Layout, store: Store, only: str | None, *, session: str | No
         progress(f"[{i}/{len(names)}] checking task {name}")
         checks.check_task(ctx, name, tfs[name])
         records.check_archives(ctx, name)
+        records.check_reports(ctx, name, tfs[name])
         tf = tfs[name]
         if isinstance(tf, TaskFile) and tf.state not in checks.ENDED and tf.provisioning == "done":
             records.check_approval(ctx, tf)

@@ -120,6 +120,12 @@ def check_state_log(ctx: Ctx, tf: TaskFile) -> None:
     for problem in protocol.consistency_problems(ctx.store, tf):  # the state machine's own view of what the log cannot explain
         if mismatch and problem.kind == protocol.STATE_LOG_MISMATCH:
             continue  # the plain state/log mismatch: reported below, with its fix
+        if problem.kind == protocol.FORGED_LOG:
+            ctx.add(Finding(where=tf.task_name, kind="transitions-forged", problem=str(problem),
+                            repair=f"compare it with `spark-git audit {tf.task_name}`; a walk you did not make: spark-git abandon {tf.task_name} --why TEXT, "
+                                   f"or move {ctx.layout.task_json(tf.task_name)} aside and `spark-git lock break {tf.task_name} --why TEXT` rebuilds it "
+                                   "from git and the audit trail, MAC'd"))
+            continue
         ctx.add(Finding(where=tf.task_name, kind="state-inconsistent", problem=str(problem),
                         repair=f"inspect {ctx.layout.task_json(tf.task_name)} against `spark-git audit {tf.task_name}`; then fix it by hand or spark-git abandon {tf.task_name} --why TEXT"))
     if tf.transition_log and tf.transition_log[-1].to != tf.state:

@@ -19,6 +19,7 @@ from spark_git.state import audit
 from spark_git.state.files import write_atomic
 from spark_git.state.locks import WORKTREES, mutex
 from spark_git.state.models import TaskFile
+from spark_git.state.report_evidence import AgentStatus
 
 
 def fix_corrupt(ctx: Ctx, task: str, path: Path, aside: Path, fresh: Callable[[], BaseModel] | None, model: type[BaseModel]) -> Callable[[], None]:
@@ -26,8 +27,11 @@ def fix_corrupt(ctx: Ctx, task: str, path: Path, aside: Path, fresh: Callable[[]
         if parses(path, model):
             return  # repaired (or rewritten) since we looked
         os.replace(path, aside)
-        if fresh is not None:
-            write_atomic(path, fresh())
+        new = fresh() if fresh is not None else None
+        if isinstance(new, AgentStatus):
+            ctx.store.write_status(new)  # through the Store: MAC'd, or it would count as forged
+        elif new is not None:
+            write_atomic(path, new)
         if path.name != "audit-trail.json" or fresh is not None:
             audit.event(ctx.layout, task, "doctor_moved_corrupt_file", ctx.session, path=str(path), kept_as=str(aside))
     return fix

@@ -15,7 +15,7 @@ from spark_git.ops.ending.doctor.scan import parses
 from spark_git.ops.shared import mainlock
 from spark_git.ops.shared.remote import break_remote
 from spark_git.ops.shared.taskfile import role_of, save_task
-from spark_git.state import audit, chain, notes
+from spark_git.state import audit, chain, notes, recordmac
 from spark_git.state.backends import open_store
 from spark_git.state.files import create_exclusive, read_optional
 from spark_git.state.locks import idle_for, mutex, task_mutex_name
@@ -163,7 +163,7 @@ def _rebuild(layout: Layout, git: Git, task: str, session: str) -> TaskFile:
             log.append(Transition.model_validate({**t, "hash": None}))
         except ValueError:
             continue
-    chain.seal(log)  # a log rebuilt by a human's explicit command starts a new chain
+    chain.seal(log, recordmac.load_key(layout), task)  # a log rebuilt by a human's explicit command starts a new chain, MAC'd
     state = log[-1].to if log else "INIT"
     agents = {}
     adir = layout.task_dir(task) / "agents"

@@ -1,20 +1,58 @@
-"""Records that must not change quietly (issue 23): an approval in task.json, of the changes or of
+"""Records that must not change quietly (issues 23, 31): an approval in task.json, of the changes or of
 the plan, that is not the human's valid signature for what it names (hand-written, edited, or signed
-by a key not allowed), and archive refs the audit trail names that are gone (an archive holds work
+by a key not allowed), agents' reports without spark-git's MAC (a forged transition log is the state
+check's finding: checks.py), and archive refs the audit trail names that are gone (an archive holds work
 nobody else has). Reported only: the repair is the human's (approve again; restore the commit from a
 clone or a reflog)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from spark_git.core.errors import SparkError
 from spark_git.ops.ending.doctor.scan import Ctx, Finding
 from spark_git.ops.shared import signed
-from spark_git.state.models import Checkpoint, TaskFile
+from spark_git.state import recordmac
+from spark_git.state.models import Checkpoint, TaskFile, now
+from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import ARCHIVE_PREFIX
 
-__all__ = ["check_approval", "check_archives", "named_archives"]
+__all__ = ["check_approval", "check_archives", "check_reports", "named_archives"]
+
+
+def check_reports(ctx: Ctx, task: str, tf: TaskFile | Any) -> None:
+    """Agents' reports that do not carry spark-git's MAC for their agent (written by hand, from another
+    agent's shell, copied): they count as no report; --fix moves one aside and starts a fresh one."""
+    for agent in sorted(tf.agents) if isinstance(tf, TaskFile) else []:
+        try:
+            ctx.store.read_status(task, agent)
+        except recordmac.UnauthenticReport as e:
+            path = ctx.layout.agent_status(task, agent)
+            aside = path.with_name(f"status.json.forged-{now().replace(':', '')}")
+            ctx.add(Finding(where=task, kind="report-forged", problem=e.message,
+                            repair=f"spark-git report {task} --agent {agent} --status ...  (the agent reports again), or --fix: move it to {aside.name} "
+                                   "and start a fresh one (nothing is deleted)",
+                            details=dict(agent=agent, path=str(path))),
+                    _fresh_report(ctx, task, agent, aside), task)
+        except SparkError:  # unreadable: check_files' finding
+            continue
+
+
+def _fresh_report(ctx: Ctx, task: str, agent: str, aside: Path) -> Callable[[], None]:
+    def fix() -> None:
+        try:
+            ctx.store.read_status(task, agent)
+            return  # reported again (or repaired) since we looked
+        except recordmac.UnauthenticReport:
+            pass
+        path = ctx.layout.agent_status(task, agent)
+        os.replace(path, aside)
+        ctx.store.write_status(AgentStatus(agent=agent, task=task))
+        ctx.store.event(task, "doctor_moved_forged_report", ctx.session, path=str(path), kept_as=str(aside))
+    return fix
 
 
 def check_approval(ctx: Ctx, tf: TaskFile) -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spark_git.clients import gitrefs, shwrites
-from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, describe, guarded, holds_main_lock
 from spark_git.core import paths
 from spark_git.core.paths import Repo, real
+from spark_git.guard import gitrefs, shwrites
+from spark_git.guard.calls import Decision
+from spark_git.guard.writes import Who, describe, guarded, holds_main_lock
 
 READ = {
     "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree", "ls-remote", "rev-parse", "rev-list",
@@ -139,7 +139,7 @@ def check(who: Who, here: Path, args: list[str], env: dict[str, str]) -> Decisio
     if denied is not None:
         return denied
     redirected = redirected or any(k in env for k in _ELSEWHERE_ENV)
-    d = _agent_paths(who, sub, rest)
+    d = _agent_paths(who, sub, rest) or _files_written(who, sub, rest, where)
     if d is not None:
         return d
     if "GIT_INDEX_FILE" in env:  # the index it writes is a file like any other
@@ -223,11 +223,11 @@ def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
         d = gitrefs.value_of(rest, "--directory")
         if any(gitrefs.is_opt(a, "--unsafe-paths") for a in rest) or (d is not None and (d.startswith(("/", "~")) or ".." in d.split("/"))):
             hit = "files outside the agent's worktree"
-        elif d is not None and guarded(Path(d)):
-            hit = guarded(Path(d))
+        elif d is not None and guarded(Path(d), who.protect):
+            hit = guarded(Path(d), who.protect)
     else:
         args = rest[rest.index("--") + 1 :] if "--" in rest else [a for a in rest if not a.startswith("-")]
-        hit = next((g for a in args for g in [guarded(Path(a))] if g), None)
+        hit = next((g for a in args for g in [guarded(Path(a), who.protect)] if g), None)
     if hit is None:
         return None
     return Decision(
@@ -235,6 +235,36 @@ def _agent_paths(who: Who, sub: str, rest: list[str]) -> Decision | None:
         f"spark-git: blocked: agent {who.me.agent} may not change {hit} with `git {sub}`: it holds the hooks, git's or spark-git's "
         "own configuration, or lies outside its worktree; ask the coordinator",
     )
+
+
+_OUTPUT_SUBS = ("diff", "log", "show", "diff-tree", "diff-index", "diff-files", "range-diff", "format-patch", "whatchanged")
+_CLONE_VALUED = ("-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "--reference-if-able", "--separate-git-dir",
+                 "-u", "--upload-pack", "--template", "-j", "--jobs", "--filter", "--shallow-since", "--shallow-exclude", "--server-option",
+                 "--bundle-uri", "--ref-format", "--object-format")
+
+
+def _files_written(who: Who, sub: str, rest: list[str], where: Path) -> Decision | None:
+    """Files git itself writes where it is told (`diff --output`, `format-patch -o`, `archive -o`,
+    `bundle create`, `clone`, `init`, `worktree add`), judged like any other write."""
+    found = [gitrefs.value_of(rest, "--output") if sub in _OUTPUT_SUBS else None]
+    if sub == "format-patch":
+        found.append(gitrefs.value_of(rest, "-o", "--output-directory"))
+    elif sub == "archive":
+        found.append(gitrefs.value_of(rest, "-o", "--output"))
+    elif sub in ("clone", "init", "bundle", "worktree"):
+        opts, pos = gitrefs.split_args(rest, _CLONE_VALUED if sub == "clone" else ("--separate-git-dir", "--template", "-b", "-B", "--reason"))
+        found.append(gitrefs.value_of(opts, "--separate-git-dir"))
+        if sub == "clone" and pos:
+            found.append(pos[1] if len(pos) > 1 else os.path.basename(pos[0].rstrip("/")).removesuffix(".git") or ".")
+        elif sub == "init":
+            found.append(pos[0] if pos else ".")
+        elif pos[:1] in (["create"], ["add"]) and len(pos) > 1:
+            found.append(pos[1])
+    for target in filter(None, found):
+        d = shwrites.check_target(who, where, target, f"git {sub} {target}")
+        if d is not None:
+            return d
+    return None
 
 
 def _remote_writes(pos: list[str]) -> bool:

@@ -1,4 +1,4 @@
-"""The files a shell command writes, judged like the client's write tools (clients/writes.py):
+"""The files a shell command writes, judged like the client's write tools (guard/writes.py):
 redirections, `tee`, `cp`, `mv`, `ln`, `install`, `rsync`, `sed -i`, `perl -i`, `touch`, `truncate`,
 `mkdir`, `rm`, `chmod`, `dd of=`, `python -c` / `node -e` with literal paths, and PowerShell's
 `Set-Content`, `Out-File`, `Remove-Item`, ... Also the structural `rm` rule: nobody deletes the tasks
@@ -10,10 +10,10 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.clients import shtools
-from spark_git.clients.calls import Decision
-from spark_git.clients.writes import Who, absolute, decide_write
 from spark_git.core import paths
+from spark_git.guard import shtools
+from spark_git.guard.calls import Decision
+from spark_git.guard.writes import Who, absolute, decide_write
 
 _ALL_ARGS = {"tee", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "truncate"}
 _FIRST_IS_MODE = {"chmod", "chown", "chgrp", "setfacl"}
@@ -23,12 +23,14 @@ _VALUE_OPTS = {"--size", "-m", "--mode", "-o", "--owner", "-g", "--group", "-S",
 _VALUED_BY_PROG = {"touch": ("-r", "-d", "-t"), "truncate": ("-s", "-r"), "sed": ("-e", "-f"), "perl": ("-e",),
                    "rsync": ("-e", "-f"), "scp": ("-P", "-i", "-F", "-c", "-l", "-J")}
 SCRIPTS = {"python", "python3", "python2", "node", "ruby", "perl", "php", "deno", "bun"}
+AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
+_AWK_VALUED = ("-F", "-v", "--assign", "--field-separator", "-i", "--include", "-l", "--load")
 _PS_WRITERS = {
     "set-content", "add-content", "out-file", "new-item", "remove-item", "copy-item", "move-item", "clear-content",
     "rename-item", "ni", "ri", "del", "erase", "rd", "copy", "move", "cpi", "mi", "sc", "ac",
 }
 _PS_VALUE_OPTS = {"-value", "-itemtype", "-encoding", "-type", "-newname", "-inputobject"}
-_LITERAL = re.compile(r"""(['"])((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
+_LITERAL = re.compile(r"""(['"])[+<>|\s]*((?:~|\.{1,2}|/)[^'"\n]*|[^'"\n]*/[^'"\n]*)\1""")
 # Code that writes files: an open() mode that writes, and the calls that write, move or delete (a
 # one-argument `.replace(x)` is Path.replace; str.replace takes two).
 _WRITES_IN_CODE = (  # compiled where used (re caches it): only script code needs it
@@ -37,16 +39,22 @@ _WRITES_IN_CODE = (  # compiled where used (re caches it): only script code need
     r"""|\b(?:unlink|rename|renames|rmtree|rmdir|removedirs|makedirs|mkdir|mkdirSync|symlink|symlink_to|hardlink_to|chmod|chown|truncate|"""
     r"""utime|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|rmSync|cpSync|copyFile|copyFileSync|renameSync|"""
     r"""unlinkSync|rmdirSync|symlinkSync|chmodSync|truncateSync|FileUtils)\b|\.touch\(|\bfs\.(?:rm|cp)\(|File\.(?:write|delete)"""
+    r"""|\bopen\s*\(?\s*[^,;]*,\s*['"]\+?(?:>|\|)|\b(?:sysopen|copy|move|link)\s*\("""  # perl: open(F, '>', …), open F, ">…"
 )
+# awk writing a file: `print … > "path"`, `>> "path"`
+_AWK_WRITES = re.compile(r'>>?\s*"([^"]+)"')
+# The option that takes a script's code, by interpreter (perl also in a cluster: -pe, -lne, -i.bak -e).
+_CODE_OPTS = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"), "deno": ("eval",), "bun": ("-e", "--eval", "-p", "--print"),
+              "ruby": ("-e",), "perl": ("-e", "-E"), "php": ("-r",)}
 _UNJUDGED = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-")
 
 
-def check(who: Who, here: Path, prog: str, args: list[str]) -> Decision | None:
+def check(who: Who, here: Path, prog: str, args: list[str], stdin: str = "") -> Decision | None:
     if prog == "rm":
         d = _structural_rm(who, here, args)
         if d is not None:
             return d
-    for target in targets(prog, args):
+    for target in targets(prog, args, stdin):
         d = check_target(who, here, target, f"{prog} {target}")
         if d is not None:
             return d
@@ -54,6 +62,9 @@ def check(who: Who, here: Path, prog: str, args: list[str]) -> Decision | None:
 
 
 def check_target(who: Who, here: Path, target: str, what: str) -> Decision | None:
+    if who.agent and "__spark_subst__" in target:
+        return Decision(False, f"spark-git: blocked: `{what}`: agent {who.me.agent} would write to a path a command computes at run time; "
+                               "name the path literally (or put it in a variable first: `D=src; cp a \"$D/b\"`)")
     if not target or target in _UNJUDGED or "__spark_subst__" in target or "$" in target:
         return None  # nothing we can place (an unknown variable, a command's output)
     d = decide_write(who, here, target, shell=True)
@@ -62,8 +73,8 @@ def check_target(who: Who, here: Path, target: str, what: str) -> Decision | Non
     return Decision(False, d.reason.replace("spark-git: blocked: ", f"spark-git: blocked: `{what}`: ", 1))
 
 
-def targets(prog: str, args: list[str]) -> list[str]:
-    """The paths `prog args` writes (or deletes)."""
+def targets(prog: str, args: list[str], stdin: str = "") -> list[str]:
+    """The paths `prog args` writes (or deletes); `stdin`: what a here-document feeds it."""
     low = prog.lower()
     tool = shtools.targets(prog, args)
     if tool is not None:
@@ -88,8 +99,8 @@ def targets(prog: str, args: list[str]) -> list[str]:
         return pos if scripted else pos[1:]
     if prog == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
-    if prog in SCRIPTS or prog.startswith("python3."):
-        return _code_paths(args)
+    if prog in SCRIPTS or prog.startswith("python3.") or prog in AWKS:
+        return _code_paths(prog, args, stdin)
     return []
 
 
@@ -132,15 +143,45 @@ def _ps_targets(args: list[str]) -> list[str]:
     return out
 
 
-def code_of(args: list[str]) -> str | None:
-    """The code of `python -c CODE` / `node -e CODE` / `perl -e CODE`."""
-    return next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-pe", "-ne")), None)
+def code_of(prog: str, args: list[str], stdin: str = "") -> str | None:
+    """The code of `python -c CODE` / `node -e CODE` / `perl -e CODE` / `awk 'PROGRAM'`, or what a
+    here-document feeds an interpreter given no script file (`python3 - <<EOF`)."""
+    if prog in AWKS:
+        return _awk_program(args)
+    opts = _CODE_OPTS.get("python" if prog.startswith("python") else prog, ("-c", "-e"))
+    cluster = prog == "perl"
+    found = next((args[i + 1] for i, a in enumerate(args[:-1])
+                  if a in opts or (cluster and a.startswith("-") and not a.startswith("--") and a[-1] in "eE" and a[1:-1].isalpha())), None)
+    if found is None and stdin and not [a for a in args if not a.startswith("-")]:
+        return stdin
+    return found
 
 
-def _code_paths(args: list[str]) -> list[str]:
-    """Literal paths in `python -c CODE` / `node -e CODE` that writes something."""
-    code = code_of(args)
-    if code is None or not re.search(_WRITES_IN_CODE, code):
+def _awk_program(args: list[str]) -> str | None:
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-f", "--file") or a.startswith("-f"):
+            return None  # a program file: not looked into
+        if a in _AWK_VALUED:
+            i += 2
+            continue
+        if a == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if not a.startswith("-"):
+            return a
+        i += 1
+    return None
+
+
+def _code_paths(prog: str, args: list[str], stdin: str) -> list[str]:
+    """Literal paths in script code that writes something (`python -c`, `node -e`, `perl -e`, awk)."""
+    code = code_of(prog, args, stdin)
+    if code is None:
+        return []
+    if prog in AWKS:
+        return _AWK_WRITES.findall(code)
+    if not re.search(_WRITES_IN_CODE, code):
         return []
     return [m.group(2) for m in _LITERAL.finditer(code)]
 

@@ -1,7 +1,7 @@
 """The client-neutral hook policy: may this tool call go ahead? Who the caller is comes from where its
-session was launched (clients/identity.py: an agent launched in its own worktree, or the
+session was launched (guard/identity.py: an agent launched in its own worktree, or the
 coordinator); what it may touch comes from the layout and the task state, read as plain JSON. File
-writes are judged in clients/writes.py, shell commands in clients/shell.py. Standard library only
+writes are judged in guard/writes.py, shell commands in guard/shell.py. Standard library only
 (runs before every tool call). Fails closed: inside a repo with live tasks, a config that does not
 parse or a crash blocks."""
 
@@ -10,21 +10,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spark_git.clients import identity, shell, shwrites
-from spark_git.clients.calls import ALLOW_UNTOUCHED, EDIT, SHELL, WRITE, Decision, ToolCall
-from spark_git.clients.writes import Who, decide_write
 from spark_git.core import paths
 from spark_git.core.paths import Place, Repo, default_tasks_root, real, repo_around
+from spark_git.guard import identity, shell, shwrites
+from spark_git.guard.calls import ALLOW_UNTOUCHED, EDIT, SHELL, WRITE, Decision, ToolCall
+from spark_git.guard.writes import Who, decide_write
 
 SESSION_ENV = "SPARK_SESSION_ID"
 
 
-def decide(call: ToolCall) -> Decision:
+def decide(call: ToolCall, protect: tuple[str, ...]) -> Decision:
+    """`protect`: the client directories no agent writes (clients.registry.protected())."""
     repo = _repo(call)
     if call.kind in (WRITE, EDIT):
         if not call.paths:
             return Decision(True, f"spark-git: allowed: {call.tool} names no path") if repo else ALLOW_UNTOUCHED
-        decisions = [_write(repo, call, target) for target in call.paths]
+        decisions = [_write(repo, call, target, protect) for target in call.paths]
         return next((d for d in decisions if not d.allow), decisions[0])
     if repo is None or not live(repo):
         return ALLOW_UNTOUCHED
@@ -34,7 +35,7 @@ def decide(call: ToolCall) -> Decision:
         if call.command is None:
             return Decision(True, "spark-git: allowed: no command")
         start = Path(call.cwd) / os.path.expanduser(call.workdir) if call.workdir else Path(call.cwd)
-        return shell.decide_shell(who(repo, call), start, call.command, powershell=call.tool == "PowerShell")
+        return shell.decide_shell(who(repo, call, protect), start, call.command, powershell=call.tool == "PowerShell")
     return Decision(True, f"spark-git: allowed: {call.tool} is not checked")
 
 
@@ -51,7 +52,7 @@ def _repo(call: ToolCall) -> Repo | None:
     return repo
 
 
-def _write(repo: Repo | None, call: ToolCall, target: str) -> Decision:
+def _write(repo: Repo | None, call: ToolCall, target: str, protect: tuple[str, ...]) -> Decision:
     if repo is None:  # standing outside, writing in? judge by where the write lands
         t = Path(os.path.expanduser(target))
         repo = repo_around((t if t.is_absolute() else Path(call.cwd) / t).parent)
@@ -59,11 +60,11 @@ def _write(repo: Repo | None, call: ToolCall, target: str) -> Decision:
         return ALLOW_UNTOUCHED
     if repo.config_error:
         return config_block(repo)
-    return decide_write(who(repo, call), Path(call.cwd), target)
+    return decide_write(who(repo, call, protect), Path(call.cwd), target)
 
 
-def who(repo: Repo, call: ToolCall) -> Who:
-    w = Who(repo, identity.caller(repo, call.session_id, call.cwd), sessions(call), {})
+def who(repo: Repo, call: ToolCall, protect: tuple[str, ...]) -> Who:
+    w = Who(repo, identity.caller(repo, call.session_id, call.cwd), sessions(call), {}, protect)
     w.env = shwrites.spark_env(w)
     return w
 

@@ -2,7 +2,7 @@
 substitutions agents use for places (`$(pwd)`, `$(git rev-parse --show-toplevel)`, `--git-dir`,
 `--git-common-dir`, `$(mktemp)`), the tools whose output `eval` may run (`spark-git env`,
 `ssh-agent`, …), and the commands a `python -c` / `node -e` script starts. Anything else computed
-stays unknown, and clients/shell.py refuses a command word it cannot know. Standard library only."""
+stays unknown, and guard/shell.py refuses a command word it cannot know. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from spark_git.clients import gitrefs
+from spark_git.guard import gitrefs
 
 # `eval "$(TOOL …)"` of these prints shell variable settings, nothing else (spark-git's own first).
 ENV_EMITTERS = (
@@ -85,11 +85,19 @@ def emits_env(inner: str) -> bool:
     return any(tuple(words[: len(e)]) == e for e in ENV_EMITTERS)
 
 
-def spawned(code: str) -> list[str] | None:
+# Perl, Ruby and PHP start commands without parentheses too: `system "…"`, `exec '…'`, backticks, qx{…};
+# awk pipes into a command (`print | "cmd"`) or reads one (`"cmd" | getline`).
+_BARE_SPAWN = r"""\b(?:system|exec)\s+(['"])((?:\\.|(?!\1).)*)\1|`([^`]*)`|\bqx\s*([{(\[<'"/|])"""
+_QX_CLOSE = {"{": "}", "(": ")", "[": "]", "<": ">"}
+_AWK_PIPES = r"""\|\s*"([^"]*)"|"([^"]*)"\s*\|\s*getline"""
+
+
+def spawned(code: str, lang: str = "") -> list[str] | None:
     """The command lines a script's code starts (`os.system('…')`, `subprocess.run(['git', …])`,
-    `execSync('…')`), each as one shell line; None when it starts none. A start whose command is not
-    written literally gives "__spark_subst__" (unknown)."""
-    out: list[str] = []
+    `execSync('…')`; `lang` perl/ruby/php: `system "…"`, backticks, qx{…}; awk: pipes), each as one
+    shell line; None when it starts none. A start whose command is not written literally gives
+    "__spark_subst__" (unknown)."""
+    out = _bare(code, lang)
     for m in re.finditer(_SPAWN, code):
         args = _call_args(code, m.end()).strip()
         if args.startswith("["):  # an argv list: every element a literal, or unknown
@@ -107,6 +115,25 @@ def spawned(code: str) -> list[str] | None:
             out.append(first.group(2))
     return out or None
 
+
+def _bare(code: str, lang: str) -> list[str]:
+    out: list[str] = []
+    if lang in ("awk", "gawk", "mawk", "nawk", "busybox-awk"):
+        return [a or b for a, b in re.findall(_AWK_PIPES, code)]
+    if lang not in ("perl", "ruby", "php"):
+        return out
+    for m in re.finditer(_BARE_SPAWN, code):
+        if m.group(4):  # qx: up to its closing delimiter
+            close = _QX_CLOSE.get(m.group(4), m.group(4))
+            end = code.find(close, m.end())
+            out.append(code[m.end() : end if end >= 0 else len(code)])
+        else:
+            out.append(m.group(2) if m.group(1) else m.group(3))
+    return [_literal_or_unknown(x) for x in out]
+
+
+def _literal_or_unknown(cmd: str) -> str:
+    return "__spark_subst__" if re.search(r"[$@]\w|\$\{|#\{", cmd) else cmd  # interpolated: computed at run time
 
 def _call_args(code: str, start: int) -> str:
     depth, i = 1, start

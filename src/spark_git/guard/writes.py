@@ -1,42 +1,48 @@
 """Who may write where: the file-write half of the hook policy, used for the client's write tools and
 for the files a shell command writes (redirections, cp, tee, sed -i, ...). The caller is the place its
-session was launched in (clients/identity.py), not where it stands now. Standard library only."""
+session was launched in (guard/identity.py), not where it stands now. Standard library only."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from spark_git.clients import registry
-from spark_git.clients.calls import Decision
 from spark_git.core import paths
 from spark_git.core.paths import Place, Repo, real
+from spark_git.guard.calls import Decision
 
 # Documentation the coordinator may edit in the task worktree during IMPLEMENTATION; everything
 # else there counts as source (code, tests, config, build files).
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 DOC_DIRS = ("docs", "doc")
 # What points git elsewhere or configures spark-git: never written by an agent; nor are the clients'
-# own directories, which switch hooks off (registry.protected(), from each adapter's facts).
+# own directories, which switch hooks off (Who.protect: the client adapters' facts, handed in by the hook entry).
 GUARDED_DIRS = (".git",)
 GUARDED_FILES = (".spark-git.toml",)
 # git's user configuration (`~/.gitconfig`, `~/.config/git/`): core.hooksPath there would run in
 # spark-git's own git. Guarded by the hook only (Claude Code's sandbox writes nothing outside the
 # worktree and temp dirs; the per-worktree denyWrite list stays as it was).
 GIT_USER_CONFIG = ".gitconfig"
+# The user's start-up files under HOME: what a login or interactive shell, git, ssh or the desktop runs
+# as the human. No tool call writes them (an agent's line there would run outside every box).
+STARTUP = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+           ".inputrc", ".pam_environment", ".xprofile", ".xsessionrc", ".gitconfig", ".ssh", ".config/git", ".config/fish",
+           ".config/environment.d", ".config/autostart", ".config/systemd/user")
 
 
 class Who:
     """The caller of one tool call: its repo, the place its session was launched in, its sessions
-    (to match locks) and the environment its shell words are expanded with."""
+    (to match locks), the environment its shell words are expanded with and the client directories
+    no agent writes (each client's config: they switch hooks off)."""
 
-    __slots__ = ("env", "me", "repo", "sessions")
+    __slots__ = ("env", "me", "protect", "repo", "sessions")
 
-    def __init__(self, repo: Repo, me: Place, sessions: set[str], env: dict[str, str]) -> None:
+    def __init__(self, repo: Repo, me: Place, sessions: set[str], env: dict[str, str], protect: tuple[str, ...] = ()) -> None:
         self.repo = repo
         self.me = me
         self.sessions = sessions
         self.env = env
+        self.protect = protect
 
     @property
     def agent(self) -> bool:
@@ -61,16 +67,29 @@ def is_source(rel: tuple[str, ...]) -> bool:
     return not rel[-1].lower().endswith(DOC_SUFFIXES)
 
 
-def guarded(resolved: Path) -> str | None:
-    """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any."""
+def guarded(resolved: Path, protect: tuple[str, ...]) -> str | None:
+    """The guarded name in `resolved` (.claude, .git, .spark-git.toml, ...), if any; `protect`: the
+    clients' own directories."""
     parts = resolved.parts
-    dirs = (*registry.protected(), *GUARDED_DIRS)
+    dirs = (*protect, *GUARDED_DIRS)
     hit = next((p for p in parts if p in dirs), None)
     if hit is None and parts and parts[-1] in (*GUARDED_FILES, GIT_USER_CONFIG):
         hit = parts[-1]
     if hit is None and any(parts[i : i + 2] == (".config", "git") for i in range(len(parts) - 1)):
         hit = ".config/git"  # git's XDG configuration, read like ~/.gitconfig
     return hit
+
+
+def startup(resolved: Path, home: str | None) -> str | None:
+    """The start-up file (STARTUP) `resolved` is or is in, under the user's HOME (the environment's and
+    the account's)."""
+    for h in {real(os.path.expanduser("~")), *([real(home)] if home else [])}:
+        if resolved.is_relative_to(h):
+            rel = resolved.relative_to(h).parts
+            hit = next((s for s in STARTUP if rel[: len(Path(s).parts)] == Path(s).parts), None)
+            if hit is not None:
+                return hit
+    return None
 
 
 def keys_dir(resolved: Path) -> bool:
@@ -95,6 +114,10 @@ def decide_write(who: Who, cwd: Path, target: str, shell: bool = False) -> Decis
     resolved = absolute(target, cwd)
     there = who.repo.locate(resolved)
     shown = f"{target} (→ {resolved})" if str(resolved) != target else target
+    hit = startup(resolved, who.env.get("HOME"))
+    if hit is not None:
+        return Decision(False, f"spark-git: blocked: {shown} is the user's start-up file ~/{hit}: a shell, git or ssh runs it as the human, "
+                               "outside every box; no tool call writes it — ask the human to change it")
     if who.agent:
         return _agent_write(who, there, resolved, shown)
     if spark_records(who.repo, resolved):
@@ -121,7 +144,7 @@ def spark_records(repo: Repo, resolved: Path) -> bool:
 
 def _agent_write(who: Who, there: Place, resolved: Path, shown: str) -> Decision:
     repo, task, agent = who.repo, who.me.task or "", who.me.agent or ""
-    bad = guarded(resolved)
+    bad = guarded(resolved, who.protect)
     if bad is not None:  # anywhere: ~/.claude/settings.json switches hooks off as well as the worktree's
         return Decision(
             False,

@@ -1,6 +1,8 @@
-"""The files tools that patch, unpack and download write, for clients/shwrites.py: `patch`, `tar`,
-`unzip`, `curl`, `wget`, and `find` running a command that is not a known reader. A directory they
-write into is judged as a write there (`.` when they write where they run). Standard library only."""
+"""The files tools that patch, unpack and download write, for guard/shwrites.py: `patch`, `tar`,
+`unzip`, `curl`, `wget`, `find` running a command that is not a known reader or deleting, and the
+build tools told to work in another directory (`make -C`, `npm --prefix`, `yarn --cwd`, `pnpm -C`),
+whose recipes and scripts write there. A directory they write into is judged as a write there (`.`
+when they write where they run). Standard library only."""
 
 from __future__ import annotations
 
@@ -27,7 +29,15 @@ def targets(prog: str, args: list[str]) -> list[str] | None:
         return [*found, _value(args, ("-P", "--directory-prefix")) or ("." if not found else "")]
     if prog == "find":
         return _find(args)
+    if prog in _ELSEWHERE:
+        where = _value(args, _ELSEWHERE[prog])
+        return [where] if where else []
     return None
+
+
+# Build tools and the option that makes them run (and write) in another directory.
+_ELSEWHERE = {"make": ("-C", "--directory"), "gmake": ("-C", "--directory"), "npm": ("--prefix", "-C"), "pnpm": ("-C", "--dir", "--prefix"),
+              "yarn": ("--cwd",), "npx": ("--prefix",), "cargo": ("--manifest-path",), "ninja": ("-C",), "cmake": ("-B",)}
 
 
 def _value(args: list[str], names: tuple[str, ...]) -> str | None:
@@ -43,7 +53,7 @@ def _value(args: list[str], names: tuple[str, ...]) -> str | None:
                 found = a.split("=", 1)[1]
             elif len(n) == 2 and not a.startswith("--") and a.startswith("-") and len(a) > 2:
                 k = a.find(n[1], 1)
-                if k > 0 and a[1:k].isalpha():
+                if k > 0 and (k == 1 or a[1:k].isalpha()):  # `-Cdir`, or ending a cluster: `-sSLo X`
                     found = a[k + 1 :] or nxt
     return found
 
