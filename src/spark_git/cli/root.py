@@ -34,7 +34,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "landing.complete": ("complete",),
     "views.history": ("who", "log"),
     "landing.queue": ("queue",),
-    "landing.verify": ("verify",),
+    "landing.verify": ("verify", "accept"),
     "life.advance": ("advance", "classify"),
     "life.report": ("report",),
     "views.audit": ("audit",),

@@ -1,7 +1,10 @@
-"""`spark-git verify [RANGE] [--json] [--fetch]`: every landing on the base branch, checked from git alone."""
+"""`spark-git verify [RANGE] [--json] [--fetch]`: every landing on the base branch, checked from git alone;
+`spark-git accept <commit> --why TEXT`: the human keeps a commit that reached it without a landing."""
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Annotated
 
 import typer
@@ -10,7 +13,7 @@ from spark_git.cli.common import Out, Result, _esc, execute
 from spark_git.cli.root import app
 from spark_git.core.layout import Layout
 
-MARK = {"landed": "[green]✓[/green]", "failed": "[red]✗[/red]", "before": "[dim]·[/dim]"}
+MARK = {"landed": "[green]✓[/green]", "accepted": "[yellow]✓[/yellow]", "failed": "[red]✗[/red]", "before": "[dim]·[/dim]"}
 
 
 @app.command()
@@ -35,7 +38,26 @@ def verify(
         if bad:
             return Result(f"{len(bad)} commit(s) on {d.base} did not land through spark-git's queue, first {bad[0].sha[:12]}: {bad[0].reason}",
                           d, human=human, status="FAIL", exit_code=1,
-                          next=[f"git show --stat {bad[0].sha}", f"git notes --ref=refs/notes/spark-attest show {bad[0].sha}"])
-        return Result(f"{d.landed} landing(s) on {d.base} verified ({d.before} from before adoption)", d, human=human)
+                          next=[f"git show --stat {bad[0].sha}", f"spark-git accept {bad[0].sha} --why TEXT"])
+        kept = f", {d.accepted} accepted by a human" if d.accepted else ""
+        return Result(f"{d.landed} landing(s) on {d.base} verified{kept} ({d.before} from before adoption)", d, human=human)
+
+    execute(ctx, action)
+
+
+@app.command()
+def accept(
+    ctx: typer.Context,
+    commit: Annotated[str, typer.Argument(help="A commit the base branch moved to without a landing (`spark-git verify` names it).")],
+    why: Annotated[str, typer.Option("--why", help="Why it is kept: recorded and signed with your approval key.")],
+) -> None:
+    """Keep a commit that reached the base branch behind spark-git's back: your signed decision, which `verify` then shows."""
+    def action(layout: Layout) -> Result:
+        from spark_git.core.gitattest import ATTEST_REF
+        from spark_git.ops.landing import accept as ops
+
+        d = ops.accept(layout, commit, why, interactive=sys.stdin.isatty())
+        return Result(f"{d.commit[:12]} on {d.base} accepted by {d.signer}: {json.dumps(d.why)}", d,
+                      next=["spark-git verify", f"git push origin {ATTEST_REF}"])
 
     execute(ctx, action)

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "queue run": "spark_git.ops.landing.queue:QueueRunData",
     "queue --stats": "spark_git.ops.landing.queuestats:QueueStats",
     "verify": "spark_git.ops.landing.verify:VerifyData",
+    "accept": "spark_git.ops.landing.accept:AcceptData",
     "who": "spark_git.ops.shared.history:WhoData",
     "log": "spark_git.ops.shared.history:LogData",
     "archive list": "spark_git.ops.ending.archive:ArchiveListData",
