@@ -61,8 +61,13 @@ def is_shallow(git: Git) -> bool:
     return git.out("rev-parse", "--is-shallow-repository") == "true"
 
 
-def fetch_notes(git: Git, remote: str, refs: list[str]) -> str | None:
-    """Fetches `refs` (notes) from `remote` into the same names (forced: the remote's are the ones to
-    verify); None, or what git said."""
-    r = git.run("fetch", "-q", remote, *[f"+{x}:{x}" for x in refs], check=False)
+def fetch_refs(git: Git, remote: str, refspecs: list[str]) -> str | None:
+    """Fetches `refspecs` from `remote` (forced: the remote's are the ones to verify); None, or what git said."""
+    r = git.run("fetch", "-q", remote, *refspecs, check=False)
     return None if r.returncode == 0 else r.stderr.strip()
+
+
+def attested(git: Git, ref: str = ATTEST_REF) -> list[tuple[str, str]]:
+    """(note blob, annotated object) of every note on `ref`."""
+    r = git.run("notes", f"--ref={ref}", "list", check=False)
+    return [(f[0], f[1]) for f in (ln.split() for ln in r.stdout.splitlines()) if len(f) == 2]

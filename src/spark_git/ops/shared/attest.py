@@ -111,6 +111,15 @@ def allowed_keys(text: str | None, namespace: str) -> dict[str, tuple[str, str]]
     return res
 
 
+def claimed_tree(note: bytes) -> str | None:
+    """The tree a note's statement names, read without checking anything (for a message only)."""
+    try:
+        subj = json.loads(base64.b64decode(json.loads(note)["payload"]))["subject"][0]["digest"]
+        return str(subj["gitTree"])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
 def open_envelope(note: str, landers: dict[str, tuple[str, str]]) -> tuple[dict[str, Any], str] | str:
     """(the Statement, the lander's principal) if `note` is a DSSE envelope signed by a listed lander;
     else what is wrong with it."""
