@@ -144,6 +144,7 @@ def _verify_command(c: Contract, tmp: Path) -> None:
     assert r.returncode == 1 and r.json["status"] == "FAIL" and r.json["data_schema"] == "verify", r
     assert not validate(r.json, c.schemas["envelope"], c.schemas["envelope"])
     c.check("verify", r.json["data"])
+    c.run("ci", "ci", "github")
     q = day(tmp / "accept", 1)
     pushed = commit(q.repo, {"hotfix.py": "h = 1\n"}, "a hotfix straight onto main")
     r = q.spark("t0", "accept", pushed, "--why", "the schema test keeps it", "--json")

@@ -46,6 +46,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "life.hook": ("hook",),
     "setup.hooks": ("hooks",),
     "setup.remote": ("remote", "heartbeat"),
+    "setup.ci": ("ci",),
     "views.statusline": ("statusline",),
 }
 

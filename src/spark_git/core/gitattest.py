@@ -27,20 +27,19 @@ def ref_value(git: Git, ref: str) -> str | None:
 
 def note_add(git: Git, sha: str, text: str, ref: str = ATTEST_REF) -> bool:
     """Adds `text` as `sha`'s note unless it has one (False then); the ref moves by compare-and-swap
-    from the value the note was built on, through a scratch ref (`git notes` itself does not)."""
-    old = ref_value(git, ref)
-    if old and git.run("notes", f"--ref={old}", "show", sha, check=False).returncode == 0:
-        return False
-    scratch = f"{ref}-tmp"
-    git.run("update-ref", "-d", scratch, check=False)
-    if old:
-        git.run("update-ref", scratch, old)
+    from the value the note was built on, through a scratch ref (`git notes` itself does not). The
+    caller holds the notes mutex, so the scratch ref is its own."""
+    old, scratch, moved = ref_value(git, ref), f"{ref}-tmp", False
+    git.run("update-ref", scratch, old) if old else git.run("update-ref", "-d", scratch, check=False)  # -d: a killed run's
     try:
-        git.run("notes", f"--ref={scratch}", "add", "-F", "-", sha, input=text)
+        if git.run("notes", f"--ref={scratch}", "add", "-F", "-", sha, input=text, check=False).returncode != 0:
+            return False  # it has a note (`git notes add` refuses to overwrite one)
         new = git.out("rev-parse", "--verify", scratch)
-        git.update_ref(ref, new, old or ZERO_SHA, message="spark-git: landing attestation")
+        git.run("update-ref", "--stdin", input=f"start\nupdate {ref} {new} {old or ZERO_SHA}\ndelete {scratch} {new}\ncommit\n")
+        moved = True  # the scratch ref went in the same transaction
     finally:
-        git.run("update-ref", "-d", scratch, check=False)
+        if not moved:
+            git.run("update-ref", "-d", scratch, check=False)
     return True
 
 

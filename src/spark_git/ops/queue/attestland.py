@@ -49,9 +49,8 @@ def _agents(git: Git, before: str, head: str) -> dict[str, list[str]]:
     return res
 
 
-def predicate(layout: Layout, store: Store, cand: QueueCandidate, p: CandidatePart, lander: str) -> dict[str, Any]:
+def predicate(layout: Layout, store: Store, cand: QueueCandidate, p: CandidatePart, lander: str, before: str) -> dict[str, Any]:
     git = layout.git()
-    before = git.out("rev-parse", f"{p.tip}^1")
     tf = store.read_task(p.task)
     cp = tf.checkpoint if tf is not None else None
     approval = {"signer": _signer(cp.signed), "record": cp.signed, "signature": cp.signature} if cp and cp.signed else None
@@ -69,5 +68,6 @@ def record(layout: Layout, store: Store, cand: QueueCandidate) -> None:
         for p in cand.parts:
             if git.notes_show(gitattest.ATTEST_REF, p.tip) is not None:
                 continue  # attested already (a re-run after a kill)
-            stmt = attest.statement(p.tip, git.tree_of(p.tip), predicate(layout, store, cand, p, who))
+            tree, before = git.out("show", "-s", "--format=%T %P", p.tip).split()[:2]  # before: the tip's first parent
+            stmt = attest.statement(p.tip, tree, predicate(layout, store, cand, p, who, before))
             gitattest.note_add(git, p.tip, attest.envelope(key, stmt))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from spark_git.core import faults
+from spark_git.core import faults, gitattest
 from spark_git.core.errors import GitError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
@@ -59,7 +59,8 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
         faults.point("complete-before-ff")
         if git.branch_head(base) != cand.old_base:
             raise BaseMoved(f"{base} moved while the batch was gated")
-        if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts]):
+        attestland.record(layout, store, cand)  # before the base moves: a remote gets it in the same push
+        if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts], (gitattest.ATTEST_REF,)):
             raise BaseMoved(f"{base} moved on the shared remote while the batch was gated")
         main_wt = base_worktree(git, base)
         try:
@@ -78,7 +79,6 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
 def finish(layout: Layout, store: Store, cand: QueueCandidate, main_updated: bool) -> None:
     """Records every part of a landed candidate (skipping what is recorded already)."""
     base, batch, gate = cand.base_branch, [p.task for p in cand.parts], cand.gate
-    attestland.record(layout, store, cand)  # before the task records: it reads each task's signed approval
     for p in cand.parts:
         o = QueueOutcome(task=p.task, ref=p.ref, head=p.head, result="landed", reason=f"landed on {base}", landed_commit=p.tip,
                          old_base=cand.old_base, new_base=cand.landing, batch=batch, gate=gate, main_worktree_updated=main_updated,

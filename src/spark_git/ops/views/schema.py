@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "queue --stats": "spark_git.ops.landing.queuestats:QueueStats",
     "verify": "spark_git.ops.landing.verify:VerifyData",
     "accept": "spark_git.ops.landing.accept:AcceptData",
+    "ci": "spark_git.ops.setup.ci:CiData",
     "who": "spark_git.ops.shared.history:WhoData",
     "log": "spark_git.ops.shared.history:LogData",
     "archive list": "spark_git.ops.ending.archive:ArchiveListData",

@@ -11,12 +11,11 @@ from spark_git.ops.shared import verifying
 
 
 def check_base(ctx: Ctx) -> None:
-    git = ctx.git
-    if gitattest.ref_value(git, gitattest.ATTEST_REF) is None or gitattest.is_shallow(git):
-        return  # spark-git never attested a landing here (or the history to read is missing)
-    base = branch_ref(ctx.layout.base_branch())
-    if gitattest.ref_value(git, base) is None:
-        return
+    if not ctx.attested:
+        return  # spark-git never attested a landing here: no git process spent
+    git, base = ctx.git, branch_ref(ctx.layout.base_branch())
+    if base not in ctx.heads or gitattest.is_shallow(git):
+        return  # no base branch, or the history to read is missing
     _, commits, before = verifying.line(git, ctx.layout, None, base)
     for c in commits[before:]:
         if c.note is not None:
