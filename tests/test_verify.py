@@ -86,19 +86,27 @@ def test_each_forgery_is_caught_with_its_reason(tmp_path: Path) -> None:
         resign(c, sha, stmt)
         return sha
 
+    def failed_gate(c: Path) -> str:
+        sha = landings(c)[-1]
+        stmt = statement(c, sha)
+        stmt["predicate"]["gates"][0]["passed"] = False
+        resign(c, sha, stmt)
+        return sha
+
     def rewritten(c: Path) -> str:
         git(c, "commit", "-q", "--amend", "-m", "a rewritten landing")
         return git(c, "rev-parse", "HEAD")
 
     reasons = {name: _forged(tmp_path, name, q, f)["reason"] for name, f in
                [("direct", direct_push), ("hand", by_hand), ("copied", copied), ("unlisted", unlisted),
-                ("other-head", other_head), ("other-tree", other_tree), ("rewritten", rewritten)]}
+                ("other-head", other_head), ("other-tree", other_tree), ("failed-gate", failed_gate), ("rewritten", rewritten)]}
     assert "behind spark-git's back" in reasons["direct"] and "behind spark-git's back" in reasons["rewritten"]
     assert "not a DSSE envelope" in reasons["hand"]
     assert "copied from another commit" in reasons["copied"]
     assert ".spark-landers does not list" in reasons["unlisted"]
     assert "not the approved head" in reasons["other-head"] or "neither the approved head" in reasons["other-head"]
     assert "not on the landed tree" in reasons["other-tree"]
+    assert "gate did not pass" in reasons["failed-gate"]
 
 
 def test_in_process_ssh_signature_check_agrees_with_ssh_keygen(tmp_path: Path) -> None:
@@ -115,3 +123,20 @@ def test_in_process_ssh_signature_check_agrees_with_ssh_keygen(tmp_path: Path) -
              "truncated": (allowed, "h@x", b"payload", sig[: len(sig) // 2] + "\n-----END SSH SIGNATURE-----\n")}
     got = {name: (sshsigverify.verify(a, p, sshsig.NAMESPACE, d, s) is None, sshsig.verify(a, p, d, s) is None) for name, (a, p, d, s) in cases.items()}
     assert got == {name: (name == "valid", name == "valid") for name in cases}, got
+
+
+def test_the_approval_verifies_by_hand_with_ssh_keygen(tmp_path: Path) -> None:
+    """docs/merging.md's `ssh-keygen` steps, run as written in a fresh clone: the human's signature holds."""
+    import re
+    import subprocess
+
+    doc = (Path(__file__).parent.parent / "docs" / "merging.md").read_text()
+    script = re.search(r"### Verifying by hand\n.*?```sh\n(.*?)```", doc, re.S)
+    assert script, "docs/merging.md has no `Verifying by hand` shell block"
+    q = day(tmp_path, 1)
+    c = clone(q, tmp_path / "fresh")
+    git(c, "fetch", "-q", "origin", f"+{ATTEST}:{ATTEST}")
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", script.group(1)], cwd=c, capture_output=True, text=True)
+    assert r.returncode == 0 and 'Good "spark-git-approval" signature' in r.stdout + r.stderr, r
+    head, second = r.stdout.strip().splitlines()[-2:]
+    assert head == second == git(c, "rev-parse", "main^2"), r.stdout
