@@ -96,3 +96,9 @@ def test_the_jobs_command_passes_a_landing_and_fails_a_direct_push(tmp_path: Pat
     assert bad.returncode == 1 and bad.json["status"] == "FAIL" and pushed[:12] in bad.json["summary"], bad
     assert [c["sha"] for c in bad.json["data"]["commits"] if c["status"] == "failed"] == [pushed]
     assert f"spark-git accept {pushed} --why TEXT" in bad.json["next"]
+
+    git(m, "pull", "-q", "--ff-only", "origin", "main")  # the human keeps it: the decision goes to the remote
+    a = spark(m, "--json", "accept", pushed, "--why", "the release manager's fix", env={**os.environ, "SPARK_SESSION_ID": "s-human"})
+    assert a.returncode == 0 and a.json["data"]["pushed"] is True, a
+    kept = _run_job(url, tmp_path, "ci-kept", job)
+    assert kept.returncode == 0 and kept.json["data"]["accepted"] == 1, kept

@@ -58,6 +58,6 @@ def accept(
 
         d = ops.accept(layout, commit, why, interactive=sys.stdin.isatty())
         return Result(f"{d.commit[:12]} on {d.base} accepted by {d.signer}: {json.dumps(d.why)}", d,
-                      next=["spark-git verify", f"git push origin {ATTEST_REF}"])
+                      next=["spark-git verify"] + ([] if d.pushed else [f"git push origin {ATTEST_REF}"]))
 
     execute(ctx, action)

@@ -17,6 +17,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.shared import signed
 from spark_git.ops.shared.verifying import Files, acceptance_note, acceptance_record, check
+from spark_git.state.backends import open_store
 from spark_git.state.locks import NOTES, mutex
 from spark_git.state.models import now
 
@@ -26,6 +27,7 @@ class AcceptData(Model):
     base: str
     signer: str
     why: str
+    pushed: bool = False  # remote mode: pushed to the remote with the other notes
 
 
 def _on_line(git: Git, base: str, commit: str) -> LineCommit:
@@ -76,4 +78,7 @@ def accept(layout: Layout, commit: str, why: str, *, interactive: bool) -> Accep
     with mutex(layout, NOTES):
         if not gitattest.note_add(git, c.sha, note):
             raise Blocked(f"{c.sha[:12]} got a note meanwhile; nothing was recorded", next=["spark-git verify", again])
-    return AcceptData(commit=c.sha, base=base, signer=str(rec["signer"]), why=why)
+    shared = open_store(layout).remote
+    if shared is not None:  # remote mode: the decision goes where the forge's `verify --fetch` reads
+        shared.sync_notes(gitattest.ATTEST_REF)
+    return AcceptData(commit=c.sha, base=base, signer=str(rec["signer"]), why=why, pushed=shared is not None)
