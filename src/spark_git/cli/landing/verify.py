@@ -16,6 +16,13 @@ from spark_git.core.layout import Layout
 MARK = {"landed": "[green]✓[/green]", "accepted": "[yellow]✓[/yellow]", "failed": "[red]✗[/red]", "before": "[dim]·[/dim]"}
 
 
+def _handle(sha: str, noted: bool) -> str:
+    """What a human does with a commit that failed: look at the note it carries, or accept it."""
+    from spark_git.core.gitattest import ATTEST_REF
+
+    return f"git notes --ref={ATTEST_REF} show {sha}" if noted else f"spark-git accept {sha} --why TEXT"
+
+
 @app.command()
 def verify(
     ctx: typer.Context,
@@ -38,7 +45,7 @@ def verify(
         if bad:
             return Result(f"{len(bad)} commit(s) on {d.base} did not land through spark-git's queue, first {bad[0].sha[:12]}: {bad[0].reason}",
                           d, human=human, status="FAIL", exit_code=1,
-                          next=[f"git show --stat {bad[0].sha}", f"spark-git accept {bad[0].sha} --why TEXT"])
+                          next=[f"git show --stat {bad[0].sha}", _handle(bad[0].sha, bad[0].noted)])
         kept = f", {d.accepted} accepted by a human" if d.accepted else ""
         return Result(f"{d.landed} landing(s) on {d.base} verified{kept} ({d.before} from before adoption)", d, human=human)
 

@@ -27,6 +27,7 @@ class VerifiedCommit(Model):
     status: Literal["landed", "accepted", "failed", "before"]  # before: from before spark-git was adopted
     task: str | None = None
     reason: str | None = None  # failed: what is wrong; accepted: who accepted it and why
+    noted: bool = False  # failed: it carries a note (that does not verify), which `accept` will not hide
 
 
 class Files:
@@ -95,7 +96,7 @@ def acceptance_note(payload: str, signature: str) -> str:
 
 def _accepted(files: Files, c: LineCommit, note: dict[str, Any]) -> VerifiedCommit:
     def fail(reason: str) -> VerifiedCommit:
-        return VerifiedCommit(sha=c.sha, status="failed", reason=f"the acceptance note: {reason}")
+        return VerifiedCommit(sha=c.sha, status="failed", reason=f"the acceptance note: {reason}", noted=True)
 
     try:
         rec = json.loads(str(note.get(ACCEPTANCE)))
@@ -122,7 +123,7 @@ def _as_acceptance(note: str) -> dict[str, Any] | None:
 def check(git: Git, files: Files, c: LineCommit) -> VerifiedCommit:
     """One first-parent commit: landed (with its task), accepted, or failed (with the reason)."""
     def fail(reason: str, task: str | None = None) -> VerifiedCommit:
-        return VerifiedCommit(sha=c.sha, status="failed", task=task, reason=reason)
+        return VerifiedCommit(sha=c.sha, status="failed", task=task, reason=reason, noted=c.note is not None)
 
     if c.note is None:
         return fail(NO_ATTESTATION)
