@@ -66,3 +66,25 @@ def test_an_acceptance_that_would_not_verify_or_is_not_needed_writes_nothing(tmp
     r = q.spark("t0", "--json", "accept", pushed, "--why", "keep it")
     assert r.returncode == 3 and "would not verify" in r.json["summary"] and r.json["next"], r
     assert _refs(q.repo) == before and git(q.repo, "notes", f"--ref={ATTEST}", "list", pushed, check=False) == ""
+
+
+def test_verify_since_checks_every_commit_after_the_adoption(tmp_path: Path) -> None:
+    """Without `[verify] since` a commit between the adoption and the first landing is listed as from
+    before adoption; with it (set by a commit the human accepts) it fails like any direct push."""
+    from tests.queuekit import Queue
+    from tests.verifykit import adopt
+
+    q = Queue(tmp_path, 1)
+    adopted = adopt(q)
+    early = commit(q.repo, {"early.txt": "x\n"}, "pushed before the first landing")
+    assert q.spark("t0", "complete", "t0").returncode == 0
+    r = verify(q.repo, tmp_path)
+    assert r.returncode == 0 and {c["sha"]: c["status"] for c in r.json["data"]["commits"]}[early] == "before", r
+
+    cfg = (q.repo / ".spark-git.toml").read_text() + f'[verify]\nsince = "{adopted}"\n'
+    since = commit(q.repo, {".spark-git.toml": cfg}, "verify every commit after the adoption")
+    assert q.spark("t0", "--json", "accept", since, "--why", "sets [verify] since").returncode == 0
+    r = verify(q.repo, tmp_path)
+    assert r.returncode == 1 and r.json["data"]["range"] == f"{adopted}..refs/heads/main", r
+    got = {c["sha"]: c["status"] for c in r.json["data"]["commits"]}
+    assert got[early] == "failed" and got[since] == "accepted" and r.json["data"]["landed"] == 1, got
