@@ -44,15 +44,18 @@ def note_add(git: Git, sha: str, text: str, ref: str = ATTEST_REF) -> bool:
 
 
 def first_parent_line(git: Git, rev_range: str, ref: str = ATTEST_REF) -> list[LineCommit]:
-    """The first-parent commits of `rev_range`, oldest first, with the note each has on `ref`."""
-    r = git.run("log", "--first-parent", "--reverse", f"--notes={ref}", "--format=%H%x1f%T%x1f%P%x1f%N%x1e", rev_range, check=False)
+    """The first-parent commits of `rev_range`, oldest first, each with its note on `ref`: read as
+    blobs through one cat-file process (a note's text never reaches a parsed log line)."""
+    r = git.run("log", "--first-parent", "--reverse", "--format=%H %T %P", rev_range, check=False)
     if r.returncode != 0:
         raise BadInput(f"cannot read the range {rev_range}: {r.stderr.strip()}", hint="spark-git verify <from>..<to> (commits of this clone; `git fetch` first)")
+    blobs = {obj: blob for blob, obj in attested(git, ref)}
     res = []
-    for rec in r.stdout.split("\x1e"):
-        f = rec.strip("\n").split("\x1f")
-        if len(f) == 4 and f[0]:
-            res.append(LineCommit(f[0], f[1], tuple(f[2].split()), f[3].strip() or None))
+    with git.objects() as reader:
+        for f in (ln.split() for ln in r.stdout.splitlines()):
+            obj = reader.read(blobs[f[0]]) if f[0] in blobs else None
+            note = obj[1].decode(errors="replace").strip() if obj and obj[0] == "blob" else None
+            res.append(LineCommit(f[0], f[1], tuple(f[2:]), note or None))
     return res
 
 
