@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fixtures.repo import Run, git
+from fixtures.repo import Run, commit, git
 
 from spark_git.core import sshsig
 from tests.verifykit import ATTEST, Queue, clone, day, resign, statement, verify
@@ -108,3 +108,13 @@ def test_a_shallow_clone_is_refused_before_anything_is_fetched(q: Queue, tmp_pat
         r = _unchanged(c, tmp_path, *args)
         assert r.returncode == 2 and "shallow clone" in r.json["summary"] and "git fetch --unshallow" in r.json["next"], r
     assert git(c, "for-each-ref", "refs/notes/") == ""
+
+
+def test_a_note_holding_log_separators_cannot_hide_a_direct_push(q: Queue, tmp_path: Path) -> None:
+    """Fails before: notes were read through `git log --format=…%N` split on \\x1e/\\x1f, so a note with
+    a \\x1f on a direct push dropped that commit from the line and verify passed (exit 0)."""
+    c = _fetched(q, tmp_path / "c")
+    pushed = commit(c, {"evil.txt": "x\n"}, "pushed behind spark-git's back")
+    git(c, "notes", f"--ref={ATTEST}", "add", "-m", "x\x1fy\x1ez", pushed)
+    reasons = _failed(_unchanged(c, tmp_path))
+    assert list(reasons) == [pushed] and "not a DSSE envelope" in reasons[pushed], reasons
