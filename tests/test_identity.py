@@ -106,7 +106,8 @@ def test_an_agent_worktree_as_working_directory_is_an_agent(world: dict[str, Pat
 COORDINATOR_CALLS = {
     "tasks": [["start", "t2"], ["agent", "add", "t1", "c", "--why", "x"], ["agent", "run", "t1", "b"]],
     "mainlock": [["lock", "main"], ["unlock", "main"], ["lock", "break", "t1", "--why", "x"]],
-    "merge": [["merge", "t1", "--agent", "a"], ["merge", "t1", "--all"], ["update", "t1"], ["approve", "t1", "--changes"], ["complete", "t1"]],
+    "merge": [["merge", "t1", "--agent", "a"], ["merge", "t1", "--all"], ["update", "t1"], ["approve", "t1", "--changes"], ["complete", "t1"],
+              ["accept", "t1", "--why", "x"]],
     "queue": [["queue", "run"]],
     "protocol": [["advance", "t1"], ["classify", "t1", "--risk", "LOW", "--why", "x"]],
     "cleanup": [["cleanup", "t1"], ["abandon", "t1", "--why", "x"], ["archive", "restore", "refs/spark/archive/x"]],

@@ -152,6 +152,23 @@ def _remote_commands(c: Contract, tmp: Path) -> None:
     c.run("remote disable", "remote", "disable")
 
 
+def _verify_command(c: Contract, tmp: Path) -> None:
+    """`verify` FAILs here (no `.spark-landers` is committed) with its own `data`, not an error's; `accept`
+    runs in a repo of its own (tests/verifykit.py: approvers and landers committed), where it holds."""
+    from tests.verifykit import day
+
+    r = run_cli(c.repo, "verify", "--json")
+    assert r.returncode == 1 and r.json["status"] == "FAIL" and r.json["data_schema"] == "verify", r
+    assert not validate(r.json, c.schemas["envelope"], c.schemas["envelope"])
+    c.check("verify", r.json["data"])
+    c.run("ci", "ci", "github")
+    q = day(tmp / "accept", 1)
+    pushed = commit(q.repo, {"hotfix.py": "h = 1\n"}, "a hotfix straight onto main")
+    r = q.spark("t0", "accept", pushed, "--why", "the schema test keeps it", "--json")
+    assert r.returncode == 0 and r.json["data_schema"] == "accept" and not validate(r.json, c.schemas["envelope"], c.schemas["envelope"]), r
+    c.check("accept", r.json["data"])
+
+
 def _forge_command(c: Contract, tmp: Path, root: Path) -> None:
     """`complete --via gh`: a stand-in `gh` first on PATH (tests/test_forge.py), the push to the bare remote."""
     from tests.test_forge import STAND_IN, URL
@@ -221,6 +238,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("complete", "complete", "t1")
     c.run("queue", "queue")
     c.run("queue run", "queue", "run")
+    _verify_command(c, tmp_path)
     c.run("queue --stats", "queue", "--stats")
     c.check("queue.json", json.loads((root / ".queue" / "queue.json").read_text()))
     c.run("cleanup", "cleanup", "t1")

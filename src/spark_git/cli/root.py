@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "Tasks": ("start", "status", "advance", "classify", "lock", "unlock"),
     "Agents": ("agent", "report", "brief", "sync", "env"),
-    "Landing": ("merge", "update", "approve", "complete", "queue"),
+    "Landing": ("merge", "update", "approve", "complete", "queue", "verify", "accept"),
     "Ending": ("cleanup", "abandon", "archive", "doctor"),
     "Views": ("who", "log", "audit", "schema"),
-    "Set-up": ("init", "hooks", "remote", "heartbeat"),
+    "Set-up": ("init", "hooks", "remote", "heartbeat", "ci"),
 }
 HIDDEN = ("hook", "statusline")
 
@@ -67,6 +67,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "landing.complete": ("complete",),
     "views.history": ("who", "log"),
     "landing.queue": ("queue",),
+    "landing.verify": ("verify", "accept"),
     "life.advance": ("advance", "classify"),
     "life.report": ("report",),
     "views.audit": ("audit",),
@@ -79,6 +80,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "life.hook": ("hook",),
     "setup.hooks": ("hooks",),
     "setup.remote": ("remote", "heartbeat"),
+    "setup.ci": ("ci",),
     "views.statusline": ("statusline",),
 }
 

@@ -36,7 +36,7 @@ GATE_PREFIX = "gate:"
 COORDINATOR = frozenset({
     "start", "merge", "update", "approve", "complete", "advance", "classify", "cleanup", "abandon",
     "agent add", "lock main", "lock break", "unlock main", "queue run", "hooks install", "hooks uninstall",
-    "archive restore", "remote enable", "remote disable", "agent run", "init",
+    "archive restore", "remote enable", "remote disable", "agent run", "init", "accept",
 })
 SELF_ONLY = frozenset({"report", "sync", "env"})
 

@@ -109,6 +109,10 @@ class ApprovalConfig(_Strict):
                                   "every approval note and the approval screen say so.")
 
 
+class VerifyConfig(_Strict):
+    since: str | None = Field(None, description="`spark-git verify`: the last commit of the base branch from before spark-git was adopted; every first-parent commit after it must carry a landing attestation.")
+
+
 class RiskConfig(_Strict):
     """003's tables by default. A repo's lists and per-level agents EXTEND the defaults (its entries
     first); `replace = true` (every key given) or `replace = ["high", "agents"]` replaces instead."""
@@ -270,6 +274,7 @@ class Config(TopLevel):
     gates: GatesConfig = Field(default_factory=GatesConfig)
     attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
     risk: RiskConfig = Field(default_factory=RiskConfig)
     scope: ScopeConfig = Field(default_factory=ScopeConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)

@@ -248,7 +248,7 @@ class LocalStore:
     def sync_base(self, branch: str) -> None:
         return None
 
-    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry], notes: tuple[str, ...] = ()) -> bool:
         return True
 
     def read_queue_log(self) -> QueueLog:

@@ -353,10 +353,21 @@ class RemoteStore(LocalStore):
         else:
             git.update_ref(ref, theirs, mine, message=f"spark-git remote: {branch} from {self.refs.remote.name}")
 
-    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry], notes: tuple[str, ...] = ()) -> bool:
         queued = {QUEUE_PREFIX + n: sha for n, sha in self.refs.names(QUEUE_PREFIX).items()}
         gone: dict[str, str | None] = {e.ref: queued[e.ref] for e in entries if e.ref in queued}
-        if not self.refs.remote.push({branch_ref(branch): new, **dict.fromkeys(gone)}, {branch_ref(branch): old, **gone}).ok:
+        git = self.layout.git()
+        with mutex(self.layout, NOTES):  # the landing's attestation goes out with the base, never after it
+            seen = {ref: self._merge_remote_notes(ref) for ref in notes}
+            mine = {ref: git.rev_parse(ref) for ref in notes}
+            ours = {ref: sha for ref, sha in mine.items() if sha is not None and sha != seen[ref]}
+            pushed = self.refs.remote.push({branch_ref(branch): new, **dict.fromkeys(gone), **ours},
+                                           {branch_ref(branch): old, **gone, **{ref: seen[ref] for ref in ours}})
+            if pushed.ok:
+                with mutex(self.layout, FETCH_MUTEX):
+                    for ref, sha in ours.items():
+                        git.update_ref(TRACKING + ref.removeprefix("refs/"), sha, seen[ref] or ZERO_SHA, message="spark-git remote: mirror")
+        if not pushed.ok:
             self.refs.refresh(force=True)  # the next try leases on what is there now
             return False
         for ref in gone:

@@ -141,9 +141,10 @@ class Queue(Protocol):
         """Removes the entry if it still points at its sha; False if it was gone already."""
     def sync_base(self, branch: str) -> None:
         """Brings the local base branch up to the shared one before a batch is built (local: nothing)."""
-    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry]) -> bool:
+    def publish_base(self, branch: str, new: str, old: str, entries: list[QueueEntry], notes: tuple[str, ...] = ()) -> bool:
         """Moves the shared base from `old` (the gated base) to `new` together with the removal of the
-        landed queue entries, all or nothing; False if the base moved (local: True, nothing shared)."""
+        landed queue entries and our `notes` refs (merged with the remote's first), all or nothing; False
+        if the base (or one of those notes refs) moved (local: True, nothing shared)."""
     def read_queue_log(self) -> QueueLog: ...
     def write_queue_log(self, log: QueueLog) -> None:
         """Written only by the process holding the queue-drain mutex."""

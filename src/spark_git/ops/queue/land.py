@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from spark_git.core import faults
+from spark_git.core import faults, gitattest
 from spark_git.core.errors import GitError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
+from spark_git.ops.queue import attestland
 from spark_git.ops.queue.checks import approval_unmet, base_worktree
 from spark_git.ops.shared import mainlock
 from spark_git.ops.shared.taskfile import updating
@@ -58,7 +59,8 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
         faults.point("complete-before-ff")
         if git.branch_head(base) != cand.old_base:
             raise BaseMoved(f"{base} moved while the batch was gated")
-        if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts]):
+        attestland.record(layout, store, cand)  # before the base moves: a remote gets it in the same push
+        if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts], (gitattest.ATTEST_REF,)):
             raise BaseMoved(f"{base} moved on the shared remote while the batch was gated")
         main_wt = base_worktree(git, base)
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
-from spark_git.ops.queue import gate
+from spark_git.ops.queue import attestland, gate
 from spark_git.ops.queue.checks import base_worktree
 from spark_git.ops.queue.land import LANDING_REASON, finish
 from spark_git.ops.shared.merging.strays import drop_identical_untracked
@@ -24,6 +24,7 @@ def recover(layout: Layout, store: Store) -> list[str]:
     head = git.branch_head(cand.base_branch)
     if cand.landing and head and git.is_ancestor(cand.landing, head):
         landed = [p.task for p in cand.parts]
+        attestland.record(layout, store, cand)  # landing attests before the base moves: a no-op unless a part was missed
         finish(layout, store, cand, base_worktree(git, cand.base_branch) is not None)
         done.append(f"finished recording the landed batch {', '.join(landed)} of a killed queue drain")
     else:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout, task_name
-from spark_git.ops.ending.doctor import checks, halfway, machines, queue, records, repo
+from spark_git.ops.ending.doctor import checks, halfway, landings, machines, queue, records, repo
 from spark_git.ops.ending.doctor.lockbreak import LockBreakData, break_lock
 from spark_git.ops.ending.doctor.scan import Ctx, DoctorData, Finding, load_task
 from spark_git.ops.shared.worktrees import Progress, quiet
@@ -71,6 +71,7 @@ def observe(layout: Layout, store: Store, only: str | None, *, session: str | No
     repo.check_git_locks(ctx, names if only else None)
     if only is None:
         queue.check_queue(ctx)
+        landings.check_base(ctx)
         if layout.config.sync.remote:
             machines.check_machines(ctx)
     halfway.check_task_worktrees(ctx, tfs)

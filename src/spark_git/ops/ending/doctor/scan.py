@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from spark_git.core.errors import CorruptState
 from spark_git.core.git import Git, Worktree
+from spark_git.core.gitattest import ATTEST_REF
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.state.files import read_optional
@@ -58,11 +59,14 @@ class Ctx:
     by_task_dir: dict[str, list[Path]] = field(default_factory=dict)  # registered worktrees under <tasks_root>/<name>/
     branch_names: list[str] = field(default_factory=list)  # short names of `heads`, sorted
     merged: set[tuple[str, str]] = field(default_factory=set)  # (commit, task head) pairs known to be ancestry
+    attested: bool = False  # refs/notes/spark-attest exists: spark-git attests this repo's landings
 
     @classmethod
     def scan(cls, layout: Layout, store: Store, session: str | None) -> Ctx:
         git = layout.git()
-        ctx = cls(layout, store, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, dict(git.refs("refs/heads/")))
+        refs = git.refs("refs/heads/", ATTEST_REF)  # one for-each-ref: the branch heads, and whether landings are attested
+        heads: dict[str, str] = {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/")}
+        ctx = cls(layout, store, git, session, {wt.path.resolve(): wt for wt in git.worktrees()}, heads, attested=ATTEST_REF in refs)
         root = layout.tasks_root
         for p in ctx.registered:
             if p.is_relative_to(root) and p != root:
