@@ -46,6 +46,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "setup.hooks": ("hooks",),
     "setup.remote": ("remote", "heartbeat"),
     "views.statusline": ("statusline",),
+    "views.watch": ("watch",),
 }
 
 
