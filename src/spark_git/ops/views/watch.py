@@ -11,7 +11,8 @@ from spark_git.core.model import Model
 from spark_git.ops.views import status as status_mod
 from spark_git.ops.views.crossradar import TaskClash
 from spark_git.ops.views.status import StatusData, TaskView
-from spark_git.state.models import now, parse_time
+from spark_git.state.backends import open_store
+from spark_git.state.models import TaskFile, now, parse_time
 
 # The states in which the next step is the human's signed approval (`approve --plan` / `--changes`).
 APPROVAL_STATES = {"SYNTHESIS": "--plan", "AWAITING_USER_APPROVAL": "--changes"}
@@ -59,14 +60,26 @@ class WatchSnapshot(Model):
 
 def snapshot(layout: Layout, *, with_radar: bool = True) -> WatchSnapshot:
     d = status_mod.collect(layout, with_radar=with_radar, ended=False)
-    return of_status(d, now())
+    store = open_store(layout)
+    waiting = {t.task for t in d.tasks if t.state in APPROVAL_STATES and not _approved(store.read_task_here(t.task), t.head)}
+    return of_status(d, now(), waiting)
 
 
-def of_status(d: StatusData, at: str) -> WatchSnapshot:
+def _approved(tf: TaskFile | None, head: str | None) -> bool:
+    """The approval the task's state waits for is recorded: the plan's, or the changes' of this head."""
+    if tf is None:
+        return False
+    if tf.state == "SYNTHESIS":
+        return tf.plan_approval is not None and tf.plan_approval.approved
+    return tf.checkpoint is not None and tf.checkpoint.approved and tf.checkpoint.commit_sha == head
+
+
+def of_status(d: StatusData, at: str, waiting: set[str]) -> WatchSnapshot:
+    """`waiting`: the live tasks whose next step is the human's approval, not yet given."""
     live = [t for t in d.tasks if t.state not in (None, "ENDED")]
     queued = sorted((t for t in live if t.queue_position), key=lambda t: t.queue_position or 0)
     return WatchSnapshot(
-        at=at, tasks_root=d.tasks_root, attention=_attention(d), warnings=d.warnings,
+        at=at, tasks_root=d.tasks_root, attention=_attention(d, waiting), warnings=d.warnings,
         tasks=[TaskRow(task=t.task, state=t.state or "?", owner=t.session_id, idle_s=_since(t.last_active_at, at),
                        agents=len(t.agents), queue_position=t.queue_position) for t in live],
         agents=[row for t in live for row in _agents(t, at)],
@@ -74,10 +87,10 @@ def of_status(d: StatusData, at: str) -> WatchSnapshot:
     )
 
 
-def _attention(d: StatusData) -> list[Attention]:
+def _attention(d: StatusData, waiting: set[str]) -> list[Attention]:
     out: list[Attention] = []
     for t in d.tasks:
-        out += _task_attention(t)
+        out += _task_attention(t, t.task in waiting)
     for c in d.cross_conflicts:
         out.append(Attention(kind="conflict", task=c.task, text=f"{c.task} and {c.other} would conflict when both land: {', '.join(c.files)}"))
     for r in d.remote.tasks if d.remote else []:
@@ -87,12 +100,12 @@ def _attention(d: StatusData) -> list[Attention]:
     return out
 
 
-def _task_attention(t: TaskView) -> list[Attention]:
+def _task_attention(t: TaskView, waiting: bool) -> list[Attention]:
     out: list[Attention] = []
     if t.problem:
         out.append(Attention(kind="problem", task=t.task, text=t.problem, next=f"spark-git status {t.task}"))
     flag = APPROVAL_STATES.get(t.state or "")
-    if flag:
+    if flag and waiting:
         out.append(Attention(kind="approval", task=t.task, text=f"{t.task} waits for your approval ({t.state})",
                              next=f"spark-git approve {t.task} {flag}"))
     for c in t.radar.conflicts if t.radar else []:
