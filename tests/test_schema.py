@@ -240,6 +240,7 @@ def test_every_command_and_file_matches_its_schema(tmp_path: Path) -> None:
     c.run("queue run", "queue", "run")
     _verify_command(c, tmp_path)
     c.run("queue --stats", "queue", "--stats")
+    c.run("watch", "watch", "--once")
     c.check("queue.json", json.loads((root / ".queue" / "queue.json").read_text()))
     c.run("cleanup", "cleanup", "t1")
     c.check("audit-trail.json", json.loads((root / "t1" / "audit-trail.json").read_text()))

@@ -24,7 +24,7 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "Agents": ("agent", "report", "brief", "sync", "env"),
     "Landing": ("merge", "update", "approve", "complete", "queue", "verify", "accept"),
     "Ending": ("cleanup", "abandon", "archive", "doctor"),
-    "Views": ("who", "log", "audit", "schema"),
+    "Views": ("watch", "who", "log", "audit", "schema"),
     "Set-up": ("init", "hooks", "remote", "heartbeat", "ci"),
 }
 HIDDEN = ("hook", "statusline")
@@ -82,6 +82,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "setup.remote": ("remote", "heartbeat"),
     "setup.ci": ("ci",),
     "views.statusline": ("statusline",),
+    "views.watch": ("watch",),
 }
 
 

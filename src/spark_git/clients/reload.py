@@ -16,6 +16,8 @@ from pathlib import Path
 
 IN_ACCESS = 0x001
 IN_OPEN = 0x020
+# A directory's entries changed: what `spark-git watch` redraws on (ops/views/watch.py watched_dirs).
+IN_CHANGED = 0x002 | 0x008 | 0x040 | 0x080 | 0x100 | 0x200  # MODIFY, CLOSE_WRITE, MOVED_FROM/TO, CREATE, DELETE
 EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then len bytes of name)
 
 
@@ -53,9 +55,9 @@ class Watch:
         return out
 
 
-def watch(paths: list[Path]) -> Watch | None:
-    """A watch on `paths` (existing files) for opens and reads by any process; None without inotify
-    (not Linux) or when a watch cannot be set."""
+def watch(paths: list[Path], mask: int = IN_OPEN | IN_ACCESS) -> Watch | None:
+    """A watch on `paths` (existing files) for opens and reads by any process (or the events of
+    `mask`); None without inotify (not Linux) or when a watch cannot be set."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None
@@ -66,7 +68,7 @@ def watch(paths: list[Path]) -> Watch | None:
         return None
     if fd < 0:
         return None
-    wds = {libc.inotify_add_watch(fd, os.fsencode(p), IN_OPEN | IN_ACCESS): p for p in paths}
+    wds = {libc.inotify_add_watch(fd, os.fsencode(p), mask): p for p in paths}
     if any(wd < 0 for wd in wds):
         os.close(fd)
         return None

@@ -68,6 +68,7 @@ COMMANDS: dict[str, str] = {
     "remote sync": "spark_git.ops.shared.remote:RemoteStatusData",
     "heartbeat": "spark_git.ops.setup.remote:HeartbeatData",
     "statusline": "spark_git.ops.views.statusline:StatuslineData",
+    "watch": "spark_git.ops.views.watch:WatchSnapshot",  # with --once
 }
 
 # Files spark-git writes (and the config it reads) → model.
