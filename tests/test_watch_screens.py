@@ -9,6 +9,8 @@ import asyncio
 import html
 import os
 import re
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,21 @@ def fixed(lines: list[str], tmp: Path) -> str:
 
 
 @pytest.mark.parametrize(("cols", "rows"), [(80, 24), (200, 50)])
-def test_the_live_view_at_80x24_and_200x50(tmp_path: Path, cols: int, rows: int) -> None:
+def test_the_live_view_at_80x24_and_200x50(tmp_path: Path, cols: int, rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # HOME is printed (the approvers warning) and wrapped: a name of one length keeps the wrap the same
+    # whatever the basetemp (xdist adds popen-gwN/)
+    home = Path("/dev/shm") / f"sgw-{uuid.uuid4().hex}"
+    shutil.copytree(os.environ["HOME"], home, symlinks=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    try:
+        _screen(tmp_path, cols, rows)
+    finally:
+        shutil.rmtree(home)
+
+
+def _screen(tmp_path: Path, cols: int, rows: int) -> None:
     p = P(tmp_path, task="add-oauth-login-with-refresh-tokens", agents="backend,test-writer")
     p.commit("backend", {"auth.py": "x = 1\n"}, "[backend] auth")
     assert p.spark("start", "fix-invoice-rounding", "--agents", "billing").returncode == 0
