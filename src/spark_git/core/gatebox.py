@@ -60,6 +60,7 @@ class Sandbox:
     new_session: bool = False  # no controlling terminal to push keystrokes into (TIOCSTI)
     host_proc: bool = False  # the host's /proc, writable (instead of own_pids): a nested bwrap run as root needs it
     files: tuple[tuple[Path, Path], ...] = ()  # (source, where inside): files shown read-only at another path
+    rw_files: tuple[tuple[Path, Path], ...] = ()  # (source, where inside): files bound writable at another path
     network: bool = True  # False: its own network namespace (no network, no abstract unix sockets)
     env: tuple[tuple[str, str], ...] | None = None  # the whole environment inside (None: the one bwrap is given)
     masked: tuple[Path, ...] = ()  # host unix sockets still visible: each covered by /dev/null
@@ -85,6 +86,8 @@ class Sandbox:
             out += ["--ro-bind", str(p), str(p)]
         for src, dest in self.files:
             out += ["--ro-bind", str(src), str(dest)]
+        for src, dest in self.rw_files:
+            out += ["--bind", str(src), str(dest)]
         for p in self.hidden:  # in an agent's box read-only too: a write there fails rather than vanishing unseen
             out += ["--tmpfs", str(p), *(["--remount-ro", str(p)] if self.all_readonly else [])]
         for p in self.writable:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -64,10 +65,10 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str], *,
         gitgrants.prepare(dirs[1])  # the namespaces everybody reads exist, so that they are pinned
     allow, deny = gitgrants.grants([(worktree, None)])
     home = Path(env.get("HOME") or os.path.expanduser("~"))
-    state = c.facts.home_state(env)
+    state = [d for d in c.facts.home_state(env) if not d.suffix]  # directories (~/.claude): shared, as the client shares them
     for d in state:
-        if not d.suffix:  # a directory (a file, ~/.claude.json, is bound only when it exists)
-            d.mkdir(parents=True, exist_ok=True)  # a bind needs it to exist; the client would create it anyway
+        d.mkdir(parents=True, exist_ok=True)  # a bind needs it to exist; the client would create it anyway
+    copies = _own_copies(c, worktree, env)
     grant: list[Path] = [*walked, *map(Path, allow), *state]
     writable = [_real(worktree), *(_real(p) for p in grant if p.exists())]
     pinned = [_real(p) for p in deny if _inside(_real(p), writable)]
@@ -82,7 +83,22 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str], *,
     return gatebox.Sandbox(program=program, readonly=tuple(dict.fromkeys(_real(p) for p in shown if os.path.exists(p) and _inside(_real(p), fresh))),
                            writable=tuple(dict.fromkeys(writable)), pinned=tuple(dict.fromkeys(pinned)), hidden=(_real(secret),),
                            all_readonly=True, fresh=tuple(fresh), own_pids=True, new_session=headless, host_proc=_nests_as_root(c),
-                           files=files)
+                           files=files, rw_files=tuple(copies))
+
+
+def _own_copies(c: Client, worktree: Path, env: dict[str, str]) -> list[tuple[Path, Path]]:
+    """The client's state files in HOME (~/.claude.json) as this agent's own copy, bound writable at
+    their place: clients rewrite them under a lock file beside them, which each box's private HOME would
+    not share, so agents running side by side would write one file at once. (copy, place in HOME)."""
+    out = []
+    for f in (p for p in c.facts.home_state(env) if p.suffix):
+        copy = worktree.parent / "box-home" / f.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if f.is_file() and not copy.exists():
+            shutil.copy2(f, copy)
+        if copy.is_file():
+            out.append((copy, f))
+    return out
 
 
 # A login shell (Codex CLI runs `bash -lc`) reads /etc/profile, which may reset PATH, then the first

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_git.core import gitattest
+from spark_git.core import gitattest, statekeys
 from spark_git.core.git import Git, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import attest, signed
@@ -61,7 +61,11 @@ def predicate(layout: Layout, store: Store, cand: QueueCandidate, p: CandidatePa
 
 
 def record(layout: Layout, store: Store, cand: QueueCandidate) -> None:
-    """Signs and notes the attestation of every part of a landed candidate that has none yet."""
+    """Signs and notes the attestation of every part of a landed candidate that has none yet. Not when
+    the state directory (where the landing key lives) lies inside the repository, where an agent could
+    read the key: the landing is left unattested (`verify` and `doctor` then name it)."""
+    if statekeys.inside([layout.main_worktree, layout.repo.common_dir, layout.tasks_root]):
+        return
     git, key = layout.git(), attest.lander()
     who = signed.principal(git)
     with mutex(layout, NOTES):
