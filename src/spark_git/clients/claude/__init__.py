@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 from spark_git.clients.facts import Facts, Run, Sandbox
+from spark_git.clients.hookfiles import HooksInSettings
 from spark_git.clients.jsonhooks import Wanted
 from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
     from spark_git.clients.checkpoint import AgentCheckpoint, SessionStartData
-    from spark_git.clients.settings import HooksData
 
 KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL, "PowerShell": SHELL}
 PRE_TOOL_USE = "spark-git hook pre-tool-use"
@@ -47,7 +47,7 @@ FACTS = Facts(
 FAIL_CLOSED = {"onFailure": "block"}
 
 
-class ClaudeCode:
+class ClaudeCode(HooksInSettings):
     name = FACTS.name
     facts = FACTS
 
@@ -98,18 +98,6 @@ class ClaudeCode:
             Wanted("WorktreeRemove", WORKTREE_REMOVE, None, FAIL_CLOSED),
         ]
 
-    def install(self, root: Path, scope: str = "project") -> HooksData:
-        """spark-git's hooks merged into the settings file (nothing else dropped); idempotent."""
-        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.install_file(path, scope, self.name, self.wanted())
-
-    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
-        from spark_git.clients import settings
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.uninstall_file(path, scope, self.name)
 
     # -- session start -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.facts import Facts, Run
+from spark_git.clients.hookfiles import HooksInSettings
 from spark_git.clients.jsonhooks import Wanted
 from spark_git.guard.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from spark_git.clients.checkpoint import SessionStartData
-    from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".codex"
 # In a linked worktree Codex (0.169, measured) loads the main checkout's .codex/hooks.json, not the
@@ -71,7 +71,7 @@ def _text(value: object) -> str | None:
     return shlex.join(value)
 
 
-class Codex:
+class Codex(HooksInSettings):
     name = FACTS.name
     facts = FACTS
     hooks_from_main = True  # see FACTS: the worktree needs a .codex directory for them to load
@@ -113,17 +113,6 @@ class Codex:
     def wanted(self) -> list[Wanted]:
         return [Wanted("PreToolUse", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]
 
-    def install(self, root: Path, scope: str = "project") -> HooksData:
-        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.install_file(path, scope, self.name, self.wanted())
-
-    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
-        from spark_git.clients import settings
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.uninstall_file(path, scope, self.name)
 
     def session_start(self, d: SessionStartData) -> str:
         from spark_git.clients.claude import CLAUDE

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from spark_git.clients.codex import read_event
 from spark_git.clients.facts import Facts, Run
+from spark_git.clients.hookfiles import HooksInSettings
 from spark_git.clients.jsonhooks import Wanted
 from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from spark_git.clients.checkpoint import SessionStartData
-    from spark_git.clients.settings import HooksData
 
 CONFIG_DIR = ".gemini"
 FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
@@ -42,7 +42,7 @@ def _str(d: dict[str, Any], key: str) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-class Gemini:
+class Gemini(HooksInSettings):
     name = FACTS.name
     facts = FACTS
 
@@ -78,17 +78,6 @@ class Gemini:
     def wanted(self) -> list[Wanted]:
         return [Wanted("BeforeTool", PRE_TOOL_USE, MATCHER), Wanted("SessionStart", SESSION_START)]
 
-    def install(self, root: Path, scope: str = "project") -> HooksData:
-        from spark_git.clients import settings  # pydantic: only `hooks install|uninstall` pay for it
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.install_file(path, scope, self.name, self.wanted())
-
-    def uninstall(self, root: Path, scope: str = "project") -> HooksData:
-        from spark_git.clients import settings
-
-        path = settings.scope_path(root, self.name, self.settings_files(), scope)
-        return settings.uninstall_file(path, scope, self.name)
 
     def session_start(self, d: SessionStartData) -> str:
         """JSON on stdout: plain text would reach only the user, not the model."""
