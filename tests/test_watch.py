@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from fixtures.repo import snapshot, spark
+from fixtures.repo import snapshot, spark, too_wide
 
 from spark_git.cli.views import watchapp
 from spark_git.core.layout import Layout
@@ -28,7 +28,7 @@ def test_once_prints_a_frame_and_json_the_snapshot(repo: Path, cli) -> None:
     assert "WAITS ON YOU: nothing" in lines and "TASKS (1)" in lines, r.stdout
     assert any(ln.split()[:3] == ["t1", "INIT", "s1"] for ln in lines), r.stdout
     assert any(ln.split()[:3] == ["t1", "a1", "idle"] for ln in lines), r.stdout
-    assert all(len(ln) <= 80 for ln in lines), r.stdout
+    assert too_wide(lines, 80) == [], r.stdout
     d = cli("watch", "--once", "--json").json["data"]
     assert [t["task"] for t in d["tasks"]] == ["t1"] and d["tasks"][0]["owner"] == "s1"
     assert [(a["task"], a["agent"], a["doing"]) for a in d["agents"]] == [("t1", "a1", "idle")]

@@ -178,8 +178,10 @@ def approvers_note(layout: Layout) -> list[str]:
     any process of the user outside a box can extend (the key's passphrase still guards the signing)."""
     if layout.config.approval.allowed_signers:
         return []
-    return [f"approvals are verified against {sshsig.allowed_path()}, which any process of yours outside a box can add a key to; "
-            "commit the approvers instead (`spark-git init --approvers FILE`): then only a landed, approved commit changes them"]
+    # the path last and alone: it can be longer than the screen and is copied whole
+    return ["approvals are verified against your own allowed-signers file, which any process of yours outside a box can add a "
+            "key to; commit the approvers instead (`spark-git init --approvers FILE`): then only a landed, approved commit "
+            f"changes them. Your file: {sshsig.allowed_path()}"]
 
 
 def unguarded(main: Path) -> list[str]:
