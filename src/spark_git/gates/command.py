@@ -19,6 +19,7 @@ from spark_git.gates import reports as gate_reports
 from spark_git.gates.clean import check_clean
 from spark_git.gates.evidence import GateEvidence
 from spark_git.gates.reports import GateReports
+from spark_git.state import inflight
 from spark_git.state.models import now
 
 # GateEvidence and check_clean live beside this module; callers still reach them here.
@@ -95,7 +96,7 @@ def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: 
         return GateEvidence(gate=gate, command=None, ran=False, passed=True, tree=tree, commit=commit, worktree=str(worktree), time=started)
     path = log_path(logs_dir, gate)
     before = gate_reports.stamps(worktree, reports)
-    with open(path, "wb") as log:
+    with inflight.marked(logs_dir, path.stem, "gate", gate, worktree=str(worktree), commit=commit, log=str(path)), open(path, "wb") as log:
         log.write(f"$ {command if isinstance(command, str) else shlex.join(command)}\n# in {worktree} at {started}, commit {commit}, tree {tree}\n".encode())
         log.flush()
         with proc.ticking(path, ticker):

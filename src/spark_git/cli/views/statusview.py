@@ -8,7 +8,7 @@ from typing import Any
 
 from spark_git.cli import fit
 from spark_git.cli.common import Out
-from spark_git.ops.views.status import NEVER_REPORTED, StatusData, TaskView
+from spark_git.ops.views.status import NEVER_REPORTED, Running, StatusData, TaskView
 
 HEADER = ["TASK", "STATE", "OWNER", "IDLE", "AGENTS", "QUEUE", "PROBLEMS"]
 # Columns that give up characters (index -> what each keeps), in stages: task, owner and agents first,
@@ -30,7 +30,7 @@ def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
             for ln in task_lines(t, width):
                 _line(out, ln)
     elif d.tasks:
-        for ln in summary_table(d.tasks, width):
+        for ln in summary_table(d.tasks, width) + [ln for t in d.tasks for r in t.running for ln in running_lines(t.task, r, width, tail=False)]:
             _line(out, ln)
     for c in d.cross_conflicts:  # before either lands: the order, or talking, can still avoid it
         for ln in fit.wrap(f"⚠ tasks {c.task} and {c.other} would conflict when both land: {', '.join(c.files)}", width, hang="  "):
@@ -171,8 +171,19 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
             rows.append([a.name, a.branch, *num, tree, a.report.status if a.report else "-", run_cell(a.run)])
         lines += fit.table(rows, None if w is None else w - 2, {1: 16, 0: 12})
         lines[-len(rows):] = ["  " + ln for ln in lines[-len(rows):]]
+    lines += [ln for r in t.running for ln in running_lines(t.task, r, w, tail=True)]
     lines += _flag_lines(t, w) + _radar_lines(t, w) + next_lines(t, w)
     return lines
+
+
+def running_lines(task: str, r: Running, w: int | None, *, tail: bool) -> list[str]:
+    """A gate or merge in flight: what, for how long, where; with `tail` its log's last lines."""
+    what = f"gate {r.name}" if r.kind == "gate" else f"merge of {r.name}"
+    where = f" in {r.worktree}" if r.worktree else ""
+    lines = fit.wrap(f"▶ {task}: {what} running for {_idle(r.started_at)}{where}", w, "  ", hang="    ")
+    if r.log:
+        lines.append(f"    log {r.log}")  # whole: `tail -f` takes it
+    return lines + ([f"    │ {fit.middle(ln, w - 6) if w else ln}" for ln in r.tail] if tail else [])
 
 
 def run_cell(run: dict[str, Any] | None) -> str:

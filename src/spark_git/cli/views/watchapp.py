@@ -25,7 +25,7 @@ from spark_git.ops.views.watch import WatchSnapshot
 FALLBACK_S = 5.0  # without inotify: how often to look again
 SETTLE_S = 0.05  # a burst of writes (a command rewriting several files) makes one refresh
 KEYS = [("↑/↓", "move"), ("enter", "the task in full"), ("a", "approve the task (suspends; the approval is typed here)"),
-        ("t", "switch to the agent's tmux window"), ("m", "merge the agent waiting for a merge"), ("r", "refresh now"),
+        ("t", "switch to the agent's tmux window"), ("l", "follow the task's log (a gate running, else the newest log or agent run)"), ("m", "merge the agent waiting for a merge"), ("r", "refresh now"),
         ("?", "these keys"), ("q", "quit")]
 
 
@@ -49,12 +49,13 @@ class WatchApp(App[None]):
     TITLE = "spark-git watch"
     CSS = "#attention { color: $warning; } DataTable { height: auto; max-height: 50%; }"
     BINDINGS = [Binding("q", "quit", "quit"), Binding("question_mark", "keys", "keys"), Binding("r", "reload", "refresh"),
-                Binding("a", "approve", "approve"), Binding("t", "tmux", "tmux"), Binding("m", "merge", "merge")]
+                Binding("a", "approve", "approve"), Binding("t", "tmux", "tmux"), Binding("l", "log", "log"),
+                Binding("m", "merge", "merge")]
 
     def __init__(self, load: Callable[[], WatchSnapshot], dirs: Callable[[], list[Path]], detail: Callable[[str, int], list[str]],
-                 run_cmd: Callable[[list[str]], None] | None = None) -> None:
+                 log_of: Callable[[str], Path | None], run_cmd: Callable[[list[str]], None] | None = None) -> None:
         super().__init__()
-        self.load, self.dirs, self.detail = load, dirs, detail
+        self.load, self.dirs, self.detail, self.log_of = load, dirs, detail, log_of
         self.run_cmd = run_cmd or self._suspended
         self.snap: WatchSnapshot | None = None
         self.stopping = threading.Event()
@@ -85,7 +86,7 @@ class WatchApp(App[None]):
                           f"#{t.queue_position}" if t.queue_position else "-", key=t.task)
         if snap.tasks:
             table.move_cursor(row=min(row, len(snap.tasks) - 1))
-        rest = [*watchframe.agent_lines(snap, w), "", *watchframe.other_lines(snap, w), f"updated {snap.at}"]
+        rest = [*watchframe.agent_lines(snap, w), "", *watchframe.running_lines(snap, w), "", *watchframe.other_lines(snap, w), f"updated {snap.at}"]
         self.query_one("#rest", Static).update("\n".join(rest))
 
     def _follow(self) -> None:
@@ -139,6 +140,16 @@ class WatchApp(App[None]):
         self.run_cmd(["spark-git", "merge", ready[0].task, "--agent", ready[0].agent])
         self.action_reload()
 
+    def action_log(self) -> None:
+        from spark_git.cli.views.watchlog import LogScreen
+
+        task = self.selected()
+        path = self.log_of(task) if task else None
+        if path is None:
+            self.notify(f"{task or 'no task'}: no log yet", severity="warning")
+            return
+        self.push_screen(LogScreen(path))
+
     def action_tmux(self) -> None:
         task = self.selected()
         windows = [a.window for a in (self.snap.agents if self.snap else []) if a.task == task and a.window]
@@ -166,7 +177,7 @@ def make(layout: Layout, *, with_radar: bool = True, run_cmd: Callable[[list[str
 
     store = open_store(layout)
     return WatchApp(lambda: watch_mod.snapshot(layout, store, with_radar=with_radar), lambda: watch_mod.watched_dirs(layout),
-                    lambda task, width: _task_in_full(layout, task, width), run_cmd)
+                    lambda task, width: _task_in_full(layout, task, width), lambda task: watch_mod.log_of(layout, task), run_cmd)
 
 
 def run(layout: Layout, *, with_radar: bool = True) -> None:

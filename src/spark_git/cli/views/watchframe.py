@@ -42,6 +42,18 @@ def agent_lines(s: WatchSnapshot, w: int | None) -> list[str]:
     return ["AGENTS", *fit.table(rows, w, {5: 10})]
 
 
+def running_lines(s: WatchSnapshot, w: int | None) -> list[str]:
+    """Gates and merges in flight: which, where, for how long, the log's last lines."""
+    if not s.running:
+        return ["RUNNING: no gate or merge"]
+    lines = [f"RUNNING ({len(s.running)})"]
+    for r in s.running:
+        what = f"gate {r.name}" if r.kind == "gate" else f"merge of {r.name}"
+        lines += fit.wrap(f"{r.task}: {what}, {duration(r.elapsed_s)}" + (f", in {r.worktree}" if r.worktree else ""), w, "  ", hang="    ")
+        lines += [f"    │ {fit.middle(ln, w - 6) if w else ln}" for ln in r.tail]
+    return lines
+
+
 def other_lines(s: WatchSnapshot, w: int | None) -> list[str]:
     lines = fit.wrap(f"QUEUE: {', '.join(s.queue) if s.queue else 'empty'}", w, hang="  ")
     if not s.pairs:
@@ -55,4 +67,4 @@ def other_lines(s: WatchSnapshot, w: int | None) -> list[str]:
 
 def frame(s: WatchSnapshot, w: int | None) -> list[str]:
     head = fit.wrap(f"spark-git watch  {s.tasks_root}  at {s.at}", w)
-    return [*head, "", *attention_lines(s, w), "", *task_lines(s, w), "", *agent_lines(s, w), "", *other_lines(s, w)]
+    return [*head, "", *attention_lines(s, w), "", *task_lines(s, w), "", *agent_lines(s, w), "", *running_lines(s, w), "", *other_lines(s, w)]

@@ -22,6 +22,7 @@ from spark_git.ops.shared.merging.rewrite import rebase, stamp, undo
 from spark_git.ops.shared.merging.verify import verify
 from spark_git.ops.shared.radar import Clash
 from spark_git.ops.shared.taskfile import load_task, require_task, save_task
+from spark_git.state import inflight
 from spark_git.state.backends import open_store
 from spark_git.state.locks import require_owner, task_mutex_name
 from spark_git.state.models import TaskFile
@@ -148,6 +149,12 @@ def _merge_locked(
     if not plan.new:
         plan.recovered += record_unrecorded_landing(plan)
         return _data(plan, [], None)
+    with inflight.marked(layout.logs_dir(plan.task), f"merge-{agent}", "merge", agent, worktree=str(plan.awt.cwd), commit=plan.a_head):
+        return _merge_new(plan, rerun, ticker, warn)
+
+
+def _merge_new(plan: Plan, rerun: bool, ticker: Ticker | None, warn: Warn | None) -> MergeData:
+    """The agent has commits the task lacks: rebase, stamp, gate, land; a failing gate undoes the rebase."""
     original = plan.a_head
     rebase(plan)
     stamp(plan)

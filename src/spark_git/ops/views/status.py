@@ -17,6 +17,7 @@ from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.gates import command as gate_command
 from spark_git.gates import evidence
 from spark_git.gates import reports as gate_reports
 from spark_git.gates.reports import GateReports
@@ -28,8 +29,9 @@ from spark_git.ops.shared.radar import Radar
 from spark_git.ops.shared.remote import RemoteStatusData
 from spark_git.ops.views import crossradar
 from spark_git.ops.views.crossradar import TaskClash
-from spark_git.state import recordmac
+from spark_git.state import inflight, recordmac
 from spark_git.state.backends import open_store
+from spark_git.state.inflight import InFlight
 from spark_git.state.locks import idle_for
 from spark_git.state.models import TaskFile
 from spark_git.state.queuelog import FlakyGate
@@ -38,6 +40,7 @@ from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
 
 NEVER_REPORTED = "never reported"  # the flag of an agent without a report yet
+TAIL = 3  # lines of a running gate's log shown (status, watch)
 
 
 class _View(Model):
@@ -69,6 +72,12 @@ class GateView(_View):
     at: str | None = None
     reports: GateReports | None = None  # the JUnit counts, the coverage and the thresholds missed
     token: str = ""  # one short line: `build passed: 12 tests, cov 87%`
+
+
+class Running(InFlight):
+    """A gate or a merge running now (state/inflight.py), with its log's last lines."""
+
+    tail: list[str] = []
 
 
 class GivenBack(_View):
@@ -114,6 +123,7 @@ class TaskView(_View):
     flaky_gates: list[FlakyGate] = []  # the queue's final gate failed, then passed on a retry, on a candidate holding this task
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
+    running: list[Running] = []  # gates and merges in flight now, oldest first
 
 
 class StatusData(_View):
@@ -253,6 +263,7 @@ def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:
         last_active_at=tf.last_active_at, task_branch=tf.task_branch, head=None, base_branch=tf.base_branch,
         worktree=tf.worktree, worktree_exists=Path(tf.worktree).is_dir(), provisioning=tf.provisioning,
         risk=tf.risk, variant=tf.variant, protocol=protocol.protocol_of(layout, tf), decisions=tf.checkpoint_history,
+        running=[Running(**r.model_dump(), tail=gate_command.log_tail(r.log, TAIL)) for r in inflight.live(layout.logs_dir(name))],
     )
     trail = store.read_audit(name) if tf.agents else None
     for a, entry in tf.agents.items():

@@ -11,6 +11,7 @@ from spark_git.core.model import Model
 from spark_git.ops.views import status as status_mod
 from spark_git.ops.views.crossradar import TaskClash
 from spark_git.ops.views.status import StatusData, TaskView
+from spark_git.state import inflight
 from spark_git.state.models import TaskFile, now, parse_time
 from spark_git.state.store import Store
 
@@ -47,12 +48,25 @@ class AgentRow(Model):
     last_words: str | None = None  # the agent's last report message
 
 
+class RunningRow(Model):
+    """A gate or a merge in flight (state/inflight.py)."""
+
+    task: str
+    kind: str  # gate | merge
+    name: str  # the gate, or the agent being merged
+    elapsed_s: float | None
+    worktree: str | None = None
+    log: str | None = None
+    tail: list[str] = []  # the log's last lines
+
+
 class WatchSnapshot(Model):
     at: str
     tasks_root: str
     attention: list[Attention]
     tasks: list[TaskRow]
     agents: list[AgentRow]
+    running: list[RunningRow] = []  # gates and merges in flight, oldest first
     queue: list[str]  # tasks in the merge queue, next to land first
     pairs: list[TaskClash]  # the radar: live tasks whose work would conflict when both land
     warnings: list[str] = []
@@ -82,6 +96,8 @@ def of_status(d: StatusData, at: str, waiting: set[str]) -> WatchSnapshot:
         tasks=[TaskRow(task=t.task, state=t.state or "?", owner=t.session_id, idle_s=_since(t.last_active_at, at),
                        agents=len(t.agents), queue_position=t.queue_position) for t in live],
         agents=[row for t in live for row in _agents(t, at)],
+        running=[RunningRow(task=t.task, kind=r.kind, name=r.name, elapsed_s=_since(r.started_at, at), worktree=r.worktree, log=r.log,
+                            tail=r.tail) for t in live for r in t.running],
         queue=[t.task for t in queued], pairs=d.cross_conflicts,
     )
 
@@ -123,9 +139,14 @@ def _task_attention(t: TaskView, waiting: bool) -> list[Attention]:
 
 def _agents(t: TaskView, at: str) -> list[AgentRow]:
     rows = []
+    merging = {r.name: r for r in t.running if r.kind == "merge"}
     for a in t.agents:
         run = a.run or {}
         words = a.report.feedback if a.report else None
+        if a.name in merging:
+            rows.append(AgentRow(task=t.task, agent=a.name, doing="being merged", client=run.get("client"),
+                                 elapsed_s=_since(merging[a.name].started_at, at), last_words=words))
+            continue
         if run.get("state") == "running":
             rows.append(AgentRow(task=t.task, agent=a.name, doing="running", client=run.get("client"),
                                  elapsed_s=_since(run.get("started_at"), at), window=run.get("window"), last_words=words))
@@ -145,8 +166,26 @@ def _since(stamp: str | None, at: str) -> float | None:
 
 def watched_dirs(layout: Layout) -> list[Path]:
     """Where a change means a new frame: the tasks root (a task starts or ends), each task's directory
-    (task.json) and each agent's (status.json, run.json), the queue's."""
+    (task.json), its logs (a gate or merge starts or ends) and each agent's (status.json, run.json),
+    the queue's."""
     root = layout.tasks_root
     dirs = [root, root / ".queue", *(layout.task_dir(n) for n in layout.task_names())]
-    dirs += [a for d in dirs[2:] for a in [*sorted((d / "agents").glob("*")), d / "agents"]]
+    dirs += [a for d in dirs[2:] for a in [*sorted((d / "agents").glob("*")), d / "agents", d / "logs"]]
     return [d for d in dirs if d.is_dir()]
+
+
+def log_of(layout: Layout, task: str) -> Path | None:
+    """The log `l` follows: a gate running now, else the newest of the task's logs (gates, set-up) and
+    its agents' run streams."""
+    running = [r.log for r in inflight.live(layout.logs_dir(task)) if r.log]
+    if running:
+        return Path(running[-1])
+    found = [*layout.logs_dir(task).glob("*.log"), *(layout.task_dir(task) / "agents").glob("*/runs/*.jsonl")]
+    return max(found, key=_mtime, default=None)
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:  # removed since it was listed
+        return 0.0
