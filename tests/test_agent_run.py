@@ -313,7 +313,7 @@ def test_ctrl_c_stops_the_client_it_started(task: AgentTask) -> None:
 
 
 def test_the_brief_and_the_session_start_carry_the_same_facts(task: AgentTask) -> None:
-    """One function builds both (clients/claude/__init__.py agent_lines): who the agent is, its worktree and
+    """One function builds both (clients/checkpoint.py agent_lines): who the agent is, its worktree and
     branch, its goal from task.md, how it commits and reports."""
     md = task.base / "repo.tasks/t1/task.md"
     md.write_text("# t1\n\n## Objective\n\n> add sub() to calc\n")

@@ -20,6 +20,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from spark_git.clients import registry
+
 SRC = Path(__file__).resolve().parent.parent / "src"
 ROOT = "spark_git"
 MAX_LINES = 600
@@ -192,6 +194,24 @@ def test_ops_features_meet_only_on_the_shared_floor() -> None:
     assert {ops_part(m) for m in mods} - {None} == {*FEATURES, *FLOORS}
     bad = feature_violations(edges(mods))
     assert not bad, f"{len(bad)} import(s) against the feature rule:\n" + "\n".join(bad)
+
+
+def client_violations(es: list[Edge]) -> list[str]:
+    """Imports of a client's package from outside it: everything about one client lives in
+    clients/<client>/ and is reached through the registry and its plug-in kinds (issue 32 item 7)."""
+    pkgs = {f"{ROOT}.clients.{n}" for n in registry.CLIENTS}
+
+    def pkg(m: str) -> str | None:
+        return next((p for p in pkgs if m == p or m.startswith(p + ".")), None)
+    return [str(e) for e in es if pkg(e.dst) and pkg(e.src) != pkg(e.dst)]
+
+
+def test_nothing_outside_a_client_package_imports_it() -> None:
+    assert client_violations([Edge("spark_git.ops.shared.keep", "spark_git.clients.codex.box", 1),
+                              Edge("spark_git.clients.codex.setup", "spark_git.clients.codex", 2)]) == [
+        "spark_git.ops.shared.keep -> spark_git.clients.codex.box (line 1)"]  # the check catches one, not its own package
+    bad = client_violations(edges(modules()))
+    assert not bad, f"{len(bad)} import(s) of a client package from outside it:\n" + "\n".join(bad)
 
 
 def test_no_import_cycles() -> None:

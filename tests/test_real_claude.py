@@ -238,7 +238,7 @@ def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(base: Path) 
 def test_a_worktree_subagent_writes_and_commits_in_its_own_worktree(base: Path) -> None:
     """`isolation: worktree`: hook worktree-create makes a spark-git agent worktree for it and grants it
     to a's sandbox, and answers only once a's Claude Code has rebuilt its sandbox with the grant
-    (ops/life/wtsettle.py): the subagent's very first command writes and commits, no retry."""
+    (clients/claude/settle.py): the subagent's very first command writes and commits, no retry."""
     t = fresh(base, "subagent")
     out = run_claude(t, "a", [
         Tool("Agent", {"description": "sub work", "prompt": "do it", "subagent_type": "general-purpose",

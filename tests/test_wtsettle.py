@@ -1,4 +1,4 @@
-"""hook worktree-create waits for Claude Code to take a subagent's sandbox grant up (ops/life/wtsettle.py):
+"""hook worktree-create waits for Claude Code to take a subagent's sandbox grant up (clients/claude/settle.py):
 what it watches (clients/reload.py, Linux inotify) and when it stops waiting. The real thing, with
 Claude Code 2.1.328: tests/test_real_claude.py::test_a_worktree_subagent_writes_and_commits_in_its_own_worktree."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from fixtures.repo import make_repo, sealed_env, spark
 
-from spark_git.clients import reload
+from spark_git.clients import extras, registry, reload
+from spark_git.clients.claude import settle as wtsettle
 from spark_git.core.layout import Layout
-from spark_git.ops.life import wtsettle
 from spark_git.state.backends import open_store
 from spark_git.state.store import Store
 
@@ -78,7 +78,7 @@ def test_no_reload_at_all_is_a_timeout(tmp_path: Path) -> None:
 
 def test_another_clients_worktree_is_not_waited_for(repo: Path) -> None:
     start = time.monotonic()
-    assert wtsettle.settle(*_opened(repo), repo, "codex", timeout=30) is None
+    assert extras.of(registry.get("codex")).settle(*_opened(repo), repo) is None  # only Claude Code's extras wait
     assert time.monotonic() - start < 5
 
 
@@ -109,7 +109,7 @@ def test_an_agents_subagent_worktree_is_answered_once_its_grant_is_read(tmp_path
     assert p.returncode == 0 and out == f"{sub}\n" and "did not take up" not in err, (out, err)
     assert time.monotonic() - began < wtsettle.TIMEOUT
     assert str(sub) in json.loads((agents / "a" / "code" / ".claude/settings.local.json").read_text())["permissions"]["additionalDirectories"]
-    note = wtsettle.settle(*_opened(repo), sub, "claude", timeout=0.5)
+    note = wtsettle.settle(*_opened(repo), sub, timeout=0.5)
     assert note is not None and "did not take up the sandbox grant" in note, note
 
 

@@ -156,3 +156,50 @@ def remember_launch(session: object, cwd: Path) -> None:
             identity.remember(repo.common, session, cwd)
         except OSError:
             pass  # a read-only .git: the hook falls back to CLAUDE_PROJECT_DIR and cwd
+
+
+def session_text(d: SessionStartData) -> str:
+    """What a session is told at its start, as plain text (each client wraps it its own way); "" says nothing."""
+    if d.agent is not None:
+        return _agent_text(d.agent, d.problems)
+    if not d.tasks and not d.problems:
+        return ""
+    lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
+    for t in d.tasks:
+        lines.append(f"- task {t.task}" + (f" ({t.title})" if t.title else "") + f": state {t.state}, branch {t.task_branch} at {(t.head or '?')[:12]}")
+        lines.append(f"  waiting for: {t.waiting_for or 'nothing from the human'}")
+        lines.append(f"  task worktree: {t.task_worktree}")
+        for a, p in t.agent_worktrees.items():
+            lines.append(f"  agent {a}: {p}")
+        lines.append("  next: " + " ; ".join(t.next))
+    for p in d.problems:
+        lines.append(f"- problem: {p}")
+    return "\n".join(lines)
+
+
+_ATTRIBUTION = {
+    "add": "spark-git adds the \"[{a}] \" prefix and Spark-Agent/Spark-Task trailers to them when it merges",
+    "require": "each commit subject must start with \"[{a}] \" (or carry a Spark-Agent: {a} trailer), or the merge is refused",
+    "off": "they are not stamped; write \"[{a}] summary\" subjects anyway",
+}
+
+
+def _agent_text(me: AgentCheckpoint, problems: list[str]) -> str:
+    return "\n".join([*agent_lines(me), *(f"- problem: {p}" for p in problems)])
+
+
+def agent_lines(me: AgentCheckpoint) -> list[str]:
+    """What an agent is told of itself: which agent it is, its worktree and branch, its goal, how it
+    commits and reports. Its session start (every client) and its brief (`spark-git brief`) both carry them."""
+    a, t = me.agent, me.task
+    goal = " ".join(me.goal.split())
+    return [
+        f"spark-git: you are agent {a} (role {me.role}) of task {t}" + (f" ({me.title})" if me.title else "") + ", not the coordinator.",
+        f"- your worktree: {me.worktree} (branch {me.branch}); work and commit only there",
+        *([f"- your goal (task.md): {goal[:600]}"] if goal else []),
+        f"- commits: commit on your branch with subjects like \"[{a}] what changed\"; " + _ATTRIBUTION[me.attribution].format(a=a),
+        f"- report: spark-git report {t} --agent {a} --status COMPLETE (reviewers add --decision APPROVED|REJECTED --feedback \"…\")",
+        f"- behind the task branch: spark-git sync {t} --agent {a}",
+        f"- task {t}: state {me.task_state}, branch {me.task_branch} at {(me.task_head or '?')[:12]}; the coordinator merges, "
+        "approves and completes it (those commands refuse an agent)",
+    ]

@@ -9,6 +9,7 @@ import os
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     Found = tuple[dict[str, Any], dict[str, Any]]
@@ -133,6 +134,17 @@ def has(hooks: object, event: str) -> bool:
     )
 
 
+def file_has(settings: Path, event: str) -> bool:
+    """A settings file holds spark-git's hook for `event`; False when it cannot be read."""
+    import json
+
+    try:
+        data = json.loads(settings.read_text())
+    except (OSError, ValueError):
+        return False
+    return has(data.get("hooks") if isinstance(data, dict) else None, event)
+
+
 def _upgrade(groups: list[Any], found: Found, w: Wanted) -> bool:
     """An older or hand-made spark-git entry brought up to date: the full matcher (a narrower one
     lets the other tools through), the wrapper where the client wants one (an older one replaced), and the client's
@@ -179,3 +191,18 @@ def remove(hooks: dict[str, Any]) -> list[str]:
         else:
             del hooks[event]
     return removed
+
+
+def read_event(raw: str) -> dict[str, Any]:
+    """A hook's stdin event as a JSON object (the clients' common shape); BadEvent when it is not one."""
+    import json
+
+    from spark_git.guard.calls import BadEvent
+
+    try:
+        event = json.loads(raw) if raw.strip() else {}
+    except ValueError as e:
+        raise BadEvent(f"stdin is not JSON ({e})") from e
+    if not isinstance(event, dict):
+        raise BadEvent("stdin is not a JSON object")
+    return event

@@ -7,38 +7,26 @@ onFailure=block every tool call is refused). `hooks check` (ops/shared/hooksetup
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from pathlib import Path
 
 from spark_git.clients import registry
 from spark_git.clients.facts import USER
-from spark_git.clients.gemini import FACTS as GEMINI
-from spark_git.clients.gemini import load as geminiload
-from spark_git.clients.jsonhooks import has
+from spark_git.clients.jsonhooks import file_has
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from spark_git.clients.base import Client
 
 
-def _has_ours(settings: Path, event: str = "PreToolUse") -> bool:
-    try:
-        data = json.loads(settings.read_text())
-    except (OSError, ValueError):
-        return False
-    return has(data.get("hooks") if isinstance(data, dict) else None, event)
-
-
 def _loads(worktree: Path, main: Path, c: Client) -> bool:
     """A session of `c` started in `worktree` reads spark-git's hooks from one of the files it loads."""
     event = c.wanted()[0].event
-    return any(_has_ours(p, event) for _where, _scope, p in c.facts.loaded(worktree, main))
+    return any(file_has(p, event) for _where, _scope, p in c.facts.loaded(worktree, main))
 
 
 def _from_main(main: Path, live: list[Path], c: Client) -> list[str]:
-    user = [p for where, _s, p in c.facts.loaded(main, main) if where == USER and _has_ours(p, c.wanted()[0].event)]
+    user = [p for where, _s, p in c.facts.loaded(main, main) if where == USER and file_has(p, c.wanted()[0].event)]
     missing = [] if user else [str(w) for w in live if not (_loads(w, main, c) and (w / c.facts.config_dir).is_dir())]
     if not missing:
         return []
@@ -71,6 +59,9 @@ def hook_warnings(main: Path, worktrees: list[Path]) -> list[str]:
         out.append(f"{len(missing)} worktree(s) will not load spark-git's {'' if c.name == registry.DEFAULT else c.name + ' '}hooks "
                    f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): {project} with the hooks is not committed on the base branch; "
                    f"commit it (then `spark-git update`) or run `spark-git hooks install{flag} {scope}` before creating worktrees")
-    gemini = next((c for c in configured if c.name == GEMINI.name), None)
-    off = gemini and geminiload.warning([w for w in live if _loads(w, main, gemini)], os.environ, gemini.settings_files()["project"])
-    return [*out, off] if off else out
+    from spark_git.clients import extras
+
+    for c in configured:  # sessions that would skip the hooks they load (Gemini's trust and hooksConfig)
+        off = extras.of(c).warning([w for w in live if _loads(w, main, c)])
+        out += [off] if off else []
+    return out

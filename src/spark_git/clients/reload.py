@@ -1,6 +1,6 @@
 """Which of a few files another process opens or reads, in order, through Linux inotify: how
 `hook worktree-create` sees Claude Code rebuild its sandbox with a grant spark-git just wrote (the
-rebuild reads the granted worktree's `.git` file; ops/life/wtsettle.py says why that is enough).
+rebuild reads the granted worktree's `.git` file; clients/claude/settle.py says why that is enough).
 
 Standard library only (ctypes); None where inotify is not there (not Linux)."""
 

@@ -23,8 +23,8 @@ class HooksData(Model):
     changed: bool
     entries: list[str]  # event: command, as installed (or removed)
     removed_file: bool = False
-    client: str = "claude"
-    trusted: list[str] = []  # codex: the trust entries written in (install) or taken out of (uninstall) the user's Codex config
+    client: str  # the registry name of the client whose file this is
+    trusted: list[str] = []  # trust entries the client needs, written in (install) or taken out of (uninstall) its user config (Codex)
 
 
 class HooksSetData(Model):

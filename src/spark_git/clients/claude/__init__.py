@@ -19,7 +19,7 @@ from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision,
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
 if TYPE_CHECKING:
-    from spark_git.clients.checkpoint import AgentCheckpoint, SessionStartData
+    from spark_git.clients.checkpoint import SessionStartData
 
 KINDS = {"Write": WRITE, "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT, "Bash": SHELL, "PowerShell": SHELL}
 PRE_TOOL_USE = "spark-git hook pre-tool-use"
@@ -42,6 +42,7 @@ FACTS = Facts(
     run=Run(("claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"), ("claude", "{prompt}")),
     instructions=(".claude/skills/spark-git/SKILL.md", True),
     state=("~/.claude", "~/.claude.json", "$CLAUDE_CONFIG_DIR"),  # writable in spark-git's box around it (ops/life/agentbox.py)
+    extras="spark_git.clients.claude.extras:EXTRAS",  # its sandbox in every agent worktree
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}
@@ -103,49 +104,9 @@ class ClaudeCode(HooksInSettings):
 
     def session_start(self, d: SessionStartData) -> str:
         """Plain text for Claude Code's context (stdout of a SessionStart hook); "" says nothing."""
-        if d.agent is not None:
-            return _agent_text(d.agent, d.problems)
-        if not d.tasks and not d.problems:
-            return ""
-        lines = [f"spark-git: session {', '.join(d.sessions)} owns {len(d.tasks)} task(s)."]
-        for t in d.tasks:
-            lines.append(f"- task {t.task}" + (f" ({t.title})" if t.title else "") + f": state {t.state}, branch {t.task_branch} at {(t.head or '?')[:12]}")
-            lines.append(f"  waiting for: {t.waiting_for or 'nothing from the human'}")
-            lines.append(f"  task worktree: {t.task_worktree}")
-            for a, p in t.agent_worktrees.items():
-                lines.append(f"  agent {a}: {p}")
-            lines.append("  next: " + " ; ".join(t.next))
-        for p in d.problems:
-            lines.append(f"- problem: {p}")
-        return "\n".join(lines)
+        from spark_git.clients.checkpoint import session_text
 
-
-_ATTRIBUTION = {
-    "add": "spark-git adds the \"[{a}] \" prefix and Spark-Agent/Spark-Task trailers to them when it merges",
-    "require": "each commit subject must start with \"[{a}] \" (or carry a Spark-Agent: {a} trailer), or the merge is refused",
-    "off": "they are not stamped; write \"[{a}] summary\" subjects anyway",
-}
-
-
-def _agent_text(me: AgentCheckpoint, problems: list[str]) -> str:
-    return "\n".join([*agent_lines(me), *(f"- problem: {p}" for p in problems)])
-
-
-def agent_lines(me: AgentCheckpoint) -> list[str]:
-    """What an agent is told of itself: which agent it is, its worktree and branch, its goal, how it
-    commits and reports. Its session start (every client) and its brief (`spark-git brief`) both carry them."""
-    a, t = me.agent, me.task
-    goal = " ".join(me.goal.split())
-    return [
-        f"spark-git: you are agent {a} (role {me.role}) of task {t}" + (f" ({me.title})" if me.title else "") + ", not the coordinator.",
-        f"- your worktree: {me.worktree} (branch {me.branch}); work and commit only there",
-        *([f"- your goal (task.md): {goal[:600]}"] if goal else []),
-        f"- commits: commit on your branch with subjects like \"[{a}] what changed\"; " + _ATTRIBUTION[me.attribution].format(a=a),
-        f"- report: spark-git report {t} --agent {a} --status COMPLETE (reviewers add --decision APPROVED|REJECTED --feedback \"…\")",
-        f"- behind the task branch: spark-git sync {t} --agent {a}",
-        f"- task {t}: state {me.task_state}, branch {me.task_branch} at {(me.task_head or '?')[:12]}; the coordinator merges, "
-        "approves and completes it (those commands refuse an agent)",
-    ]
+        return session_text(d)
 
 
 CLAUDE = ClaudeCode()

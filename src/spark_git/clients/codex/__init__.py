@@ -8,14 +8,13 @@ Imported before every tool call: standard library only at module level."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from spark_git.clients import patch
 from spark_git.clients.facts import Facts, Run
 from spark_git.clients.hookfiles import HooksInSettings
-from spark_git.clients.jsonhooks import Wanted
+from spark_git.clients.jsonhooks import Wanted, read_event
 from spark_git.guard.calls import EDIT, OTHER, SHELL, BadEvent, Decision, Reply, ToolCall
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -32,7 +31,8 @@ FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json",
               main_loads=("project",), run=Run(("codex", "exec", "--json", "{prompt}"), ("codex", "{prompt}")),
               instructions=("AGENTS.md", False), wrap=True,  # it lets a call through when its hook fails, even cannot start
               own_box=True,  # its workspace-write sandbox, configured per agent worktree (clients/codex/box.py)
-              state=("$CODEX_HOME", "~/.codex"))  # writable in spark-git's box around it (ops/life/agentbox.py)
+              state=("$CODEX_HOME", "~/.codex"),  # writable in spark-git's box around it (ops/life/agentbox.py)
+              extras="spark_git.clients.codex.setup:EXTRAS")  # its trust entries, its sandbox per agent worktree
 PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client codex")
 SESSION_START = FACTS.hook("spark-git hook session-start --client codex")
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a
@@ -44,16 +44,6 @@ PATCH_TOOLS = ("apply_patch", "Write", "Edit")
 def home() -> Path:
     """Where Codex keeps the user's config and hooks.json: $CODEX_HOME, else ~/.codex."""
     return Path(os.environ.get("CODEX_HOME") or Path(os.path.expanduser("~"), CONFIG_DIR))
-
-
-def read_event(raw: str) -> dict[str, Any]:
-    try:
-        event = json.loads(raw) if raw.strip() else {}
-    except ValueError as e:
-        raise BadEvent(f"stdin is not JSON ({e})") from e
-    if not isinstance(event, dict):
-        raise BadEvent("stdin is not a JSON object")
-    return event
 
 
 def _text(value: object) -> str | None:
@@ -115,9 +105,9 @@ class Codex(HooksInSettings):
 
 
     def session_start(self, d: SessionStartData) -> str:
-        from spark_git.clients.claude import CLAUDE
+        from spark_git.clients.checkpoint import session_text
 
-        return CLAUDE.session_start(d)  # plain text on stdout becomes context, as in Claude Code
+        return session_text(d)  # plain text on stdout becomes context, as in Claude Code
 
 
 CODEX = Codex()

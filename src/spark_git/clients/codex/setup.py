@@ -1,6 +1,7 @@
-"""Codex CLI's side of `hooks install|uninstall|check` and of new agent worktrees (issue 22): the trust
-entries in the user's Codex config without which Codex 0.169 runs none of the hooks (clients/
-codextrust.py), and Codex's workspace-write sandbox in each agent worktree (clients/codex/box.py)."""
+"""Codex CLI's extras (clients/extras.py) for `hooks install|uninstall|check` and new agent worktrees
+(issue 22): the trust entries in the user's Codex config without which Codex 0.169 runs none of the
+hooks (clients/codex/trust.py), and Codex's workspace-write sandbox in each agent worktree
+(clients/codex/box.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,37 @@ from pathlib import Path
 from spark_git.clients.codex import CODEX
 from spark_git.clients.codex import box as codexbox
 from spark_git.clients.codex import trust as codextrust
+from spark_git.clients.extras import Extras, Loads, NoExtras, agent_worktrees
+from spark_git.clients.settings import HooksData
 from spark_git.core.layout import Layout
 from spark_git.state.locks import EXCLUDE
 from spark_git.state.store import Store
 
 NAME = CODEX.name
+
+
+class CodexExtras(NoExtras):
+    def install(self, layout: Layout, store: Store, f: HooksData, scope: str, agents: list[Path]) -> list[str]:
+        f.trusted = trust(layout, scope)
+        f.changed = f.changed or bool(f.trusted)
+        return sandbox_all(layout, store, agents, on=True)
+
+    def before_uninstall(self, layout: Layout, scope: str) -> list[str]:
+        return untrust(layout, scope)  # while the entries are there to name
+
+    def uninstall(self, layout: Layout, store: Store, f: HooksData, scope: str, agents: list[Path], before: list[str]) -> list[str]:
+        f.trusted = before
+        f.changed = f.changed or bool(f.trusted)
+        return sandbox_all(layout, store, agents, on=False) if not installed(layout) else []
+
+    def new_worktrees(self, layout: Layout, store: Store, agents: list[Path], *, before: bool) -> list[Path]:
+        return [] if before else sandbox_new(layout, store, agents, agent_worktrees(layout, store))
+
+    def check(self, layout: Layout, store: Store, worktrees: list[Path], found: list[Loads]) -> list[Loads]:
+        return [Loads(*check(layout, wt)) for wt in worktrees]  # Codex reads the main checkout's file: the worktree's own say nothing
+
+    def own_files(self, worktree: Path) -> list[str]:
+        return [str(codexbox.FILE)] if codexbox.ours(worktree) else []
 
 
 def _root(layout: Layout) -> Path:
@@ -76,3 +103,6 @@ def check(layout: Layout, worktree: Path) -> tuple[bool, str | None, str | None,
             return True, f"{f} ({'project' if project else 'user'} scope, trusted)", None, boxed
         problems += why
     return False, None, "; ".join(problems) + f"; run `spark-git hooks install --client {NAME}`", boxed
+
+
+EXTRAS: Extras = CodexExtras()

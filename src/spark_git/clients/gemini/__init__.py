@@ -14,10 +14,9 @@ import json
 import os
 from pathlib import Path
 
-from spark_git.clients.codex import read_event
 from spark_git.clients.facts import Facts, Run
 from spark_git.clients.hookfiles import HooksInSettings
-from spark_git.clients.jsonhooks import Wanted
+from spark_git.clients.jsonhooks import Wanted, read_event
 from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -30,7 +29,8 @@ CONFIG_DIR = ".gemini"
 FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
               run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")),
               instructions=("GEMINI.md", False), wrap=True,  # it lets a call through on exit 1, a silent 2, a signal
-              state=("~/.gemini",))  # no OS sandbox spark-git can configure: `agent run` boxes it (ops/life/agentbox.py)
+              state=("~/.gemini",),  # no OS sandbox spark-git can configure: `agent run` boxes it (ops/life/agentbox.py)
+              extras="spark_git.clients.gemini.extras:EXTRAS")  # trust and hooksConfig, which can switch its hooks off
 PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client gemini")
 SESSION_START = FACTS.hook("spark-git hook session-start --client gemini")
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}
@@ -81,9 +81,9 @@ class Gemini(HooksInSettings):
 
     def session_start(self, d: SessionStartData) -> str:
         """JSON on stdout: plain text would reach only the user, not the model."""
-        from spark_git.clients.claude import CLAUDE
+        from spark_git.clients.checkpoint import session_text
 
-        text = CLAUDE.session_start(d)
+        text = session_text(d)
         if not text:
             return ""
         return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})

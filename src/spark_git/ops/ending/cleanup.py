@@ -236,7 +236,7 @@ def _remove_all(store: Store, git: Git, tf: TaskFile, trees: list[Tree], branche
             git.delete_ref(branch_ref(b), head, message=f"spark-git {final.lower()} {tf.task_name}")
             data.deleted_branches.append(b)
     if data.deleted_branches:
-        hooksetup.sandbox_refresh(store.layout, store)  # other agents' sandboxes named these refs (a gone one is a mount point)
+        hooksetup.refresh(store.layout, store)  # other agents' sandboxes named these refs (a gone one is a mount point)
 
 
 def _containment(git: Git, base: str) -> Contained:

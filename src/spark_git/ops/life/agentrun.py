@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from spark_git.clients import registry, runout
+from spark_git.clients import extras, registry, runout
 from spark_git.clients.base import Client
 from spark_git.core import gatebox, proc, suggest
 from spark_git.core.caller import agent_session
@@ -78,7 +78,7 @@ def prepared(layout: Layout, store: Store, task: str, agent: str, client: str, *
     the agent alive. (task, agent, client, worktree)."""
     task, agent = task_name(task), agent_name(agent)
     if client not in registry.CLIENTS:
-        raise BadInput(f"unknown client {client!r}{suggest.did_you_mean(client, registry.CLIENTS)}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client claude"])
+        raise BadInput(f"unknown client {client!r}{suggest.did_you_mean(client, registry.CLIENTS)}: use {', '.join(registry.CLIENTS)}", next=[f"spark-git agent run {task} {agent} --client {suggest.near(client, registry.CLIENTS) or registry.DEFAULT}"])
     c = registry.get(client)
     tf = load_task(store, task)
     if agent not in tf.agents:
@@ -106,8 +106,7 @@ def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) ->
     """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load.
     The sandboxes are brought up to date with the common dir first (a client's earlier run leaves
     mount points there, which makes every sandbox look stale), as `hooks install` would."""
-    if hooksetup.boxed(c):
-        hooksetup.sandbox_refresh(layout, store)
+    extras.of(c).refresh(layout, store)
     rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
     fix = f"spark-git hooks install --client {c.name}"
     pending = _uncommitted(layout, c)

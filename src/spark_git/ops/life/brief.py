@@ -91,8 +91,7 @@ def brief(layout: Layout, store: Store, task: str, agent: str) -> BriefData:
         ],
         acceptance_checks=_checks(layout), risk_flags=_flags(tf),
     )
-    from spark_git.clients.checkpoint import for_agent
-    from spark_git.clients.claude import agent_lines
+    from spark_git.clients.checkpoint import agent_lines, for_agent
     from spark_git.core.caller import agent_session
 
     me = for_agent(layout, store, {agent_session(task, agent)}, task, agent).agent

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from spark_git.clients import extras, registry
 from spark_git.core import paths
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.guard import identity
-from spark_git.ops.life import wtsettle
 from spark_git.ops.life.agent_add import add_agent
 from spark_git.ops.shared import archive
 from spark_git.protocol import agent_add_guard
@@ -101,7 +101,7 @@ def create(layout: Layout, name: str, *, session: str | None, sessions: set[str]
             raise
         failed = next((r.failed for r in a.provisioning if r.failed), None)
         note = f"setup command failed (exit {failed.exit_code}, log {failed.log})" if failed else None
-        note = "; ".join(n for n in (note, wtsettle.settle(layout, store, Path(a.worktree), client)) if n) or None
+        note = "; ".join(n for n in (note, _settle(layout, store, Path(a.worktree), client)) if n) or None
         d = WorktreeHookData(path=a.worktree, task=task, agent=agent, branch=a.branch, action="created", note=note)
     # Only a worktree made now is claimed (above): an existing one (another agent's, or made for another
     # session) is handed out but judged as before, else naming it would take over its identity.
@@ -157,3 +157,8 @@ def _archive(store: Store, task: str | None, label: str, path: Path, session: st
     elif head and wt.current_branch() is None:  # a detached HEAD: no branch keeps its commits
         out.append(archive.keep(store, where, f"head-{label}", head, f"detached HEAD of {path}", session, event=logged))
     return out
+
+
+def _settle(layout: Layout, store: Store, worktree: Path, client: str) -> str | None:
+    """The client's own wait until its session can use the new worktree (Claude Code: its sandbox grant)."""
+    return extras.of(registry.get(client)).settle(layout, store, worktree) if client in registry.CLIENTS else None

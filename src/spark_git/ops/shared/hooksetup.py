@@ -1,6 +1,7 @@
 """`hooks install|uninstall|check` over every agent client (clients/registry.py): which clients by
 default, every settings file read before any is written (a refusal changes nothing), and whether
-each agent worktree will load the hooks."""
+each agent worktree will load the hooks. What a client needs beyond its entries (a sandbox, trust)
+is its own extras' (clients/extras.py): nothing here names a client."""
 
 from __future__ import annotations
 
@@ -10,25 +11,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_git.clients import facts, jsonhooks, registry, settings
+from spark_git.clients import extras, facts, jsonhooks, registry, settings
 from spark_git.clients.base import Client
-from spark_git.clients.claude import sandbox
-from spark_git.clients.codex import setup as codexsetup
-from spark_git.clients.gemini import GEMINI
-from spark_git.clients.gemini import load as geminiload
+from spark_git.clients.extras import Loads
 from spark_git.core import gatebox, suggest
 from spark_git.core.errors import BadInput
 from spark_git.core.git import Git
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
-from spark_git.ops.shared import instructions, liveagents, sandboxes
-from spark_git.state.locks import EXCLUDE
+from spark_git.ops.shared import instructions, liveagents
 from spark_git.state.store import Store
-
-
-def boxed(c: Client) -> bool:
-    """spark-git writes an OS sandbox for this client's agent sessions (clients/claude/sandbox.py)."""
-    return c.facts.sandbox is not None
 
 
 def root_of(layout: Layout) -> Path:
@@ -59,101 +51,43 @@ def install(layout: Layout, store: Store, names: list[str], scope: str, guide: s
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = agent_worktrees(layout, store) if any(boxed(c) for c in clients) else []
-    for wt in agents:
-        settings.load(wt / sandbox.FILE)  # an agent's settings spark-git would refuse to rewrite: nothing written yet
+    agents = extras.agent_worktrees(layout, store)
+    for c in clients:
+        extras.of(c).preflight(layout, store, agents)
     files = [c.install(root, scope) for c in clients]
-    done = _sandbox_all(layout, store, agents, on=True) if agents and claude_installed(layout) else []
-    done += _codex(layout, store, files, scope, on=True)
+    done = [wt for c, f in zip(clients, files, strict=True) for wt in extras.of(c).install(layout, store, f, scope, agents)]
     guides = instructions.install(root, clients, guide) if guide is not None and scope == "project" else []
-    return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
+    return _set(files, done, guides)
 
 
 def uninstall(layout: Layout, store: Store, names: list[str], scope: str, guide: str | None = None) -> settings.HooksSetData:
     root = root_of(layout)
     clients = chosen(root, names, scope)
     _paths(root, clients, scope)
-    agents = agent_worktrees(layout, store) if any(boxed(c) for c in clients) else []
-    untrusted = codexsetup.untrust(layout, scope) if any(c.name == codexsetup.NAME for c in clients) else []  # while the entries are there to name
+    agents = extras.agent_worktrees(layout, store)
+    before = [extras.of(c).before_uninstall(layout, scope) for c in clients]
     files = [c.uninstall(root, scope) for c in clients]
-    done = _sandbox_all(layout, store, agents, on=False) if agents and not claude_installed(layout) else []
-    done += _codex(layout, store, files, scope, on=False, untrusted=untrusted)
+    done = [wt for c, f, b in zip(clients, files, before, strict=True) for wt in extras.of(c).uninstall(layout, store, f, scope, agents, b)]
     guides = instructions.uninstall(root, clients, guide) if guide is not None and scope == "project" else []
+    return _set(files, done, guides)
+
+
+def _set(files: list[settings.HooksData], done: list[str], guides: list[str]) -> settings.HooksSetData:
+    done = list(dict.fromkeys(done))
     return settings.HooksSetData(changed=any(f.changed for f in files) or bool(done) or bool(guides), files=files, sandbox=done, instructions=guides)
 
 
-def _codex(layout: Layout, store: Store, files: list[settings.HooksData], scope: str, *, on: bool, untrusted: list[str] | None = None) -> list[str]:
-    """Codex: its trust entries (into its file's `trusted`) and its sandbox in the agent worktrees."""
-    f = next((f for f in files if f.client == codexsetup.NAME), None)
-    if f is None:
-        return []
-    f.trusted = codexsetup.trust(layout, scope) if on else untrusted or []
-    f.changed = f.changed or bool(f.trusted)
-    agents = agent_worktrees(layout, store)
-    return codexsetup.sandbox_all(layout, store, agents, on=True) if on else (
-        codexsetup.sandbox_all(layout, store, agents, on=False) if not codexsetup.installed(layout) else [])
+def new_worktrees(layout: Layout, store: Store, agents: list[Path], *, before: bool) -> list[Path]:
+    """New agent worktrees get what each client needs (its sandbox), `before` their ignored files are
+    copied (the files kept out of git) and after (over the copied settings, never under them)."""
+    return list(dict.fromkeys(wt for c in registry.every() for wt in extras.of(c).new_worktrees(layout, store, agents, before=before)))
 
 
-# -- Claude Code's sandbox in agent worktrees (clients/claude/sandbox.py) ----------------------------------
-
-
-def claude_installed(layout: Layout) -> bool:
-    """spark-git's hooks of a client with a sandbox (Claude Code) are in some scope's settings (the
-    repo's or the user's)."""
-    roots = dict.fromkeys([root_of(layout), layout.main_worktree])
-    return any(boxed(c) for r in roots for c in configured(r))
-
-
-def agent_worktrees(layout: Layout, store: Store) -> list[Path]:
-    """Every agent worktree of every task, where the layout puts it (task.json's paths are not trusted)."""
-    out = []
-    for t in store.task_names():
-        tf = store.read_task(t)
-        out += [layout.agent_worktree(t, a) for a in sorted(tf.agents)] if tf else []
-    return [p for p in out if p.is_dir()]
-
-
-def _sandbox_all(layout: Layout, store: Store, agents: list[Path], *, on: bool) -> list[str]:
-    """Written into (on) or taken out of every agent worktree; the paths whose file changed."""
-    if on:
-        _exclude(store, on=True)
-    changed = [str(wt) for wt in sandboxes.refresh(layout, store)] if on else [str(wt) for wt in agents if sandbox.remove(wt)]
-    tasks = [layout.task_worktree(t) for t in layout.task_names()]
-    if not on and not any((wt / sandbox.FILE).exists() for wt in tasks + agents):
-        _exclude(store, on=False)  # no worktree of a task would show an untracked copy
-    return changed
-
-
-def _exclude(store: Store, *, on: bool) -> None:
-    """spark-git's line in or out of info/exclude, under its mutex: two starts at once each read the
-    file, and without it both would write it (the line twice, or one's change lost)."""
-    common = store.layout.repo.common_dir
-    with store.mutex(EXCLUDE):
-        if on:
-            sandbox.exclude(common)
-        else:
-            sandbox.unexclude(common)
-
-
-def sandbox_refresh(layout: Layout, store: Store) -> None:
-    """Every agent's sandbox rewritten after refs came or went (ops/shared/sandboxes.py): a denied path
-    that no longer exists would be mounted over, an empty file on the host while a command runs."""
-    if claude_installed(layout):
-        sandboxes.refresh(layout, store)
-
-
-def sandbox_new(layout: Layout, store: Store, agents: list[Path], *, before: bool) -> list[Path]:
-    """At agent worktree creation, when spark-git's Claude hooks are installed: the exclude line `before`
-    provisioning copies ignored settings; after it, the sandbox into each new agent worktree whose
-    settings can be read (the ones written are returned; an unreadable one is left to the hook)."""
-    if not agents or not claude_installed(layout):
-        return []
-    if before:
-        _exclude(store, on=True)
-        return []
-    sandboxes.refresh(layout, store, new=agents)  # the others' too: their git entries name the new branches
-    known = sandboxes.boxes(layout, store)
-    return [wt for wt in agents if sandboxes.present(layout, store, wt, known)]
+def refresh(layout: Layout, store: Store) -> None:
+    """Branches or worktrees came or went: every client's sandboxes follow (a denied path that no
+    longer exists would be mounted over)."""
+    for c in registry.every():
+        extras.of(c).refresh(layout, store)
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -180,14 +114,6 @@ class HooksCheckData(Model):
     notes: list[str] = []  # worth knowing, not failures (the sandbox cannot run here)
 
 
-def _ours(path: Path, event: str) -> bool:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return jsonhooks.has(data.get("hooks") if isinstance(data, dict) else None, event)
-
-
 def _event(c: Client) -> str:
     return c.wanted()[0].event  # the pre-tool-use event comes first
 
@@ -197,7 +123,7 @@ def configured(root: Path) -> list[Client]:
     out = []
     for c in registry.every():
         files = c.settings_files()
-        if any(_ours(p if p.is_absolute() else root / p, _event(c)) for p in files.values()):
+        if any(jsonhooks.file_has(p if p.is_absolute() else root / p, _event(c)) for p in files.values()):
             out.append(c)
     return out
 
@@ -205,7 +131,7 @@ def configured(root: Path) -> list[Client]:
 def _one(wt: Path, main: Path, c: Client) -> tuple[bool, str | None, str | None]:
     """Does a session of `c` in `wt` load spark-git's hooks: from which of the files it reads."""
     for where, scope, path in c.facts.loaded(wt, main):
-        if not _ours(path, _event(c)):
+        if not jsonhooks.file_has(path, _event(c)):
             continue
         if where == facts.USER:
             return True, f"{path} (user scope)", None
@@ -274,26 +200,19 @@ def check(layout: Layout, store: Store) -> HooksCheckData:
     root = root_of(layout)
     clients = configured(root) or [registry.get(registry.DEFAULT)]
     exe = shutil.which("spark-git", path=os.environ.get("PATH"))
-    checks: list[HookCheck] = []
-    known = sandboxes.boxes(layout, store)
-    for t in store.task_names():
-        tf = store.read_task(t)
-        for a, e in sorted(tf.agents.items()) if tf else []:
-            for c in clients:
-                loads, source, problem = _one(Path(e.worktree), layout.main_worktree, c)
-                box = sandboxes.present(layout, store, layout.agent_worktree(t, a), known) if boxed(c) else None
-                if c.name == codexsetup.NAME:
-                    loads, source, problem, box = codexsetup.check(layout, layout.agent_worktree(t, a))
-                if loads and c.name == GEMINI.name:  # trust and hooksConfig can still switch them off
-                    why = geminiload.problem(Path(e.worktree), os.environ, c.settings_files()["project"], layout.tasks_root)
-                    loads, problem = (False, why) if why else (loads, problem)
-                if exe is None:
-                    loads, problem = False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)"
-                off = _switched_off(c, Path(e.worktree), layout.main_worktree)
-                checks.append(HookCheck(task=t, agent=a, worktree=e.worktree, client=c.name, loads=loads, source=source, problem=problem,
-                                        sandbox=box, switched_off=off))
+    rows = [(t, a, e) for t in store.task_names() if (tf := store.read_task(t)) for a, e in sorted(tf.agents.items())]
+    wts = [layout.agent_worktree(t, a) for t, a, _ in rows]
+    found = {c.name: extras.of(c).check(layout, store, wts, [Loads(*_one(Path(e.worktree), layout.main_worktree, c)) for _, _, e in rows])
+             for c in clients}
+    checks = [_row(t, a, e.worktree, c, found[c.name][i], exe, layout) for i, (t, a, e) in enumerate(rows) for c in clients]
     bwrap = shutil.which("bwrap", path=os.environ.get("PATH"))
     notes = _sandbox_notes(clients, checks) + gatebox.gate_warnings(layout.config.gates) + liveagents.unboxed(store)
-    if any(c.client == GEMINI.name and c.loads for c in checks) and not _ours(GEMINI.settings_files()["user"], _event(GEMINI)):
-        notes.append(geminiload.SUBDIRECTORY)  # project scope only: read from the session's folder alone
+    notes += [n for c in clients for n in extras.of(c).notes(layout, [wt for wt, k in zip(wts, found[c.name], strict=True) if k.loads])]
     return HooksCheckData(spark_git=exe, clients=[c.name for c in clients], checks=checks, ok=all(c.loads and not c.switched_off for c in checks), bwrap=bwrap, notes=notes)
+
+
+def _row(task: str, agent: str, worktree: str, c: Client, k: Loads, exe: str | None, layout: Layout) -> HookCheck:
+    loads, problem = (False, "`spark-git` is not on PATH: the hook cannot run (and with onFailure=block every tool call is refused)") \
+        if exe is None else (k.loads, k.problem)
+    return HookCheck(task=task, agent=agent, worktree=worktree, client=c.name, loads=loads, source=k.source, problem=problem,
+                     sandbox=k.sandbox, switched_off=_switched_off(c, Path(worktree), layout.main_worktree))

@@ -11,8 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.clients.claude import sandbox
-from spark_git.clients.codex import box as codexbox
+from spark_git.clients import extras, registry
 from spark_git.core.git import Git
 from spark_git.ops.shared import archive
 from spark_git.state.store import Store, archive_ref_for
@@ -70,9 +69,8 @@ def move_aside(store: Store, task: str, label: str, path: Path, rels: list[str],
 
 def select_ignored(store: Store, path: Path, ignored: list[str]) -> tuple[list[str], list[str]]:
     """(taken, skipped): the ignored files still there, smallest first up to `[archive] ignored_max_bytes`."""
-    # spark-git's own sandbox settings (clients/claude/sandbox.py, codexbox.py), untouched since it wrote them, are nobody's work
-    files = sorted(p for p in ignored if os.path.lexists(path / p) and not (p == str(sandbox.FILE) and sandbox.only_ours(path))
-                   and not (p == str(codexbox.FILE) and codexbox.ours(path)))
+    own = {f for c in registry.every() for f in extras.of(c).own_files(path)}  # spark-git's own sandbox settings, untouched: nobody's work
+    files = sorted(p for p in ignored if os.path.lexists(path / p) and p not in own)
     cap = store.layout.config.archive.ignored_max_bytes
     taken: list[str] = []
     skipped: list[str] = []

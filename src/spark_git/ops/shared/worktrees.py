@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_git.clients.codex import setup as codexsetup
 from spark_git.core.errors import Blocked, CorruptState, SparkError
 from spark_git.core.git import ZERO_SHA, Git, Sha, Worktree, branch_ref
 from spark_git.core.layout import Layout
@@ -181,13 +180,12 @@ def undo(store: Store, created: Created) -> None:
 
 def setup_new(store: Store, task: str, new: list[tuple[str | None, Path]], no_setup: bool, progress: Progress) -> list[ProvisionReport]:
     """Copies include files into and runs the setup commands of the worktrees this call created; agent
-    worktrees get Claude Code's (Codex's) sandbox when spark-git's Claude (Codex) hooks are installed (ops/shared/hooksetup, ops/shared/codexsetup)."""
+    worktrees get each client's sandbox while its hooks are installed (clients/extras.py, through ops/shared/hooksetup)."""
     agents = [path for agent, path in new if agent is not None]
-    hooksetup.sandbox_new(store.layout, store, agents, before=True)  # the settings file ignored before anything is copied
+    hooksetup.new_worktrees(store.layout, store, agents, before=True)  # the settings file ignored before anything is copied
     included = included_files(store.layout) if new else []  # one scan of the main worktree for all of them
     reports = [provision(store.layout, store, task, agent, path, no_setup=no_setup, progress=progress, included=included) for agent, path in new]
-    boxed = hooksetup.sandbox_new(store.layout, store, agents, before=False)  # over the copied settings, never under them
-    boxed += codexsetup.sandbox_new(store.layout, store, agents, hooksetup.agent_worktrees(store.layout, store))  # Codex's, when its hooks are installed
+    boxed = hooksetup.new_worktrees(store.layout, store, agents, before=False)  # over the copied settings, never under them
     for r in reports:
         r.sandbox = Path(r.worktree) in boxed
     if any(r.failed for r in reports):

@@ -5,7 +5,7 @@ The subagent runs in its parent's session, under the parent's sandbox. Claude Co
 sandbox at start and again only when asked (its settings watcher, /add-dir, or a subagent worktree
 under `<main worktree>/.claude/worktrees`, the one place it grants by itself), and wraps each command
 with the config in force when it starts, for its whole life. The grant spark-git writes into the
-parent's settings (ops/shared/sandboxes.py) is taken up by the watcher (chokidar, awaitWriteFinish:
+parent's settings (clients/claude/owned.py) is taken up by the watcher (chokidar, awaitWriteFinish:
 the file unchanged for 1000 ms, polled every 500 ms), 1-1.5 s after the write: a subagent command
 started sooner stayed read-only. So the hook waits. The rebuild reads the `.git` file of each worktree
 the settings name (to find the admin dir it keeps writable) inside the same synchronous step that
@@ -21,21 +21,18 @@ import time
 from pathlib import Path
 
 from spark_git.clients import reload
-from spark_git.clients.claude import FACTS, sandbox
+from spark_git.clients.claude import owned as sandboxes
+from spark_git.clients.claude import sandbox
 from spark_git.core.layout import Layout
-from spark_git.ops.shared import sandboxes
 from spark_git.state.store import Store
 
 TIMEOUT = 20.0  # seconds without any sign of a reload; Claude Code gives the hook 600
 GRACE = 2.0  # seconds after Claude Code re-read the settings, for the rebuild to read the worktree's .git
 
 
-def settle(layout: Layout, store: Store, worktree: Path, client: str, timeout: float = TIMEOUT) -> str | None:
+def settle(layout: Layout, store: Store, worktree: Path, timeout: float = TIMEOUT) -> str | None:
     """Waits for the Claude Code session whose sandbox grants `worktree` (a subagent's) to take the grant
-    up; a note when it did not within `timeout`, None when it did, nothing grants it or `client` is
-    another (its hook made the worktree)."""
-    if client != FACTS.name:
-        return None
+    up; a note when it did not within `timeout`, None when it did or nothing grants it."""
     real = Path(os.path.realpath(worktree))
     parent = next((b for b in sandboxes.boxes(layout, store) if any(os.path.realpath(w) == str(real) for w, _ in b.more)), None)
     settings = parent.worktree / sandbox.FILE if parent is not None else None
