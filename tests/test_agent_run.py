@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -129,7 +130,17 @@ def test_doctor_finds_a_run_a_crash_left_behind(task: AgentTask) -> None:
     assert not rec.exists()
 
 
-def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> None:
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    """A URL where something listens: `agent run` checks the model can be reached before it starts a
+    client (here a stand-in that needs no model)."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+
+
+def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask, endpoint: str) -> None:
     require_binary("tmux")
     sock = task.base / "repo.tasks" / "tmux"  # a private tmux server (TMUX_TMPDIR), never the user's
     sock.mkdir()
@@ -141,7 +152,7 @@ def test_tmux_opens_the_window_and_status_shows_it_running(task: AgentTask) -> N
     (stand_in / "claude").write_text("#!/bin/sh\nexec cat\n")
     (stand_in / "claude").chmod(0o755)
     env = {**task.env, "PATH": f"{stand_in}{os.pathsep}{task.env['PATH']}", "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock),
-           "SSH_AUTH_SOCK": str(task.base / "ssh.sock")}
+           "SSH_AUTH_SOCK": str(task.base / "ssh.sock"), "ANTHROPIC_BASE_URL": endpoint}
     try:
         r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)
         assert r.returncode == 0, r
@@ -172,7 +183,7 @@ def _descendants(pid: int) -> list[int]:
     return [*kids, *(d for k in kids for d in _descendants(k))]
 
 
-def test_a_tmux_window_that_closes_is_told_as_it_ended_and_doctor_fix_records_it(task: AgentTask) -> None:
+def test_a_tmux_window_that_closes_is_told_as_it_ended_and_doctor_fix_records_it(task: AgentTask, endpoint: str) -> None:
     """The window's client exits 3 at once: status says so (not "started (exit None)"), doctor finds the
     unrecorded end, --fix records it, and status still says how it ended."""
     require_binary("tmux")
@@ -182,7 +193,8 @@ def test_a_tmux_window_that_closes_is_told_as_it_ended_and_doctor_fix_records_it
     stand_in.mkdir()
     (stand_in / "claude").write_text("#!/bin/sh\nexit 3\n")
     (stand_in / "claude").chmod(0o755)
-    env = {**task.env, "PATH": f"{stand_in}{os.pathsep}{task.env['PATH']}", "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock)}
+    env = {**task.env, "PATH": f"{stand_in}{os.pathsep}{task.env['PATH']}", "SPARK_SESSION_ID": "owner", "TMUX_TMPDIR": str(sock),
+           "ANTHROPIC_BASE_URL": endpoint}
     agent_dir = task.base / "repo.tasks/t1/agents/a"
     try:
         r = spark(task.repo, "agent", "run", "t1", "a", "--client", "claude", "--tmux", "--json", env=env, process=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from spark_git.clients.base import Client
+    from spark_git.clients.facts import Facts
     from spark_git.clients.settings import HooksData
     from spark_git.core.layout import Layout
     from spark_git.state.store import Store
@@ -66,6 +67,10 @@ class Extras(Protocol):
         """spark-git's own files in an agent worktree, untouched since it wrote them: nobody's work."""
         ...
 
+    def model_url(self, facts: Facts, env: dict[str, str], extra: tuple[str, ...]) -> str | None:
+        """Where a run with this environment and these client arguments reaches the model (None: not known)."""
+        ...
+
     def settle(self, layout: Layout, store: Store, worktree: Path) -> str | None:
         """`hook worktree-create` made `worktree` for a session of this client: wait until the session
         can use it (its sandbox grant taken up); a note when it did not."""
@@ -107,6 +112,12 @@ class NoExtras:
 
     def settle(self, layout: Layout, store: Store, worktree: Path) -> str | None:
         return None
+
+    def model_url(self, facts: Facts, env: dict[str, str], extra: tuple[str, ...]) -> str | None:
+        if facts.model is None:
+            return None
+        var, default = facts.model
+        return env.get(var) or default
 
 
 NONE = NoExtras()

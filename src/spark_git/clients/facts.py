@@ -53,16 +53,17 @@ class Facts:
     (the client lets a tool call through when its hook fails: exit 1, a silent exit 2, a signal);
     `own_box`: it has an OS sandbox of its own that spark-git configures (default: `sandbox` given), else
     `agent run` starts it inside bubblewrap (ops/life/agentbox.py), `state` (`~/…` dirs) writable there;
-    `extras`: what it needs beyond its hook entries (clients/extras.py), in its own package."""
+    `extras`: what it needs beyond its hook entries (clients/extras.py), in its own package; `model`:
+    where it reaches its model (`agent run` checks the way is open before starting it)."""
 
-    __slots__ = ("config_dir", "extras", "instructions", "loads", "main_loads", "managed", "name", "off", "own_box", "protect", "run", "sandbox", "settings", "state", "title", "wrap")
+    __slots__ = ("config_dir", "extras", "instructions", "loads", "main_loads", "managed", "model", "name", "off", "own_box", "protect", "run", "sandbox", "settings", "state", "title", "wrap")
 
     def __init__(
         self, name: str, title: str, config_dir: str, settings: dict[str, str], *,
         loads: tuple[str, ...] | None = None, main_loads: tuple[str, ...] = (), protect: tuple[str, ...] | None = None,
         sandbox: Sandbox | None = None, off: tuple[tuple[str, object, str], ...] = (), managed: tuple[str, ...] = (), run: Run | None = None,
         instructions: tuple[str, bool] | None = None, wrap: bool = False, own_box: bool | None = None, state: tuple[str, ...] = (),
-        extras: str | None = None,
+        extras: str | None = None, model: tuple[str, str] | None = None,
     ) -> None:
         self.name = name  # the registry key (`--client NAME`)
         self.title = title  # as users know it ("Claude Code")
@@ -82,6 +83,7 @@ class Facts:
         self.own_box = sandbox is not None if own_box is None else own_box
         self.state = state  # the client's own files in the user's home (`~/.gemini`, `$CODEX_HOME`): writable in spark-git's box
         self.extras = extras  # "module:attribute" of what it needs beyond its hook entries (clients/extras.py)
+        self.model = model  # (the variable that points it at another endpoint, its default endpoint)
 
     def home_state(self, env: dict[str, str]) -> list[Path]:
         """`state` as paths: `~/x` under env's HOME, `$VAR` where env sets it."""

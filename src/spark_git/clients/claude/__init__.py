@@ -43,6 +43,7 @@ FACTS = Facts(
     instructions=(".claude/skills/spark-git/SKILL.md", True),
     state=("~/.claude", "~/.claude.json", "$CLAUDE_CONFIG_DIR"),  # writable in spark-git's box around it (ops/life/agentbox.py)
     extras="spark_git.clients.claude.extras:EXTRAS",  # its sandbox in every agent worktree
+    model=("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
 )
 # Fail closed: a hook that cannot run (spark-git missing, a crash) blocks the tool call.
 FAIL_CLOSED = {"onFailure": "block"}

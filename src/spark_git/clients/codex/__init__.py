@@ -32,7 +32,8 @@ FACTS = Facts("codex", "Codex CLI", CONFIG_DIR, {"project": ".codex/hooks.json",
               instructions=("AGENTS.md", False), wrap=True,  # it lets a call through when its hook fails, even cannot start
               own_box=True,  # its workspace-write sandbox, configured per agent worktree (clients/codex/box.py)
               state=("$CODEX_HOME", "~/.codex"),  # writable in spark-git's box around it (ops/life/agentbox.py)
-              extras="spark_git.clients.codex.setup:EXTRAS")  # its trust entries, its sandbox per agent worktree
+              extras="spark_git.clients.codex.setup:EXTRAS",  # and where its model is: its config says (model_url there)
+              model=("OPENAI_BASE_URL", "https://api.openai.com/v1"))  # the built-in openai provider's  # its trust entries, its sandbox per agent worktree
 PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client codex")
 SESSION_START = FACTS.hook("spark-git hook session-start --client codex")
 # Codex selects apply_patch with the Write/Edit matchers; apply_patch is named too in case a

@@ -5,13 +5,16 @@ hooks (clients/codex/trust.py), and Codex's workspace-write sandbox in each agen
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
+from typing import Any
 
-from spark_git.clients.codex import CODEX
+from spark_git.clients.codex import CODEX, home
 from spark_git.clients.codex import box as codexbox
 from spark_git.clients.codex import trust as codextrust
 from spark_git.clients.extras import Extras, Loads, NoExtras, agent_worktrees
+from spark_git.clients.facts import Facts
 from spark_git.clients.settings import HooksData
 from spark_git.core.layout import Layout
 from spark_git.state.locks import EXCLUDE
@@ -42,6 +45,20 @@ class CodexExtras(NoExtras):
 
     def own_files(self, worktree: Path) -> list[str]:
         return [str(codexbox.FILE)] if codexbox.ours(worktree) else []
+
+    def model_url(self, facts: Facts, env: dict[str, str], extra: tuple[str, ...]) -> str | None:
+        """The provider's base_url: `-c` overrides first, then config.toml; the built-in openai
+        provider's is OPENAI_BASE_URL or its default. None where a profile or --oss decides."""
+        over = _overrides(extra)
+        cfg = _config(Path(env.get("CODEX_HOME") or home()) / "config.toml")
+        if cfg is None or "profile" in cfg or any(a in ("--oss", "-p", "--profile") or a.startswith("--profile=") for a in extra):
+            return None
+        provider = str(over.get("model_provider") or cfg.get("model_provider") or "openai")
+        table = cfg.get("model_providers", {}).get(provider, {}) if isinstance(cfg.get("model_providers"), dict) else {}
+        url = over.get(f"model_providers.{provider}.base_url") or (table.get("base_url") if isinstance(table, dict) else None)
+        if isinstance(url, str) and url:
+            return url
+        return super().model_url(facts, env, extra) if provider == "openai" else None
 
 
 def _root(layout: Layout) -> Path:
@@ -106,3 +123,33 @@ def check(layout: Layout, worktree: Path) -> tuple[bool, str | None, str | None,
 
 
 EXTRAS: Extras = CodexExtras()
+
+
+def _overrides(extra: tuple[str, ...]) -> dict[str, object]:
+    """`-c key=value` / `--config key=value` arguments, each value read as TOML (else as text), as Codex does."""
+    import tomllib
+
+    out: dict[str, object] = {}
+    pairs = [b for a, b in itertools.pairwise(extra) if a in ("-c", "--config")]
+    pairs += [a.split("=", 1)[1] for a in extra if a.startswith("--config=")]
+    for pair in pairs:
+        key, eq, raw = pair.partition("=")
+        if not eq:
+            continue
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def _config(path: Path) -> dict[str, Any] | None:
+    """Codex's config.toml; {} when there is none (its defaults), None when it cannot be read."""
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None

@@ -30,7 +30,7 @@ FACTS = Facts("gemini", "Gemini CLI", CONFIG_DIR, {"project": ".gemini/settings.
               run=Run(("gemini", "-p", "{prompt}", "--output-format", "stream-json"), ("gemini", "-i", "{prompt}")),
               instructions=("GEMINI.md", False), wrap=True,  # it lets a call through on exit 1, a silent 2, a signal
               state=("~/.gemini",),  # no OS sandbox spark-git can configure: `agent run` boxes it (ops/life/agentbox.py)
-              extras="spark_git.clients.gemini.extras:EXTRAS")  # trust and hooksConfig, which can switch its hooks off
+              extras="spark_git.clients.gemini.extras:EXTRAS", model=("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"))  # trust and hooksConfig, which can switch its hooks off
 PRE_TOOL_USE = FACTS.hook("spark-git hook pre-tool-use --client gemini")
 SESSION_START = FACTS.hook("spark-git hook session-start --client gemini")
 KINDS = {"write_file": WRITE, "replace": EDIT, "run_shell_command": SHELL}

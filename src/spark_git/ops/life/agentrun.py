@@ -17,7 +17,7 @@ from pathlib import Path
 
 from spark_git.clients import extras, registry, runout
 from spark_git.clients.base import Client
-from spark_git.core import gatebox, proc, suggest
+from spark_git.core import gatebox, proc, reach, suggest
 from spark_git.core.caller import agent_session
 from spark_git.core.errors import BadInput, Blocked, Interrupted
 from spark_git.core.git import Git, branch_ref
@@ -163,6 +163,17 @@ def launch(layout: Layout, c: Client, wt: Path, env: dict[str, str], *, headless
     return (None, env, NO_BOX) if box is None else (box, agentbox.boxed_env(env), BWRAP_BOX)
 
 
+def model_open(c: Client, env: dict[str, str], task: str, agent: str, extra: tuple[str, ...]) -> None:
+    """Refused before anything starts when the client's model cannot be reached: the clients retry
+    for minutes and tell why only at the end."""
+    url = extras.of(c).model_url(c.facts, env, extra)
+    why = reach.problem(url, env) if url else None
+    if why:
+        raise Blocked(f"{c.facts.title} cannot reach its model at {url}: {why}; agent {agent} was not started",
+                      hint="check where the client is pointed (its base URL setting), the network and any proxy; then run it again",
+                      next=[again(task, agent, c.name, extra)], task=task)
+
+
 def default_prompt(layout: Layout, store: Store, task: str, agent: str) -> str:
     b = ops_brief.brief(layout, store, task, agent)
     return ("You are agent " + agent + " of spark-git task " + task + ". Your brief, the Universal Input JSON (seed 004):\n"
@@ -175,10 +186,12 @@ def headless(layout: Layout, task: str, agent: str, client: str, *, prompt: str 
     handin.file_handed_in(layout, store, task_name(task))
     task, agent, c, wt = prepared(layout, store, task, agent, client, unboxed=unboxed)
     assert c.facts.run is not None
+    base_env = agent_env(layout, store, task, agent)
+    model_open(c, base_env, task, agent, extra)
     seen = on_task_head(layout, store, task, agent, c.name, extra)
     tf = load_task(store, task)
     owes = owed.owed(tf.state, tf.agents[agent].role)
-    box, env, boundary = launch(layout, c, wt, agent_env(layout, store, task, agent))
+    box, env, boundary = launch(layout, c, wt, base_env)
     argv = c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), extra=extra)
     argv = box.wrap(argv) if box else argv
     logs = layout.agent_dir(task, agent) / "runs"
@@ -334,8 +347,10 @@ def in_tmux(layout: Layout, task: str, agent: str, client: str, *, prompt: str |
     assert c.facts.run is not None
     if shutil.which("tmux") is None:
         raise Blocked("tmux is not installed here", hint="install tmux, or run the agent headless", next=[f"spark-git agent run {task} {agent} --headless"], task=task)
+    base_env = agent_env(layout, store, task, agent)
+    model_open(c, base_env, task, agent, extra)
     on_task_head(layout, store, task, agent, c.name, extra)
-    box, env, boundary = launch(layout, c, wt, agent_env(layout, store, task, agent), headless=False)
+    box, env, boundary = launch(layout, c, wt, base_env, headless=False)
     cmd = ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *c.facts.run.argv(prompt or default_prompt(layout, store, task, agent), headless=False, extra=extra)]
     cmd = box.wrap(cmd) if box else cmd
     # The window's shell (outside the box) waits for the client and writes its exit code where status and doctor read it
