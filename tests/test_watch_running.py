@@ -78,3 +78,25 @@ def test_a_record_of_a_killed_process_is_not_shown_and_is_swept(tmp_path: Path) 
         assert [(r.kind, r.name, r.pid) for r in inflight.live(logs)] == [("gate", "build", os.getpid())]
         assert not stale.exists()
     assert inflight.live(logs) == [] and not (logs / f"x-build{inflight.SUFFIX}").exists()
+
+
+@pytest.mark.usefixtures("unboxed")
+def test_the_queue_candidates_and_their_gates_in_flight_show_in_status_and_watch_until_killed(tmp_path: Path) -> None:
+    from tests.test_queue_parallel import drain_with_two_gates_running
+
+    q, b, p, _ = drain_with_two_gates_running(tmp_path)  # the batch t0+t1+t2 and its prefix t0, gating at once
+    try:
+        tasks = {t["task"]: t for t in q.spark("t1", "--json", "status").json["data"]["tasks"]}
+        assert tasks["t1"]["queue_run"]["tasks"] == ["t0", "t1", "t2"] and tasks["t1"]["queue_run"]["landing"] is False, tasks["t1"]
+        text = q.spark("t1", "status", env={"COLUMNS": "200"}).stdout
+        assert "▶ t1: the merge queue is gating it, in a candidate of t0 + t1 + t2, for" in text, text
+        rows = q.spark("t1", "--json", "watch", "--once").json["data"]["running"]
+        assert sorted((r["task"], r["kind"], r["name"]) for r in rows) == [
+            ("t0", "gate", "final"), ("t0", "queue", "t0"), ("t0", "queue", "t0 + t1 + t2"), ("t2", "gate", "final")], rows
+    finally:
+        p.kill()
+        p.communicate(timeout=60)
+        b.wait_all_gone()
+        b.close()
+    after = q.spark("t1", "--json", "watch", "--once").json["data"]
+    assert after["running"] == [], after["running"]  # the drain and its gates are gone: nothing claims to run

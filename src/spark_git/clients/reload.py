@@ -32,6 +32,9 @@ class Watch:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         os.close(self.fd)
 
     def next_read(self, timeout: float) -> Path | None:

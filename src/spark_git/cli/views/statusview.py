@@ -30,7 +30,7 @@ def render(out: Out, d: StatusData, *, detail: bool, width: int | None) -> None:
             for ln in task_lines(t, width):
                 _line(out, ln)
     elif d.tasks:
-        for ln in summary_table(d.tasks, width) + [ln for t in d.tasks for r in t.running for ln in running_lines(t.task, r, width, tail=False)]:
+        for ln in summary_table(d.tasks, width) + [ln for t in d.tasks for ln in in_flight(t, width, tail=False)]:
             _line(out, ln)
     for c in d.cross_conflicts:  # before either lands: the order, or talking, can still avoid it
         for ln in fit.wrap(f"⚠ tasks {c.task} and {c.other} would conflict when both land: {', '.join(c.files)}", width, hang="  "):
@@ -171,8 +171,19 @@ def task_lines(t: TaskView, w: int | None) -> list[str]:
             rows.append([a.name, a.branch, *num, tree, a.report.status if a.report else "-", run_cell(a.run)])
         lines += fit.table(rows, None if w is None else w - 2, {1: 16, 0: 12})
         lines[-len(rows):] = ["  " + ln for ln in lines[-len(rows):]]
-    lines += [ln for r in t.running for ln in running_lines(t.task, r, w, tail=True)]
+    lines += in_flight(t, w, tail=True)
     lines += _flag_lines(t, w) + _radar_lines(t, w) + next_lines(t, w)
+    return lines
+
+
+def in_flight(t: TaskView, w: int | None, *, tail: bool) -> list[str]:
+    """Its gates and merges running now, and the queue's candidate that holds it."""
+    lines = [ln for r in t.running for ln in running_lines(t.task, r, w, tail=tail)]
+    q = t.queue_run
+    if q is not None:
+        what = "landing" if q.landing else "gating"
+        lines += fit.wrap(f"▶ {t.task}: the merge queue is {what} it, in a candidate of {' + '.join(q.tasks)}, for {_idle(q.started_at)}",
+                          w, "  ", hang="    ")
     return lines
 
 

@@ -90,21 +90,30 @@ class WatchApp(App[None]):
         self.query_one("#rest", Static).update("\n".join(rest))
 
     def _follow(self) -> None:
-        """Waits for a change under the state directories, then has the app load a new snapshot."""
+        """Waits for a change under the state directories, then has the app load a new snapshot. The
+        watch stays open while the directories are the same, so a change made during a load is seen next."""
         from spark_git.clients import reload
 
-        while not self.stopping.is_set():
-            w = reload.watch(self.dirs(), reload.IN_CHANGED)
-            if w is None:
-                self.stopping.wait(FALLBACK_S)
-            else:
-                with w:
-                    if w.next_read(FALLBACK_S * 12) is not None:
-                        while w.next_read(SETTLE_S) is not None:
-                            pass
-            if not self.stopping.is_set():
-                snap = self.load()
-                self.call_from_thread(self.show, snap)
+        dirs: list[Path] | None = None
+        w: reload.Watch | None = None
+        try:
+            while not self.stopping.is_set():
+                now = self.dirs()
+                if now != dirs:  # a task came or went: watch the new set, and load at once (a change may precede the watch)
+                    if w is not None:
+                        w.close()
+                    dirs, w = now, reload.watch(now, reload.IN_CHANGED)
+                elif w is None:
+                    self.stopping.wait(FALLBACK_S)
+                elif w.next_read(FALLBACK_S * 12) is not None:
+                    while w.next_read(SETTLE_S) is not None:
+                        pass
+                if not self.stopping.is_set():
+                    snap = self.load()
+                    self.call_from_thread(self.show, snap)
+        finally:
+            if w is not None:
+                w.close()
 
     def selected(self) -> str | None:
         if self.snap is None or not self.snap.tasks:

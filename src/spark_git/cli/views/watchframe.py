@@ -48,7 +48,7 @@ def running_lines(s: WatchSnapshot, w: int | None) -> list[str]:
         return ["RUNNING: no gate or merge"]
     lines = [f"RUNNING ({len(s.running)})"]
     for r in s.running:
-        what = f"gate {r.name}" if r.kind == "gate" else f"merge of {r.name}"
+        what = {"gate": f"gate {r.name}", "merge": f"merge of {r.name}"}.get(r.kind, f"merge queue candidate {r.name}")
         lines += fit.wrap(f"{r.task}: {what}, {duration(r.elapsed_s)}" + (f", in {r.worktree}" if r.worktree else ""), w, "  ", hang="    ")
         lines += [f"    │ {fit.middle(ln, w - 6) if w else ln}" for ln in r.tail]
     return lines

@@ -48,17 +48,21 @@ class LogScreen(ModalScreen[None]):
         return data.decode(errors="replace")
 
     def _follow(self) -> None:
+        """One watch on the file for as long as the screen is up: a write while we read is seen next."""
         from spark_git.clients import reload
 
-        while not self.stopping.is_set():
-            w = reload.watch([self.path], IN_MODIFY)
-            if w is None:
-                self.stopping.wait(FALLBACK_S)
-            else:
-                with w:
+        w = reload.watch([self.path], IN_MODIFY)
+        try:
+            while not self.stopping.is_set():
+                if w is None:
+                    self.stopping.wait(FALLBACK_S)
+                else:
                     w.next_read(FALLBACK_S * 5)
-            if not self.stopping.is_set() and (text := self.read_new()):
-                self.app.call_from_thread(self.query_one(Log).write, text)
+                if not self.stopping.is_set() and (text := self.read_new()):
+                    self.app.call_from_thread(self.query_one(Log).write, text)
+        finally:
+            if w is not None:
+                w.close()
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)

@@ -17,6 +17,7 @@ from spark_git.core.errors import BadInput, CorruptState, SparkError
 from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.core.proc import pid_alive
 from spark_git.gates import command as gate_command
 from spark_git.gates import evidence
 from spark_git.gates import reports as gate_reports
@@ -34,7 +35,7 @@ from spark_git.state.backends import open_store
 from spark_git.state.inflight import InFlight
 from spark_git.state.locks import idle_for
 from spark_git.state.models import TaskFile
-from spark_git.state.queuelog import FlakyGate
+from spark_git.state.queuelog import FlakyGate, QueueLog
 from spark_git.state.queuerefs import QUEUE_PREFIX
 from spark_git.state.report_evidence import AgentStatus
 from spark_git.state.store import Store
@@ -78,6 +79,14 @@ class Running(InFlight):
     """A gate or a merge running now (state/inflight.py), with its log's last lines."""
 
     tail: list[str] = []
+
+
+class QueueRun(_View):
+    """The merge queue's candidate holding this task, being gated or landed now."""
+
+    tasks: list[str]  # the candidate's tasks, in landing order
+    started_at: str
+    landing: bool = False  # passed: its tip is about to be put on the base
 
 
 class GivenBack(_View):
@@ -124,6 +133,7 @@ class TaskView(_View):
     radar: Radar | None = None  # would the unmerged branches conflict (None: not checked, e.g. --no-radar)
     forge: ForgeView | None = None  # landing through the forge (`complete --via`): its PR/MR as the forge answered
     running: list[Running] = []  # gates and merges in flight now, oldest first
+    queue_run: QueueRun | None = None  # the queue gates or lands it now, in this candidate
 
 
 class StatusData(_View):
@@ -134,6 +144,7 @@ class StatusData(_View):
     remote: RemoteStatusData | None = None  # remote mode: every machine's locks on the shared remote, leases, stale ones
     ended_hidden: list[str] = []  # ended tasks left out (`status --all` lists them)
     cross_conflicts: list[TaskClash] = []  # pairs of live tasks whose work would conflict when both land (no task named)
+    queue_runs: list[QueueRun] = []  # the merge queue's candidates being gated or landed now
 
 
 def _dirty(path: Path) -> list[str] | None:
@@ -175,9 +186,11 @@ def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -
         queue = [ref[len(QUEUE_PREFIX):].partition("-")[2] for ref in sorted(heads) if ref.startswith(QUEUE_PREFIX)]
         qlog = store.read_queue_log() if live else None
         outcomes = {o.task: o for o in qlog.outcomes} if qlog else {}
+        runs = _queue_runs(qlog)
         for view, tf in live:
             jobs += _head_jobs(pool, git, view, tf, heads)
             view.queue_position = queue.index(view.task) + 1 if view.task in queue else None
+            view.queue_run = next((r for r in runs if view.task in r.tasks), None)
             view.flaky_gates = [f for f in qlog.flaky if view.task in f.tasks] if qlog else []
             o = outcomes.get(view.task)
             if o is not None and o.result != "landed" and view.queue_position is None and o.head == heads.get(branch_ref(tf.task_branch)):
@@ -209,7 +222,7 @@ def _collect(layout: Layout, store: Store, only: str | None, with_radar: bool) -
         warnings.append(f"{len(elsewhere[1])} task(s) under {elsewhere[0]}, not under the configured tasks_root {layout.tasks_root}: "
                         f"{', '.join(elsewhere[1])} (set tasks_root back to manage them, or finish them first)")
     return StatusData.model_construct(tasks_root=str(layout.tasks_root), main_lock=_main_lock(store), tasks=views, warnings=warnings,
-                                      remote=_remote(layout, store, live), cross_conflicts=cross)
+                                      remote=_remote(layout, store, live), cross_conflicts=cross, queue_runs=runs)
 
 
 def _remote(layout: Layout, store: Store, live: list[tuple[TaskView, TaskFile]]) -> RemoteStatusData | None:
@@ -238,6 +251,16 @@ def _forge(layout: Layout, store: Store, live: list[tuple[TaskView, TaskFile]]) 
 
 
 _Job = tuple[BaseModel, "str | tuple[str, str]", "Future[Any]"]
+
+
+def _queue_runs(qlog: QueueLog | None) -> list[QueueRun]:
+    """The queue's candidates in flight (a killed drain's are not: their pid is gone)."""
+    cands = [c for c in [*(qlog.running if qlog else []), qlog.candidate if qlog else None] if c is not None and pid_alive(c.pid)]
+    seen: dict[tuple[str, ...], QueueRun] = {}
+    for c in cands:
+        tasks = tuple(p.task for p in c.parts)
+        seen.setdefault(tasks, QueueRun(tasks=list(tasks), started_at=c.started_at, landing=c.landing is not None))
+    return list(seen.values())
 
 
 def _task_view(store: Store, name: str) -> tuple[TaskView, TaskFile | None]:

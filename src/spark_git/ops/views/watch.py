@@ -10,7 +10,7 @@ from spark_git.core.layout import Layout
 from spark_git.core.model import Model
 from spark_git.ops.views import status as status_mod
 from spark_git.ops.views.crossradar import TaskClash
-from spark_git.ops.views.status import StatusData, TaskView
+from spark_git.ops.views.status import QueueRun, StatusData, TaskView
 from spark_git.state import inflight
 from spark_git.state.models import TaskFile, now, parse_time
 from spark_git.state.store import Store
@@ -52,8 +52,8 @@ class RunningRow(Model):
     """A gate or a merge in flight (state/inflight.py)."""
 
     task: str
-    kind: str  # gate | merge
-    name: str  # the gate, or the agent being merged
+    kind: str  # gate | merge | queue (a candidate of the merge queue, gated or landing)
+    name: str  # the gate, the agent being merged, or the candidate's tasks
     elapsed_s: float | None
     worktree: str | None = None
     log: str | None = None
@@ -96,10 +96,16 @@ def of_status(d: StatusData, at: str, waiting: set[str]) -> WatchSnapshot:
         tasks=[TaskRow(task=t.task, state=t.state or "?", owner=t.session_id, idle_s=_since(t.last_active_at, at),
                        agents=len(t.agents), queue_position=t.queue_position) for t in live],
         agents=[row for t in live for row in _agents(t, at)],
-        running=[RunningRow(task=t.task, kind=r.kind, name=r.name, elapsed_s=_since(r.started_at, at), worktree=r.worktree, log=r.log,
-                            tail=r.tail) for t in live for r in t.running],
+        running=_running(live, d.queue_runs, at),
         queue=[t.task for t in queued], pairs=d.cross_conflicts,
     )
+
+
+def _running(live: list[TaskView], queue_runs: list[QueueRun], at: str) -> list[RunningRow]:
+    """Gates and merges of each task, then the queue's candidates (under their first task)."""
+    rows = [RunningRow(task=t.task, kind=r.kind, name=r.name, elapsed_s=_since(r.started_at, at), worktree=r.worktree, log=r.log, tail=r.tail)
+            for t in live for r in t.running]
+    return rows + [RunningRow(task=q.tasks[0], kind="queue", name=" + ".join(q.tasks), elapsed_s=_since(q.started_at, at)) for q in queue_runs]
 
 
 def _attention(d: StatusData, waiting: set[str]) -> list[Attention]:
