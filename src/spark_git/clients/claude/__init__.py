@@ -8,13 +8,12 @@ session-start parts load pydantic inside the functions that need it."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from spark_git.clients.facts import Facts, Run, Sandbox
 from spark_git.clients.hookfiles import HooksInSettings
-from spark_git.clients.jsonhooks import Wanted
+from spark_git.clients.jsonhooks import Wanted, read_event
 from spark_git.guard.calls import EDIT, OTHER, SHELL, WRITE, BadEvent, Decision, Reply, ToolCall
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (it costs the hook milliseconds)
@@ -56,12 +55,7 @@ class ClaudeCode(HooksInSettings):
     # -- pre-tool-use ------------------------------------------------------------------------
 
     def parse_event(self, raw: str) -> ToolCall:
-        try:
-            event = json.loads(raw) if raw.strip() else {}
-        except ValueError as e:
-            raise BadEvent(f"stdin is not JSON ({e})") from e
-        if not isinstance(event, dict):
-            raise BadEvent("stdin is not a JSON object")
+        event = read_event(raw)
         tool = event.get("tool_name") or ""
         tin = event.get("tool_input") or {}
         if not isinstance(tin, dict):
