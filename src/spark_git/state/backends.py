@@ -27,8 +27,19 @@ def open_store(layout: Layout) -> Store:
     remote enable NAME`), else the local one. One per Layout (each command builds one) and backend:
     the remote one's first read fetches the remote's locks, later ones use that fetch (a stale read
     only costs a refused push, which fetches again)."""
-    name = "remote" if layout.config.sync.remote else "local"
+    name = _name(layout)
     store = layout.cache.get(f"store-{name}")
     if store is None:
         store = layout.cache[f"store-{name}"] = BACKENDS[name](layout)
     return cast(Store, store)  # layout.cache holds objects; this key only Stores
+
+
+def reopened(layout: Layout) -> Store:
+    """A new Store for this Layout, the cached one dropped: a long-lived view (`watch`) reads the
+    remote afresh on each refresh, as a new command would."""
+    layout.cache.pop(f"store-{_name(layout)}", None)
+    return open_store(layout)
+
+
+def _name(layout: Layout) -> str:
+    return "remote" if layout.config.sync.remote else "local"

@@ -1,5 +1,6 @@
 """The Textual app of `spark-git watch`. It redraws when the state directories change (inotify,
-clients/reload.py; a slow timer where there is none), never on a busy poll. Actions that need the
+clients/reload.py; a slow timer where there is none), never on a busy poll; in remote mode it also
+fetches the shared remote every FETCH_S and says when it last did. Actions that need the
 human (approve, merge) suspend the app and run the ordinary command on the terminal: the same flow,
 the same signed approval, typed there."""
 
@@ -23,6 +24,7 @@ from spark_git.ops.views import watch as watch_mod
 from spark_git.ops.views.watch import WatchSnapshot
 
 FALLBACK_S = 5.0  # without inotify: how often to look again
+FETCH_S = 10.0  # remote mode: how often the shared remote is fetched (other machines' changes make no local event)
 SETTLE_S = 0.05  # a burst of writes (a command rewriting several files) makes one refresh
 KEYS = [("↑/↓", "move"), ("enter", "the task in full"), ("a", "approve the task (suspends; the approval is typed here)"),
         ("t", "switch to the agent's tmux window"), ("l", "follow the task's log (a gate running, else the newest log or agent run)"), ("m", "merge the agent waiting for a merge"), ("r", "refresh now"),
@@ -53,9 +55,10 @@ class WatchApp(App[None]):
                 Binding("m", "merge", "merge")]
 
     def __init__(self, load: Callable[[], WatchSnapshot], dirs: Callable[[], list[Path]], detail: Callable[[str, int], list[str]],
-                 log_of: Callable[[str], Path | None], run_cmd: Callable[[list[str]], None] | None = None) -> None:
+                 log_of: Callable[[str], Path | None], run_cmd: Callable[[list[str]], None] | None = None, fetch_s: float = FETCH_S) -> None:
         super().__init__()
         self.load, self.dirs, self.detail, self.log_of = load, dirs, detail, log_of
+        self.fetch_s = fetch_s
         self.run_cmd = run_cmd or self._suspended
         self.snap: WatchSnapshot | None = None
         self.stopping = threading.Event()
@@ -105,7 +108,7 @@ class WatchApp(App[None]):
                     dirs, w = now, reload.watch(now, reload.IN_CHANGED)
                 elif w is None:
                     self.stopping.wait(FALLBACK_S)
-                elif w.next_read(FALLBACK_S * 12) is not None:
+                elif w.next_read(self.fetch_s if self.snap is not None and self.snap.remote else FALLBACK_S * 12) is not None:
                     while w.next_read(SETTLE_S) is not None:
                         pass
                 if not self.stopping.is_set():
@@ -181,12 +184,11 @@ def _task_in_full(layout: Layout, task: str, width: int) -> list[str]:
     return [ln for t in status_mod.collect(layout, task).tasks for ln in statusview.task_lines(t, width)]
 
 
-def make(layout: Layout, *, with_radar: bool = True, run_cmd: Callable[[list[str]], None] | None = None) -> WatchApp:
-    from spark_git.state.backends import open_store
+def make(layout: Layout, *, with_radar: bool = True, run_cmd: Callable[[list[str]], None] | None = None, fetch_s: float = FETCH_S) -> WatchApp:
+    from spark_git.state.backends import reopened
 
-    store = open_store(layout)
-    return WatchApp(lambda: watch_mod.snapshot(layout, store, with_radar=with_radar), lambda: watch_mod.watched_dirs(layout),
-                    lambda task, width: _task_in_full(layout, task, width), lambda task: watch_mod.log_of(layout, task), run_cmd)
+    return WatchApp(lambda: watch_mod.snapshot(layout, reopened(layout), with_radar=with_radar), lambda: watch_mod.watched_dirs(layout),
+                    lambda task, width: _task_in_full(layout, task, width), lambda task: watch_mod.log_of(layout, task), run_cmd, fetch_s)
 
 
 def run(layout: Layout, *, with_radar: bool = True) -> None:

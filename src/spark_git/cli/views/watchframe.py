@@ -54,8 +54,20 @@ def running_lines(s: WatchSnapshot, w: int | None) -> list[str]:
     return lines
 
 
+def remote_lines(s: WatchSnapshot, w: int | None) -> list[str]:
+    """Remote mode: when the shared remote was last fetched, and what the other machines hold."""
+    r = s.remote
+    if r is None:
+        return []
+    lines = fit.wrap(f"REMOTE {r.remote}: fetched at {r.fetched_at[11:19]} UTC (this machine: {r.machine})", w, hang="  ")
+    for t in r.elsewhere:
+        stale = ", lease expired" if t.stale else ""
+        lines += fit.wrap(f"  {t.task}  {t.state or '?'}  on {t.machine} ({t.session or '?'}){stale}", w, hang="    ")
+    return lines
+
+
 def other_lines(s: WatchSnapshot, w: int | None) -> list[str]:
-    lines = fit.wrap(f"QUEUE: {', '.join(s.queue) if s.queue else 'empty'}", w, hang="  ")
+    lines = [*remote_lines(s, w), *fit.wrap(f"QUEUE: {', '.join(s.queue) if s.queue else 'empty'}", w, hang="  ")]
     if not s.pairs:
         lines.append("RADAR: no two live tasks would conflict")
     for c in s.pairs:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from spark_git.core.layout import Layout
 from spark_git.core.model import Model
+from spark_git.ops.shared.remote import LeaseView
 from spark_git.ops.views import status as status_mod
 from spark_git.ops.views.crossradar import TaskClash
 from spark_git.ops.views.status import QueueRun, StatusData, TaskView
@@ -60,6 +61,15 @@ class RunningRow(Model):
     tail: list[str] = []  # the log's last lines
 
 
+class RemoteView(Model):
+    """Remote mode: the shared remote as last fetched, and the tasks other machines hold there."""
+
+    remote: str
+    machine: str  # this one
+    fetched_at: str
+    elsewhere: list[LeaseView]  # tasks held on another machine (state, holder, lease)
+
+
 class WatchSnapshot(Model):
     at: str
     tasks_root: str
@@ -70,6 +80,7 @@ class WatchSnapshot(Model):
     queue: list[str]  # tasks in the merge queue, next to land first
     pairs: list[TaskClash]  # the radar: live tasks whose work would conflict when both land
     warnings: list[str] = []
+    remote: RemoteView | None = None  # remote mode only
 
 
 def snapshot(layout: Layout, store: Store, *, with_radar: bool = True) -> WatchSnapshot:
@@ -98,6 +109,8 @@ def of_status(d: StatusData, at: str, waiting: set[str]) -> WatchSnapshot:
         agents=[row for t in live for row in _agents(t, at)],
         running=_running(live, d.queue_runs, at),
         queue=[t.task for t in queued], pairs=d.cross_conflicts,
+        remote=RemoteView(remote=d.remote.remote, machine=d.remote.machine, fetched_at=at, elsewhere=[t for t in d.remote.tasks if not t.mine])
+        if d.remote else None,
     )
 
 
