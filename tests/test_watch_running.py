@@ -40,7 +40,8 @@ def test_watch_shows_a_gate_start_and_end_and_l_follows_its_log(tmp_path: Path) 
 
     async def drive() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: app.snap and [(r.kind, r.name) for r in app.snap.running] == [("gate", "build"), ("merge", "a1")])
+            await until(pilot, lambda: app.snap and [(r.kind, r.name) for r in app.snap.running] == [("gate", "build"), ("merge", "a1")]
+                        and "compiling step 1" in app.snap.running[0].tail)  # the gate's first line, as it writes it
             seen["rest"] = str(app.query_one("#rest").render())
             seen["agents"] = [(a.agent, a.doing) for a in app.snap.agents]
             seen["status"] = subprocess.run(spark_argv("status"), cwd=t.repo, capture_output=True, text=True, env={**os.environ, "COLUMNS": "120"}).stdout
