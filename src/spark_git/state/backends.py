@@ -34,11 +34,10 @@ def open_store(layout: Layout) -> Store:
     return cast(Store, store)  # layout.cache holds objects; this key only Stores
 
 
-def reopened(layout: Layout) -> Store:
-    """A new Store for this Layout, the cached one dropped: a long-lived view (`watch`) reads the
-    remote afresh on each refresh, as a new command would."""
+def forget(layout: Layout) -> None:
+    """Drops this Layout's Store: the next `open_store` builds a new one, which reads the remote afresh
+    (a long-lived view, `watch`, refreshing as a new command would)."""
     layout.cache.pop(f"store-{_name(layout)}", None)
-    return open_store(layout)
 
 
 def _name(layout: Layout) -> str:

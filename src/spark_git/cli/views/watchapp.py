@@ -22,6 +22,7 @@ from spark_git.cli.views import watchframe
 from spark_git.core.layout import Layout
 from spark_git.ops.views import watch as watch_mod
 from spark_git.ops.views.watch import WatchSnapshot
+from spark_git.state.store import Store
 
 FALLBACK_S = 5.0  # without inotify: how often to look again
 FETCH_S = 10.0  # remote mode: how often the shared remote is fetched (other machines' changes make no local event)
@@ -184,10 +185,16 @@ def _task_in_full(layout: Layout, task: str, width: int) -> list[str]:
     return [ln for t in status_mod.collect(layout, task).tasks for ln in statusview.task_lines(t, width)]
 
 
-def make(layout: Layout, *, with_radar: bool = True, run_cmd: Callable[[list[str]], None] | None = None, fetch_s: float = FETCH_S) -> WatchApp:
-    from spark_git.state.backends import reopened
+def _fresh(layout: Layout) -> Store:
+    """Each refresh a new command's worth of reading: in remote mode, a new fetch of the shared remote."""
+    from spark_git.state.backends import forget, open_store
 
-    return WatchApp(lambda: watch_mod.snapshot(layout, reopened(layout), with_radar=with_radar), lambda: watch_mod.watched_dirs(layout),
+    forget(layout)
+    return open_store(layout)
+
+
+def make(layout: Layout, *, with_radar: bool = True, run_cmd: Callable[[list[str]], None] | None = None, fetch_s: float = FETCH_S) -> WatchApp:
+    return WatchApp(lambda: watch_mod.snapshot(layout, _fresh(layout), with_radar=with_radar), lambda: watch_mod.watched_dirs(layout),
                     lambda task, width: _task_in_full(layout, task, width), lambda task: watch_mod.log_of(layout, task), run_cmd, fetch_s)
 
 
