@@ -120,6 +120,10 @@ class LocalStore:
     def event(self, task: str, kind: str, session: str | None = None, **payload: Any) -> None:
         _audit.event(self.layout, task, kind, session, **payload)
 
+    def audit_many(self, task: str, entries: list[tuple[str, dict[str, Any]]], session: str | None = None) -> None:
+        """Several entries (audit.event_entry for an event) in one write of the trail."""
+        _audit.record_many(self.layout, task, entries, session)
+
     def read_audit(self, task: str) -> AuditTrail | None:
         return _audit.load(self.layout, task)
 
