@@ -5,6 +5,7 @@ never on sleeps: a child reports its pids through a FIFO, and a timeout starts c
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -120,3 +121,14 @@ def test_a_ctrl_c_python_drops_during_the_fork_still_stops_the_run(tmp_path: Pat
     assert r.returncode == 0 and r.stdout == "interrupted\n", r
     assert "Exception ignored" in r.stderr  # the window really was the one Python drops
     assert with_marker(marker) == []  # and the child is gone with the run
+
+
+def test_the_childs_end_is_seen_at_once_not_polled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait wakes when the child exits (a pidfd), not in Popen.wait's polling sleeps of up to 50 ms
+    that every gate paid at its end (and that were counted as the gate's own time)."""
+    def polled(seconds: float) -> None:
+        raise AssertionError(f"polled with time.sleep({seconds})")
+
+    monkeypatch.setattr(subprocess.time, "sleep", polled)  # type: ignore[attr-defined]  # what Popen.wait(timeout) sleeps with
+    res, log = _run(tmp_path, ["/bin/sh", "-c", "echo done"], timeout_s=600)
+    assert res.exit_code == 0 and not res.timed_out and log == "done\n", (res, log)

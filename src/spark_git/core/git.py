@@ -127,6 +127,14 @@ class Git:
             res[ref] = Sha(sha)
         return res
 
+    def unmerged(self, into: str, refs: list[str]) -> set[str]:
+        """Which of the full ref names `refs` that exist point at commits not contained in `into`, in
+        one git process (for-each-ref patterns also match below a slash: exact names kept)."""
+        if not refs:
+            return set()
+        out = self.run("for-each-ref", "--format=%(refname)", f"--no-merged={into}", *refs).stdout
+        return set(out.splitlines()) & set(refs)
+
     def branch_head(self, branch: str) -> Sha | None:
         return self.rev_parse(branch_ref(branch))
 

@@ -18,20 +18,32 @@ SECTIONS = ("state_transitions", "agent_invocations", "commits", "build_verifica
 
 
 def record(layout: Layout, task: str, section: str, entry: dict[str, Any], session: str | None = None) -> None:
-    if section not in SECTIONS:
-        raise ValueError(f"unknown audit section {section!r}")
-    entry = {"at": now(), **entry}
+    record_many(layout, task, [(section, entry)], session)
+
+
+def record_many(layout: Layout, task: str, entries: list[tuple[str, dict[str, Any]]], session: str | None = None) -> None:
+    """Appends each (section, entry) in order, in one read and one atomic write: all of them or none."""
+    for section, _ in entries:
+        if section not in SECTIONS:
+            raise ValueError(f"unknown audit section {section!r}")
+    at = now()
     path = layout.audit_trail(task)
     with mutex(layout, f"audit-{task}"):
         trail = read_optional(path, AuditTrail) or AuditTrail(task_name=task, session_id=session)
         if trail.session_id is None:
             trail.session_id = session
-        getattr(trail, section).append(entry)
+        for section, entry in entries:
+            getattr(trail, section).append({"at": at, **entry})
         write_atomic(path, trail)
 
 
+def event_entry(kind: str, session: str | None = None, **payload: Any) -> tuple[str, dict[str, Any]]:
+    """An event as record_many takes it."""
+    return "events", {"kind": kind, "session_id": session, **payload}
+
+
 def event(layout: Layout, task: str, kind: str, session: str | None = None, **payload: Any) -> None:
-    record(layout, task, "events", {"kind": kind, "session_id": session, **payload}, session=session)
+    record_many(layout, task, [event_entry(kind, session, **payload)], session)
 
 
 def load(layout: Layout, task: str) -> AuditTrail | None:

@@ -120,6 +120,10 @@ class LocalStore:
     def event(self, task: str, kind: str, session: str | None = None, **payload: Any) -> None:
         _audit.event(self.layout, task, kind, session, **payload)
 
+    def audit_many(self, task: str, entries: list[tuple[str, dict[str, Any]]], session: str | None = None) -> None:
+        """Several entries (audit.event_entry for an event) in one write of the trail."""
+        _audit.record_many(self.layout, task, entries, session)
+
     def read_audit(self, task: str) -> AuditTrail | None:
         return _audit.load(self.layout, task)
 
@@ -176,23 +180,21 @@ class LocalStore:
         """`refs/spark/archive/<task>/<name>/<sha12>` by compare-and-swap (a 12-digit prefix collision
         gets `-<next 8 digits>`); an existing ref is never moved; a racer archiving the same commit is fine."""
         git = self.layout.git()
-        ref = archive_ref_for(task, name, sha)
-        cur = git.rev_parse(ref)
-        if cur == sha:
+        first = archive_ref_for(task, name, sha)
+        for ref in (first, f"{first}-{sha[12:20]}"):
+            try:  # created if absent, in one git process: the look comes only when that fails
+                git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
+            except GitError:
+                cur = git.rev_parse(ref)
+                if cur == sha:
+                    return ref  # archived already (an earlier attempt, or a racer)
+                if cur is None or ref != first:
+                    raise
+                continue  # another commit with the same 12-digit prefix holds it: the longer name
+            if event:
+                self.event(task, "archived", session, ref=ref, sha=sha, what=what)
             return ref
-        if cur is not None:
-            ref = f"{ref}-{sha[12:20]}"
-            if git.rev_parse(ref) == sha:
-                return ref
-        try:
-            git.update_ref(ref, sha, ZERO_SHA, message=f"spark-git archive: {what}")
-        except GitError:
-            if git.rev_parse(ref) != sha:
-                raise
-            return ref
-        if event:
-            self.event(task, "archived", session, ref=ref, sha=sha, what=what)
-        return ref
+        raise AssertionError("unreachable: the second name returns or raises")
 
     def archived(self, task: str | None = None) -> list[ArchiveRecord]:
         pattern = ARCHIVE_PREFIX + (f"{task}/" if task else "")

@@ -14,8 +14,6 @@ from spark_git.cli.root import app
 from spark_git.core.errors import BadInput
 from spark_git.core.layout import Layout
 from spark_git.ops.landing import merge as merging
-from spark_git.ops.landing import sync as syncing
-from spark_git.ops.landing import update as updating
 from spark_git.ops.landing.merge import MergeAllData, MergeData
 from spark_git.state.backends import open_store
 from spark_git.state.locks import session_from
@@ -116,6 +114,8 @@ def _merge_all_result(d: MergeAllData) -> Result:
 def sync(ctx: typer.Context, task: TaskArg, agent: AgentOpt, session: SessionOpt = None) -> None:
     """Rebase an agent's branch onto the task branch; conflicts are left for the agent to resolve."""
     def action(layout: Layout) -> Result:
+        from spark_git.ops.landing import sync as syncing  # here: merge, the path that counts, does not load it
+
         d = syncing.sync(layout, task, agent, session=session_from(session))
         if d.conflicts:
             wt = layout.agent_worktree(d.task, d.agent)
@@ -141,6 +141,8 @@ def update(
 ) -> None:
     """Rebase the task onto its base branch and bring agents without unmerged work along; approvals of an unchanged patch are kept."""
     def action(layout: Layout) -> Result:
+        from spark_git.ops.landing import update as updating  # here: merge, the path that counts, does not load it
+
         store = open_store(layout)  # one Store for the update and the next step it names
         d = updating.update(layout, store, task, session=session_from(session), leave_conflict=leave_conflict)
         if d.conflicts:

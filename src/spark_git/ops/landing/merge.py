@@ -14,9 +14,9 @@ from spark_git.core.layout import Layout, agent_name, task_name
 from spark_git.core.model import Model
 from spark_git.core.proc import Ticker
 from spark_git.gates import command as gates
-from spark_git.ops.shared import loopstep, radar, signed
+from spark_git.ops.shared import loopstep, radar
 from spark_git.ops.shared.merging.plan import Plan
-from spark_git.ops.shared.merging.prepare import prepare, unmet_blocked
+from spark_git.ops.shared.merging.prepare import plan_problem, prepare, unmet_blocked
 from spark_git.ops.shared.merging.record import LandedCommit, land, record, record_unrecorded_landing
 from spark_git.ops.shared.merging.rewrite import rebase, stamp, undo
 from spark_git.ops.shared.merging.verify import verify
@@ -105,7 +105,7 @@ def merge_all(layout: Layout, task: str, *, session: str | None, rerun: bool = F
     store = open_store(layout)
     tf = load_task(store, task)
     require_owner(f"task {task!r}", tf.session_id, tf.last_active_at, session, task=task)
-    unmet = protocol.merge_conditions(layout, tf, signed.plan_problem)
+    unmet = protocol.merge_conditions(layout, tf, plan_problem)
     if unmet:
         raise unmet_blocked(f"cannot merge the agents of {task}", unmet, task)
     data = MergeAllData(task=task, merged=[], refused=[])

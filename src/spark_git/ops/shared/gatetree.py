@@ -30,11 +30,13 @@ def clean_checkout(store: Store, name: str, commit: str, task: str, agent: str |
     layout = store.layout
     path = checkout_path(layout, name)
     with store.mutex(WORKTREES):
-        if not (path / ".git").is_file():
+        fresh = not (path / ".git").is_file()
+        if fresh:
             _recreate(layout.git(), path, commit)
-    wt = Git(path)
-    wt.run("checkout", "--quiet", "--force", "--detach", commit)
-    wt.run("clean", "-ffdxq")
+    if not fresh:  # a new checkout is exactly the commit already: git wrote every file and nothing else
+        wt = Git(path)
+        wt.run("checkout", "--quiet", "--force", "--detach", commit)
+        wt.run("clean", "-ffdxq")
     rep = provision.ProvisionReport(agent=agent, worktree=str(path))
     provision.copy_included(layout, path, rep, provision.included_files(layout))
     if layout.config.worktree.setup:
@@ -53,9 +55,10 @@ def remove_checkouts(layout: Layout, task: str) -> None:
 
 
 def _recreate(git: Git, path: Path, commit: str) -> None:
-    """A new detached worktree at `path` (a leftover directory that git no longer knows is replaced)."""
-    git.worktree_prune()
+    """A new detached worktree at `path` (a leftover directory that git no longer knows is replaced;
+    `--force` also takes a path git still lists after the directory went away)."""
     if path.exists():
         shutil.rmtree(path)  # under .gates: only spark-git writes there, and only checkouts of commits
+        git.worktree_prune()
     path.parent.mkdir(parents=True, exist_ok=True)
     git.run("worktree", "add", "--quiet", "--detach", "--force", str(path), commit)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from spark_git.core.git import branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared.taskfile import load_task
 from spark_git.protocol import State
@@ -39,7 +40,7 @@ def after_merge(layout: Layout, store: Store, task: str) -> list[str]:
     if layout.config.protocol == "light":  # the other agents' work, then the human's approval of the changes
         git = layout.git()
         head = git.branch_head(tf.task_branch)
-        rest = [a for a, e in tf.agents.items() if (b := git.branch_head(e.branch)) and head and not git.is_ancestor(b, head)]
+        rest = git.unmerged(head, [branch_ref(e.branch) for e in tf.agents.values()]) if head else set()
         return [f"spark-git merge {task} --all" if rest else f"spark-git approve {task} --changes"]
     if tf.state == State.SYNTHESIS:
         return [f"spark-git advance {task}"]

@@ -18,11 +18,10 @@ from spark_git.core.git import Git, LocalBranch, StatusEntry, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.gates.base import MergeSubject
 from spark_git.gates.registry import merge_checks
-from spark_git.ops.shared import signed
 from spark_git.ops.shared.ignored import refuse_overwrite
 from spark_git.ops.shared.merging.plan import Plan
 from spark_git.ops.shared.merging.rewrite import recover
-from spark_git.state.models import AgentEntry, TaskFile
+from spark_git.state.models import AgentEntry, Checkpoint, TaskFile
 from spark_git.state.store import Store
 
 
@@ -39,6 +38,14 @@ def existing_worktree(path: str, what: str, task: str) -> Git:
     return Git(path)
 
 
+def plan_problem(layout: Layout, tf: TaskFile, cp: Checkpoint) -> str | None:
+    """ops/shared/signed.py's check of the plan approval, loaded only when a full-protocol task asks
+    for it: a light merge (the everyday one) does not pay for the signature modules."""
+    from spark_git.ops.shared import signed
+
+    return signed.plan_problem(layout, tf, cp)
+
+
 def unmet_blocked(what: str, unmet: list[protocol.Unmet], task: str) -> Blocked:
     return protocol.refuse(what, unmet, task, default_hint=None, dedupe=False)
 
@@ -47,7 +54,7 @@ def prepare(layout: Layout, store: Store, tf: TaskFile, agent: str, session: str
     """Refuses (nothing changed) unless the protocol, both worktrees and every pre-merge gate allow a merge."""
     task = tf.task_name
     entry = agent_entry(tf, agent)
-    unmet = protocol.merge_conditions(layout, tf, signed.plan_problem)
+    unmet = protocol.merge_conditions(layout, tf, plan_problem)
     if unmet:
         raise unmet_blocked(f"cannot merge {agent} into {task}", unmet, task)
     awt = existing_worktree(entry.worktree, f"agent {agent}'s worktree", task)

@@ -13,6 +13,7 @@ from spark_git.core.model import Model
 from spark_git.gates import attribution
 from spark_git.gates import command as gates
 from spark_git.ops.shared.merging.plan import Plan
+from spark_git.state.audit import event_entry
 from spark_git.state.files import write_atomic
 from spark_git.state.models import TaskFile, now
 from spark_git.state.store import Store
@@ -63,11 +64,12 @@ def record(plan: Plan, ev: gates.GateEvidence) -> list[LandedCommit]:
         + [(plan.a_head, {"kind": "landed", "task": task, "agent": agent, "session": session, "gate_tree": ev.tree, "gate_ran": ev.ran,
                           "gate_passed": ev.passed, "log_path": ev.log_path})]
     )
-    for c in landed:
-        plan.store.audit(task, "commits", {"sha": c.sha, "agent": agent, "branch": branch, "time": at, "files": c.files, "message": c.subject,
-                                           "original_sha": c.original_sha}, session=session)
-    plan.store.event(task, "merged", session, agent=agent, old_head=plan.task_head, new_head=plan.a_head, commits=len(landed),
-                     rebased=plan.rebased, stamped=plan.stamped)
+    plan.store.audit_many(task, [  # one write of the trail for the landing: its commits and the event
+        *(("commits", {"sha": c.sha, "agent": agent, "branch": branch, "time": at, "files": c.files, "message": c.subject,
+                       "original_sha": c.original_sha}) for c in landed),
+        event_entry("merged", session, agent=agent, old_head=plan.task_head, new_head=plan.a_head, commits=len(landed),
+                    rebased=plan.rebased, stamped=plan.stamped),
+    ], session=session)
     plan.entry.last_merge_sha = plan.a_head
     update_agent_status(plan.store, task, agent, plan.a_head)
     return landed
