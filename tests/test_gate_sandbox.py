@@ -161,3 +161,21 @@ def test_a_missing_command_is_still_exit_127_in_the_sandbox(tmp_path: Path) -> N
     with open(tmp_path / "out.log", "wb") as log:
         res = proc.run(["no-such-command-xyz"], tmp_path, log, 60, sandbox=_box())
     assert res.exit_code == 127 and res.error == "cannot run 'no-such-command-xyz': No such file or directory", res
+
+
+def test_a_pinned_path_gone_before_the_box_starts_does_not_stop_it(tmp_path: Path) -> None:
+    """The paths pinned read-only inside a writable one are listed when the box is planned; one gone by the
+    time bwrap starts (an index.lock of a git run beside it: two agents started at once by `agent run
+    --all`, scripts/bench_day) made bwrap refuse to start ("Can't find source path"). The pins that are
+    there still hold."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kept").write_text("as it was\n")
+    bwrap = shutil.which("bwrap")
+    assert bwrap
+    box = Sandbox(program=bwrap, readonly=(), writable=(work,), pinned=(work / "index.lock", work / "kept"), all_readonly=True)
+    with open(tmp_path / "out.log", "wb") as log:
+        res = proc.run(["/bin/sh", "-c", "echo started; echo x > kept; echo y > new"], work, log, 60, sandbox=box)
+    out = (tmp_path / "out.log").read_text()
+    assert res.exit_code == 0 and "started" in out and "Read-only file system" in out, (res, out)
+    assert (work / "kept").read_text() == "as it was\n" and (work / "new").read_text() == "y\n"

@@ -155,6 +155,23 @@ def test_the_approval_and_verdict_keys_stay_out_of_the_agents_reach(ct: CodexTas
     assert not allowed.exists()
 
 
+def test_what_codex_keeps_read_only_in_the_shared_git_dirs_is_there_before_any_session(ct: CodexTask) -> None:
+    """Codex makes a missing protected path itself, as a mount point, when a session starts; two agents'
+    sessions starting at once raced on it (`agent run --all` with two Codex updaters: "Can't remount
+    readonly on …/.git/.codex", one exited 1 before its first turn, scripts/bench_day). spark-git makes
+    them in the writable roots the agents share with the sandbox file, so each session finds them there;
+    git and a session still work with them in place."""
+    common = Path(os.path.realpath(ct.main / ".git"))
+    own_box = (ct.a / ".codex" / "config.toml").read_text()
+    for root in (common, common / "refs" / "heads", common / "logs" / "refs" / "heads"):  # the writable roots the agents share
+        for name in (".git", ".codex", ".agents", ".aws"):
+            assert (root / name).is_dir(), root / name
+    assert all(f'"{common / name}" = "read"' in own_box for name in (".git", ".codex")), own_box
+    assert set(git(ct.main, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()) == {"main", "t1", "task-t1-agent-a", "task-t1-agent-b"}
+    r = run(ct, [sh("git status --short")])
+    assert r.returncode == 0 and r.layer(0) == "none", (r.outputs, r.stderr[-2000:])
+
+
 def test_hooks_run_only_while_trusted_and_check_says_so(ct: CodexTask) -> None:
     listed = {h["key"]: h for h in hooks_list(ct, ct.a)}
     ours = codextrust.ours(ct.main / ".codex" / "hooks.json")

@@ -92,8 +92,8 @@ class Sandbox:
             out += ["--tmpfs", str(p), *(["--remount-ro", str(p)] if self.all_readonly else [])]
         for p in self.writable:
             out += ["--bind", str(p), str(p)]
-        for p in self.pinned:
-            out += ["--ro-bind", str(p), str(p)]
+        for p in self.pinned:  # listed from a directory as the box was planned: a lock file another git held may be gone since
+            out += ["--ro-bind-try", str(p), str(p)]
         for p in self.masked:
             out += ["--ro-bind", "/dev/null", str(p)]
         if self.env is not None:

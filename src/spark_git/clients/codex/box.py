@@ -66,6 +66,13 @@ def _own_ref(admin: Path | None) -> str | None:
 # directories in them, so no new kind of ref (notes, tags, replace) can be made either.
 GIT_WRITES = ("objects", "worktrees")
 MADE_DIRS = ("hooks", "info", "refs/heads", "logs/refs/heads")  # made when missing, to exist to be protected
+# What Codex (0.169, measured) keeps read-only under every writable root; a missing one it makes itself,
+# as a mount point, when a session starts (and leaves behind): two agents' sessions starting at once
+# raced on those of the roots they share ("Can't remount readonly on …/.git/.codex", "Can't mount tmpfs
+# on …/logs/refs/heads/.codex": the second exits 1 before its first turn). Made beforehand in the shared
+# roots (an agent's worktree and admin dir are its own), every session finds them there.
+CODEX_KEEPS = (".git", ".codex", ".agents", ".aws")
+SHARED_ROOTS = (".", "refs/heads", "logs/refs/heads")  # the writable roots of the profile under the common dir (_git_rules)
 PACKED_HEADER = "# pack-refs with: peeled fully-peeled sorted \n"  # what `git pack-refs` writes
 
 
@@ -73,7 +80,7 @@ def _made(common: Path) -> None:
     """What the rules protect must exist (a path that is not there cannot be made read-only): a
     missing packed-refs would let the sandboxed agent create one, packing refs that shadow nothing
     loose (notes, tags)."""
-    for d in MADE_DIRS:
+    for d in (*MADE_DIRS, *(f"{root}/{keep}" for root in SHARED_ROOTS for keep in CODEX_KEEPS)):
         (common / d).mkdir(parents=True, exist_ok=True)
     packed = common / "packed-refs"
     if not packed.exists():
