@@ -102,12 +102,21 @@ def prepared(layout: Layout, store: Store, task: str, agent: str, client: str, *
     return task, agent, c, Path(tf.agents[agent].worktree)
 
 
+# Another agent's sandboxed command adds and removes mount points in the common dir (`agent run --all`
+# runs several at once), so a sandbox refreshed a moment before the check can already differ from the
+# one the check wants: refreshed and checked again, a few times, before it counts as missing.
+SETTLE_TRIES = 3
+
+
 def _boundary(layout: Layout, store: Store, task: str, agent: str, c: Client) -> None:
     """`hooks check` for this worktree and client: refused (exit 3) with its fix unless both load.
     The sandboxes are brought up to date with the common dir first (a client's earlier run leaves
     mount points there, which makes every sandbox look stale), as `hooks install` would."""
-    extras.of(c).refresh(layout, store)
-    rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
+    for _ in range(SETTLE_TRIES):
+        extras.of(c).refresh(layout, store)
+        rows = [k for k in hooksetup.check(layout, store).checks if k.task == task and k.agent == agent and k.client == c.name]
+        if not rows or rows[0].sandbox is not False:
+            break
     fix = f"spark-git hooks install --client {c.name}"
     pending = _uncommitted(layout, c)
     if pending and not (rows and rows[0].source):  # no hook file in the worktree, uncommitted in main: worktrees start from the base branch
