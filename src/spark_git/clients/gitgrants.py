@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spark_git.core.paths import linked_admin
+
 # Kept writable: git's commit, rebase and switch write objects and their own admin dir; refs and logs
 # are walked into (their own branch kept, the rest denied). Transient files git creates and deletes
 # in the common dir (ORIG_HEAD, FETCH_HEAD…) are not named: a deny on a file that goes away is worse.
@@ -43,13 +45,9 @@ def prepare(common: Path) -> None:
 
 def git_dirs(worktree: Path) -> tuple[Path, Path] | None:
     """(the worktree's admin dir, the common dir) from its `.git` file; None for a main worktree."""
-    try:
-        text = (worktree / ".git").read_text().strip()
-    except OSError:
+    admin = linked_admin(worktree)
+    if admin is None:
         return None
-    if not text.startswith("gitdir:"):
-        return None
-    admin = Path(os.path.realpath(worktree / text[len("gitdir:"):].strip()))
     try:
         common = Path(os.path.realpath(admin / (admin / "commondir").read_text().strip()))
     except OSError:

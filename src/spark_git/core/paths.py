@@ -31,6 +31,18 @@ def real(p: str | Path) -> Path:
     return Path(os.path.realpath(p))
 
 
+def linked_admin(worktree: Path) -> Path | None:
+    """A linked worktree's own directory under `<common>/worktrees/`, read from its `.git` file (no git
+    process); None for a main worktree or an unreadable file."""
+    try:
+        text = (worktree / ".git").read_text().strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    return real(worktree / text[len("gitdir:"):].strip())  # an absolute gitdir replaces the worktree
+
+
 def state_dir() -> Path:
     """The user's spark-git state directory ($XDG_STATE_HOME/spark-git, default ~/.local/state/spark-git):
     the approval key and approvers (core/sshsig.py) and the verdict keys (gates/verdictkey.py), which no

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from spark_git.clients import originals
+from spark_git.core.paths import linked_admin
 from spark_git.core.sshsig import state_dir
 from spark_git.state.files import write_text_atomic
 
@@ -40,14 +41,7 @@ def _temp_dirs() -> list[Path]:
 
 def admin_dir(worktree: Path) -> Path | None:
     """A linked worktree's own directory under `<common>/worktrees/` (its `.git` file names it)."""
-    try:
-        line = (worktree / ".git").read_text().strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    p = Path(line.partition(":")[2].strip())
-    return _real(p if p.is_absolute() else worktree / p)
+    return linked_admin(worktree)
 
 
 def _own_ref(admin: Path | None) -> str | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from spark_git.core import paths
 from spark_git.core.git import ZERO_SHA, Git, Worktree, branch_ref
 from spark_git.ops.ending.doctor.scan import Ctx, parses
 from spark_git.ops.shared import archive
@@ -40,16 +41,7 @@ def fix_corrupt(ctx: Ctx, task: str, path: Path, aside: Path, fresh: Callable[[]
 def _admin_dir(worktree: Path) -> Path | None:
     """The worktree's own git dir, read from its `.git` file (no git process: doctor looks at every worktree)."""
     dotgit = worktree / ".git"
-    if dotgit.is_dir():
-        return dotgit
-    try:
-        text = dotgit.read_text()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    d = Path(text.partition(":")[2].strip())
-    return d if d.is_absolute() else (worktree / d).resolve()
+    return dotgit if dotgit.is_dir() else paths.linked_admin(worktree)
 
 
 def operation(worktree: Path) -> str | None:
