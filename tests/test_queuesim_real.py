@@ -47,13 +47,13 @@ def culprit_gate(tmp: Path, case: Case) -> list[str]:
                     "b = os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']\n"
                     "tasks = set(b.split(','))\n"
                     f"open({str(tmp / 'gated.log')!r}, 'a').write(b + '\\n')\n"
-                    f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
-                    f"if tasks & set({sorted(f't{i}' for i in case.culprits)!r}): sys.exit(1)\n"
                     "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
                     f"seen = {str(tmp / 'flaked.txt')!r}\n"
-                    f"if tasks & set({sorted(f't{i}' for i in case.flaky)!r}) and tree not in (open(seen).read() if os.path.exists(seen) else ''):\n"
+                    f"flaked = bool(tasks & set({sorted(f't{i}' for i in case.flaky)!r})) and tree not in (open(seen).read() if os.path.exists(seen) else '')\n"
+                    "if flaked:  # at its start: a run stopped before its end was the first run all the same\n"
                     "    open(seen, 'a').write(tree + '\\n')\n"
-                    "    sys.exit(1)\n")
+                    f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
+                    f"if flaked or tasks & set({sorted(f't{i}' for i in case.culprits)!r}): sys.exit(1)\n")
 
 
 def real_queue(tmp: Path, case: Case) -> Decisions:
@@ -115,6 +115,18 @@ def test_with_two_runners_too(tmp_path: Path, culprits: set[int]) -> None:
     """[queue] parallel = 2: two candidates gated at once, a run the planner no longer needs stopped."""
     case = Case(frozenset(culprits), parallel=2)
     same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_a_flake_seen_first_brings_back_the_prefixes_it_cancelled(tmp_path: Path) -> None:
+    """2 runners, 4 tasks, no culprit; t1's tree fails its first run. prefix 2 fails first, so
+    prefixes 3 and 4, now useless, are stopped; its confirming run passes (a flake), so they are
+    needed again. The planner used to keep them cancelled for good: the drain stopped with an internal
+    error ("planner is stuck") and the model landed nothing. Both now gate them again and land all."""
+    case = Case(frozenset(), batch_max=4, parallel=2, n=4, flaky=frozenset({1}))
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == [0, 1, 2, 3] and real.culprits == []
 
 
 @pytest.mark.usefixtures("unsandboxed")

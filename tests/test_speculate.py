@@ -177,3 +177,20 @@ def test_a_culprit_is_named_only_on_two_failing_runs_so_a_double_flake_blames_no
     sp.finish(sp.start()[0], False)
     sp.finish(sp.start()[0], False)  # a real culprit fails again: named
     assert sp.outcome() == Outcome((), False, (0,), ())
+
+
+def test_prefixes_cancelled_for_a_failure_that_turns_out_a_flake_are_gated_again() -> None:
+    """The model's day stalled on it (and the real drain stopped with "planner is stuck"): prefix 2
+    failed, so 4 was cancelled for good; its confirming run passed, and nothing was left to run."""
+    sp = Speculation(4, 2)
+    assert sp.start() == [prefix(4), prefix(2)]
+    sp.finish(prefix(2), False)
+    assert sp.cancel() == [prefix(4)]
+    assert sp.start() == [prefix(1), skip(4, 0)]
+    sp.finish(prefix(1), True)
+    assert sp.start() == [skip(4, 1)]
+    sp.finish(skip(4, 0), True)
+    assert sp.start() == [prefix(2)]  # once more: one failing run names nobody
+    sp.finish(prefix(2), True)  # a flake
+    assert sp.cancel() == [skip(4, 1)] and sp.outcome() is None
+    assert sp.start() == [prefix(4), prefix(3)]  # needed again: the batch may pass whole

@@ -46,7 +46,7 @@ class Speculation:
         self.n, self.parallel = n, parallel
         self.results: dict[Probe, bool] = {prefix(0): True}  # the base passed when it landed
         self.running: list[Probe] = []
-        self.dropped: set[Probe] = set()  # cancelled: never started again
+        self.dropped: set[Probe] = set()  # cancelled: not started again unless useful again (a failure that was a flake)
         self.fails: dict[Probe, int] = {}  # failing runs of each probe (a probe gated again to confirm counts twice)
 
     def start(self, limit: int | None = None) -> list[Probe]:
@@ -107,7 +107,9 @@ class Speculation:
         return min((len(p) for p, ok in self.results.items() if not ok and p == prefix(len(p))), default=None)
 
     def _known(self, p: Probe) -> bool:
-        return p in self.results or p in self.running or p in self.dropped
+        """Run, running, or cancelled while nothing could make it useful again: a confirming run that
+        passes turns a failure into a flake, and the longer prefixes cancelled for it are needed again."""
+        return p in self.results or p in self.running or (p in self.dropped and not self._useful(p))
 
     def _next(self) -> Probe | None:
         """The most useful probe not yet run: the batch, then a split of the suspects, then a skip probe."""
