@@ -22,6 +22,7 @@ STRATEGIES = (
     Strategy("speculative + lanes, recheck none", lanes="batch", shared=SHARED, recheck="none"),
     Strategy("speculative + lanes, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
     Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED),
+    Strategy("stacked batches [the drain, pipeline]", stack=True),
 )
 
 
@@ -103,11 +104,12 @@ def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1,
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
     1 s plus per_task_s per task in the candidate, twice for a `slow` one, no random flakes; the first
     run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true, `pipeline` too). The real queue must
-    take the same decisions (tests/test_queuesim_real.py)."""
+    take the same decisions (tests/test_queuesim_real.py); `pipeline` without `lanes`: stacked batches."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
     gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky, slow_tasks=slow)
     mode: Literal["no", "batch", "queue"] = ("queue" if pipeline else "batch") if lanes else "no"
-    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max), parallel, gate).run()
+    stack = pipeline and not lanes and parallel > 1
+    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max, stack=stack), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
 

@@ -55,6 +55,7 @@ class Strategy:
     chain: bool = True  # combined rechecks each on top of the ones ahead, landed in order (the drain's, lanedrive.py); False: restarted when the base moves (the drain before)
     shared: tuple[str, ...] = ()
     window: int = 16  # lanes: the waiting entries partitioned at once (the head of the queue)
+    stack: bool = False  # a batch opened on top of the one ahead (as if it lands whole) while runners are free
 
 
 class Planner(Protocol):
@@ -131,6 +132,9 @@ class Batch:
     recheck: Job | None = None
     rechecked: bool = False
     failed: bool = False  # one of its probes failed: a culprit to find
+    under: Batch | None = None  # stacked: the batch it is built on
+    on: frozenset[int] = frozenset()  # stacked: what `under` is expected to land (in its probes' base)
+    held: Outcome | None = None  # stacked: decided before the batch under it landed
 
 
 @dataclass(eq=False)
@@ -159,6 +163,7 @@ class Result:
 class Sim:
     def __init__(self, tasks: list[Task], strategy: Strategy, runners: int, gate: GateModel) -> None:
         self.tasks, self.s, self.runners, self.gate = tasks, strategy, runners, gate
+        self.culprits = frozenset(t.id for t in tasks if t.culprit)  # a tree holding one fails (a stacked probe's base may)
         self.clock, self.seq, self.base, self.running = 0.0, 0, 0, 0
         self.events: list[tuple[float, int, Task | Job]] = []
         self.waiting: list[Task] = []
@@ -193,6 +198,8 @@ class Sim:
     def _schedule(self) -> None:
         if self.s.lanes == "queue":
             self._open_queue_lanes()
+        elif self.s.stack:
+            self._open_stacked()
         elif not self.batches and self.waiting:
             self._open_batch()
         self._fill()
@@ -222,6 +229,31 @@ class Sim:
             found = grouped(partition([t.paths for t in entries], self.s.shared), self.runners)
             groups = found if len(found) > 1 else groups
         self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base, self.landed) for g in groups]
+
+    def _open_stacked(self) -> None:
+        """A batch on top of the last one (on what it is expected to land) while runners are free once
+        the batches in flight took what they ask for."""
+        self._fill()
+        while self.waiting and self.running < self._cap():
+            top = self.batches[-1] if self.batches else None
+            on = self._expect(top) if top is not None else frozenset()
+            if on is None:
+                return
+            free = self._cap() - self.running
+            entries = self._take(self.waiting)
+            below = top.below | on if top is not None else self.landed
+            self.batches.append(Batch(entries, self._plan(len(entries)), self.base, below, under=top, on=on))
+            self._fill()
+            if self._cap() - self.running == free:
+                return
+
+    def _expect(self, b: Batch) -> frozenset[int] | None:
+        """What b will land if nothing more fails (Speculation.expected), as task ids; None: unknown."""
+        if b.landing is not None:
+            probe = b.held.land if b.held is not None else None
+        else:
+            probe = b.plan.expected() if isinstance(b.plan, Speculation) else None
+        return frozenset(b.entries[i].id for i in probe) if probe else None
 
     def _open_queue_lanes(self) -> None:
         """Lanes across batches (pipeline.py with drain._admit): a new batch for every lane of the
@@ -256,7 +288,7 @@ class Sim:
         job = Job(b, probe, f"{key}:{self.draws[key]}", tree, passed=True, ends=[], recheck=recheck)
         self.running += 1
         confirming = not recheck and probe in getattr(b.plan, "fails", {})  # gated again to confirm a failure: no retries (probes.py)
-        end = self._attempts(job, ids, any(b.entries[i].culprit for i in probe), 0 if confirming else self.gate.retries) if tree not in self.passed_trees else self.clock
+        end = self._attempts(job, ids, bool(tree & self.culprits), 0 if confirming else self.gate.retries) if tree not in self.passed_trees else self.clock
         if recheck:
             self.result.rechecks += 1
             b.recheck = job
@@ -295,6 +327,9 @@ class Sim:
         del b.jobs[job.probe]
         b.plan.finish(job.probe, job.passed)
         b.failed = b.failed or not job.passed
+        above = next((x for x in self.batches if x.under is b), None)
+        if above is not None and self._expect(b) != above.on:  # it will not land what the batch on top stands on
+            self._topple(above)
         return True
 
     def _settle(self, b: Batch) -> None:
@@ -318,10 +353,17 @@ class Sim:
             self._kill(j)
         b.jobs.clear()
         b.landing = o
+        if b.under is not None:  # its verdicts count once the batch under it has landed what it stood on
+            b.held = o
+            above = next((x for x in self.batches if x.under is b), None)
+            if above is not None and self._expect(b) != above.on:
+                self._topple(above)
+            return
         self.result.culprits += [b.entries[i].id for i in o.culprits]
         self.waiting = sorted([*self.waiting, *(b.entries[i] for i in o.requeue)], key=lambda t: t.id)
         if not o.land:
             self.batches.remove(b)
+            self._restack(b, frozenset())
         elif self.s.recheck == "none" or (b.base == self.base and not self.train):
             self._land(b, o.land)
         else:
@@ -370,3 +412,27 @@ class Sim:
         self.result.ungated += self.landed not in self.passed_trees
         self.base += 1
         self.batches.remove(b)
+        self._restack(b, frozenset(ids))
+
+    def _restack(self, b: Batch, landed: frozenset[int]) -> None:
+        """b is gone: the batch on top of it stands on the base now if b landed what it stood on, else it falls."""
+        above = next((x for x in self.batches if x.under is b), None)
+        if above is None:
+            return
+        if landed != above.on:
+            self._topple(above)
+            return
+        above.under, above.base = None, self.base
+        if above.held is not None:
+            o, above.held = above.held, None
+            self._decide(above, o)
+
+    def _topple(self, b: Batch | None) -> None:
+        """b and everything stacked on it: runs stopped, entries back in the queue, no verdict kept."""
+        while b is not None:
+            for j in b.jobs.values():
+                self._kill(j)
+            b.jobs.clear()
+            self.batches.remove(b)
+            self.waiting = sorted([*self.waiting, *b.entries], key=lambda t: t.id)
+            b = next((x for x in self.batches if x.under is b), None)

@@ -1,7 +1,8 @@
 """Lanes in the real drain with chained rechecks (lanedrive.py), real processes: a combined recheck
 that fails blames nobody, the lane ahead of it has landed, and the lane behind it (built on it) is
 merged again without it, gated again and lands; main holds only trees whose gate passed. Lanes
-across batches (pipeline.py): a SIGKILL while two lanes gate is repaired by one `doctor --fix`."""
+across batches (pipeline.py) and stacked batches (stack.py): a SIGKILL while two gate is repaired by
+one `doctor --fix`."""
 
 from __future__ import annotations
 
@@ -64,11 +65,13 @@ def passed(q: Queue, rev: str) -> bool:
     return any(json.loads(ln).get("result") == "passed" for ln in notes.splitlines() if ln.startswith("{"))
 
 
-def test_sigkill_while_pipelined_lanes_gate_then_one_doctor_fix_repairs(tmp_path: Path) -> None:
-    """`pipeline = true`, 2 runners: the lanes t0 and t1 gate at once when the drain is killed; one
-    `doctor --fix` repairs, nothing landed or lost, and the next `queue run` lands all three."""
+@pytest.mark.parametrize("how", ["lanes = true", "batch_max = 1"])
+def test_sigkill_while_pipelined_lanes_gate_then_one_doctor_fix_repairs(tmp_path: Path, how: str) -> None:
+    """`pipeline = true`, 2 runners: the lanes t0 and t1 (or without lanes t0 and t1 stacked on it)
+    gate at once when the drain is killed; one `doctor --fix` repairs, nothing landed or lost, and
+    the next `queue run` lands all three."""
     b = Blocking(tmp_path)
-    q = Queue(tmp_path, 3, final=b.gate, parallel=2, extra="[queue]\nlanes = true\npipeline = true")
+    q = Queue(tmp_path, 3, final=b.gate, parallel=2, extra=f"[queue]\n{how}\npipeline = true")
     heads = {t: git(q.repo, "rev-parse", t) for t in q.tasks}
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0

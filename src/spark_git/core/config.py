@@ -202,8 +202,9 @@ class QueueConfig(_Strict):
 
     lanes: bool = Field(False, description="With more than one runner, gate tasks whose changed paths do not overlap in separate lanes "
                         "(at most one per runner) that land without waiting for each other; see `shared` and `recheck`.")
-    pipeline: bool = Field(False, description="With `lanes`: open a lane whenever a runner is free, for waiting tasks whose paths overlap "
-                           "none in flight, without waiting for the lanes opened before it (lanes across batches).")
+    pipeline: bool = Field(False, description="With more than one runner, gate the next batch while runners are free, without waiting for the "
+                           "one ahead: stacked on what the batch ahead is expected to land, landing right after it; with `lanes`: a lane "
+                           "for waiting tasks whose paths overlap none in flight (lanes across batches).")
 
     def runners(self) -> int:
         """`parallel`, or the CPU count (at least 1) when unset."""

@@ -16,7 +16,7 @@ from spark_git.core.git import Sha
 from spark_git.core.layout import Layout
 from spark_git.gates import command as gates
 from spark_git.gates import evidence
-from spark_git.ops.queue import candidate, gate, lanedrive, lanes, pipeline, probes, retry
+from spark_git.ops.queue import candidate, gate, lanedrive, lanes, pipeline, probes, retry, stack
 from spark_git.ops.queue.checks import approval_unmet, base_worktree, in_the_way
 from spark_git.ops.queue.land import BaseMoved, evict, land, nothing_to_land, problem
 from spark_git.ops.queue.recover import recover
@@ -203,19 +203,39 @@ def _lane_ends(layout: Layout, store: Store, session: str) -> tuple[lanedrive.Fa
 
 def _pipelined(layout: Layout) -> bool:
     cfg = layout.config.queue
-    return cfg.lanes and cfg.pipeline and cfg.runners() > 1
+    return cfg.pipeline and cfg.runners() > 1
 
 
 def _pipeline(layout: Layout, store: Store, ready: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
-    """Lanes across batches (pipeline.py) on the first ready entry's base, until none can be opened.
-    Raises BaseMoved when no entry left the queue (so a base that keeps moving ends the drain)."""
+    """Lanes across batches (pipeline.py), or without lanes batches stacked on the one ahead
+    (stack.py), on the first ready entry's base, until none can be opened. Raises BaseMoved when no
+    entry left the queue (so a base that keeps moving ends the drain)."""
     base = _base_of(store, ready[0]) or ""
     store.sync_base(base)
-    pipeline.drive(layout, store, opts, *_lane_ends(layout, store, session),
-                   lambda busy, room: _admit(layout, store, base, session, busy, room))
+    ends = _lane_ends(layout, store, session)
+    if layout.config.queue.lanes:
+        pipeline.drive(layout, store, opts, *ends, lambda busy, room: _admit(layout, store, base, session, busy, room))
+    else:
+        stack.drive(layout, store, opts, *ends, lambda tip, busy: _admit_on(layout, store, base, session, tip, busy))
     _save_candidate(store, None)
     if {e.ref for e in ready} <= {e.ref for e in store.queue_entries()}:
         raise BaseMoved("nothing left the queue")
+
+
+def _admit_on(layout: Layout, store: Store, base: str, session: str, tip: str | None, busy: set[str]) -> QueueCandidate | None:
+    """The next batch of the entries on `base` not in flight (the drain's `_run`), built on `tip`
+    (a batch in flight as it is expected to land), or on the base as it is now."""
+    git = layout.git()
+    on = tip or git.branch_head(base)
+    if on is None:
+        return None
+    waiting = [e for e in store.queue_entries() if e.ref not in busy and _base_of(store, e) == base]
+    ready = _ready(layout, store, waiting[: layout.config.queue.batch_max])
+    built = candidate.build(git, on, _run(layout, store, ready)) if ready else None
+    if built is None:
+        return None
+    _give_back_unbuilt(layout, store, built, base, on)
+    return QueueCandidate(base_branch=base, old_base=on, parts=built.parts, pid=os.getpid(), session_id=session) if built.parts else None
 
 
 def _admit(layout: Layout, store: Store, base: str, session: str, busy: set[str], room: int) -> list[QueueCandidate]:

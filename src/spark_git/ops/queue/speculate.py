@@ -98,6 +98,20 @@ class Speculation:
                 return Outcome(skip(n, c), True, (c,), ())
         return Outcome(prefix(lo), lo > 0, (c,), rest)
 
+    def expected(self) -> Probe | None:
+        """What it will land unless a run still to come fails: the batch while no run failed, the batch
+        without the named culprit once only that is left to gate (and it runs), the outcome once
+        decided; None while that is not known (stack.py builds the next batch on it)."""
+        o = self.outcome()
+        if o is not None:
+            return o.land
+        if all(self.results.values()):
+            return prefix(self.n)
+        lo, hi, p = self._lo(), self._hi(), skip(self.n, self._lo())
+        if self.parallel == 1 or hi != lo + 1 or hi == self.n or self._evidence(lo) < CONFIRM:
+            return None
+        return p if p in self.running or self.results.get(p) else None
+
     def _lo(self) -> int:
         """The longest prefix known to pass (0: the base)."""
         return max(len(p) for p, ok in self.results.items() if ok and p == prefix(len(p)))

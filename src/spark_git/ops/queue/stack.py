@@ -1,0 +1,118 @@
+"""Stacked batches (`[queue] pipeline = true` without `lanes`, more than one runner): while runners
+are free, the next batch is built on top of what the batch ahead is expected to land
+(`Speculation.expected`: all of it while none of its runs failed, all but the named culprit once
+only the batch without it is left to gate) and gated at the same time. It lands right after the one
+under it, by compare-and-swap of its own tip: no recheck, its candidate holds the tree that lands.
+
+Its verdicts count only once the batch under it landed exactly what it stood on. Until then a
+decided batch holds its outcome (nobody is blamed on a base that may not land). When the one under
+it is expected to land anything else, or lands anything else, it falls with everything stacked on
+it: its runs are stopped and its tasks stay queued, with nothing recorded against them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spark_git.core.layout import Layout
+from spark_git.gates import command as gates
+from spark_git.ops.queue import gate
+from spark_git.ops.queue.lanedrive import Fail, Land, LaneDrive
+from spark_git.ops.queue.probes import Job, Lane
+from spark_git.ops.queue.speculate import Probe, Speculation, prefix
+from spark_git.state.queuelog import QueueCandidate
+from spark_git.state.store import Store
+
+Admit = Callable[[str | None, set[str]], QueueCandidate | None]  # (tip to build on, None: the base now; queue refs in flight) -> the next batch
+
+
+class StackDrive(LaneDrive):
+    def __init__(self, layout: Layout, store: Store, opts: gate.GateOpts, fail: Fail, land: Land, admit: Admit) -> None:
+        super().__init__(layout, store, [], opts, fail, land)
+        self.admit = admit
+        self.floor: dict[Lane, tuple[Lane, Probe]] = {}  # a stacked batch: the one under it and the probe of it it stands on
+        self.held: set[Lane] = set()  # decided before the batch under it landed
+        self.fallen: set[Lane] = set()
+
+    def more(self) -> bool:
+        """New batches on top while runners are free once the ones in flight took what they ask for
+        (each takes its runners at once), then whether any is left."""
+        self._start()
+        while len(self.runners.running()) < self.n and self._open():
+            self._start()
+        return super().more()
+
+    def _open(self) -> bool:
+        top = next((lane for lane in reversed(self.lanes) if not lane.done), None)
+        on = self._expected(top) if top is not None else ()
+        tip = self._tip(top, on) if top is not None and on else None
+        if top is not None and tip is None:
+            return False
+        cand = self.admit(tip, {p.ref for lane in self.lanes if not lane.done for p in lane.cand.parts})
+        if cand is None:
+            return False
+        lane = Lane(cand, Speculation(len(cand.parts), self.n))
+        self.lanes.append(lane)
+        if top is not None and on:
+            self.floor[lane] = (top, on)
+        return True
+
+    def _expected(self, lane: Lane) -> Probe | None:
+        if lane.decided:
+            return lane.gated.outcome.land if lane in self.held else None
+        return lane.sp.expected()
+
+    def _tip(self, lane: Lane, p: Probe) -> str | None:
+        """The commit of probe p as the lane gates it (as it will land), if it is built."""
+        built = lane.gated.cands.get(p) or (lane.cand if p == prefix(len(lane.cand.parts)) else None)
+        return built.parts[-1].tip if built is not None else None
+
+    def _above(self, lane: Lane) -> Lane | None:
+        return next((x for x, (under, _) in self.floor.items() if under is lane), None)
+
+    def _settle(self) -> None:
+        super()._settle()
+        for lane in list(self.lanes):
+            above = self._above(lane)
+            if above is not None and self._expected(lane) != self.floor[above][1]:
+                self._fall(above)
+
+    def decided(self, lane: Lane) -> None:
+        if lane in self.floor:  # the batch under it has not landed yet
+            self.held.add(lane)
+            return
+        super().decided(lane)
+        above = self._above(lane)
+        if above is not None:  # it did not land what the batch on top stands on (_land_now moves that one down)
+            self._fall(above)
+
+    def _land_now(self, lane: Lane, cand: QueueCandidate | None, ev: gates.GateEvidence) -> None:
+        landed = cand is not None and self.land(cand, ev)
+        lane.done = True
+        above = self._above(lane)
+        if above is None or not landed or lane.gated.outcome.land != self.floor[above][1]:
+            return  # decided() makes the one on top fall
+        del self.floor[above]
+        if above in self.held:
+            self.held.discard(above)
+            self.decided(above)
+
+    def _fall(self, lane: Lane | None) -> None:
+        """lane and everything stacked on it: runs stopped, tasks still queued, nothing recorded."""
+        while lane is not None:
+            for job in self.runners.running():
+                if job.lane is lane:
+                    self.stop(job)
+            lane.decided = lane.done = True
+            self.fallen.add(lane)
+            self.held.discard(lane)
+            above = self._above(lane)
+            self.floor.pop(lane, None)
+            lane = above
+
+    def wanted(self, job: Job) -> bool:
+        return job.lane not in self.fallen and super().wanted(job)
+
+
+def drive(layout: Layout, store: Store, opts: gate.GateOpts, fail: Fail, land: Land, admit: Admit) -> None:
+    """Until no batch is left and none can be opened."""
+    StackDrive(layout, store, opts, fail, land, admit).run()
