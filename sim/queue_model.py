@@ -276,7 +276,7 @@ class Sim:
         return entries
 
     def _plan(self, n: int) -> Planner:
-        return Speculation(n, self.runners) if self.s.speculative else BisectPlan(n)
+        return Speculation(n, self.runners, skips=not self.s.stack) if self.s.speculative else BisectPlan(n)  # stack.py: no skip probes
 
     def _launch(self, b: Batch, probe: Probe, recheck: bool = False) -> None:
         ids = [b.entries[i].id for i in probe]

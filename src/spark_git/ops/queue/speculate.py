@@ -40,10 +40,12 @@ def skip(n: int, c: int) -> Probe:
 
 
 class Speculation:
-    def __init__(self, n: int, parallel: int) -> None:
+    def __init__(self, n: int, parallel: int, skips: bool = True) -> None:
+        """`skips=False`: no batch without a suspect is gated; once the culprit is named the prefix
+        before it lands and the rest stays queued at once (stacked batches gate them in the next one)."""
         if n < 1 or parallel < 1:
             raise ValueError(f"a batch of {n} with {parallel} runners")
-        self.n, self.parallel = n, parallel
+        self.n, self.parallel, self.skips = n, parallel, skips and parallel > 1
         self.results: dict[Probe, bool] = {prefix(0): True}  # the base passed when it landed
         self.running: list[Probe] = []
         self.dropped: set[Probe] = set()  # cancelled: not started again unless useful again (a failure that was a flake)
@@ -90,7 +92,7 @@ class Speculation:
         c, rest = lo, tuple(range(lo + 1, n))
         if self._evidence(c) < CONFIRM:
             return None  # `_confirm` gates the failing probe again
-        if self.parallel > 1 and rest:
+        if self.skips and rest:
             s = self.results.get(skip(n, c))
             if s is None:
                 return None
@@ -108,7 +110,7 @@ class Speculation:
         if all(self.results.values()):
             return prefix(self.n)
         lo, hi, p = self._lo(), self._hi(), skip(self.n, self._lo())
-        if self.parallel == 1 or hi != lo + 1 or hi == self.n or self._evidence(lo) < CONFIRM:
+        if not self.skips or hi != lo + 1 or hi == self.n or self._evidence(lo) < CONFIRM:
             return None
         return p if p in self.running or self.results.get(p) else None
 
@@ -164,7 +166,7 @@ class Speculation:
     def _skip(self) -> Probe | None:
         """With runners to spare (parallel > 1), the batch without a suspect: the named culprit first,
         else each suspect in turn, so the probe that lands is often running before it is named."""
-        if self.parallel == 1:
+        if not self.skips:
             return None
         for c in self._suspects():
             p = skip(self.n, c)

@@ -1,8 +1,10 @@
 """Stacked batches (`[queue] pipeline = true` without `lanes`, more than one runner): while runners
 are free, the next batch is built on top of what the batch ahead is expected to land
-(`Speculation.expected`: all of it while none of its runs failed, all but the named culprit once
-only the batch without it is left to gate) and gated at the same time. It lands right after the one
-under it, by compare-and-swap of its own tip: no recheck, its candidate holds the tree that lands.
+(`Speculation.expected`: all of it while none of its runs failed, what it decided once decided) and
+gated at the same time. It lands right after the one under it, by compare-and-swap of its own tip:
+no recheck, its candidate holds the tree that lands. A batch here gates no "batch without the
+culprit": once the culprit is named, the prefix before it lands and the rest goes to the next batch
+at once (`skips=False`), which with the runners free for it is faster than a second round.
 
 Its verdicts count only once the batch under it landed exactly what it stood on. Until then a
 decided batch holds its outcome (nobody is blamed on a base that may not land). When the one under
@@ -50,7 +52,7 @@ class StackDrive(LaneDrive):
         cand = self.admit(tip, {p.ref for lane in self.lanes if not lane.done for p in lane.cand.parts})
         if cand is None:
             return False
-        lane = Lane(cand, Speculation(len(cand.parts), self.n))
+        lane = Lane(cand, Speculation(len(cand.parts), self.n, skips=False))
         self.lanes.append(lane)
         if top is not None and on:
             self.floor[lane] = (top, on)
