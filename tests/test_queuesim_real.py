@@ -178,6 +178,17 @@ def test_with_batches_stacked_too(tmp_path: Path, culprits: set[int], batch_max:
     assert real.landed == [t for t in range(N) if t not in culprits]
 
 
+@pytest.mark.usefixtures("unsandboxed")
+@pytest.mark.parametrize(("flaky", "batch_max", "parallel", "slow"), [({1}, 1, 3, set()), ({3}, 2, 4, {1})])
+def test_with_batches_stacked_on_a_flaky_gate(tmp_path: Path, flaky: set[int], batch_max: int, parallel: int, slow: set[int]) -> None:
+    """Stacked batches with `[queue] retries = 1` and a gate whose first run on a tree holding a flaky
+    task fails: the retry passes it, the batches on top of it stand, nobody is blamed, all land."""
+    case = Case(frozenset(), batch_max=batch_max, parallel=parallel, pipeline=True, slow=frozenset(slow), flaky=frozenset(flaky), retries=1)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.landed == list(range(N)) and real.culprits == []
+
+
 @pytest.fixture
 def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_BWRAP", "")  # the gate logs its candidates outside the tree (a sandboxed gate cannot)
