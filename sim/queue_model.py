@@ -65,6 +65,22 @@ class Planner(Protocol):
     def outcome(self) -> Outcome | None: ...
 
 
+class _Confirm:
+    """A suspect's own prefix gated again (stack.py): no planner, the verdict decides (Sim._done)."""
+
+    def start(self, limit: int | None = None) -> list[Probe]:
+        return []
+
+    def finish(self, probe: Probe, passed: bool) -> None:
+        return None
+
+    def cancel(self) -> list[Probe]:
+        return []
+
+    def outcome(self) -> Outcome | None:
+        return None
+
+
 class _Unknown(Exception):
     def __init__(self, k: int) -> None:
         super().__init__(k)
@@ -321,6 +337,12 @@ class Sim:
         if job.passed:
             self.passed_trees.add(job.tree)
         b = job.batch
+        if isinstance(b.plan, _Confirm):  # failed again: named; passed: a flake, back in the queue
+            if job.passed:
+                self.waiting = sorted([*self.waiting, b.entries[-1]], key=lambda t: t.id)
+            else:
+                self.result.culprits.append(b.entries[-1].id)
+            return False
         if job.recheck:
             self._rechecked(b, job)
             return False
@@ -360,7 +382,9 @@ class Sim:
                 self._topple(above)
             return
         self.result.culprits += [b.entries[i].id for i in o.culprits]
-        self.waiting = sorted([*self.waiting, *(b.entries[i] for i in o.requeue)], key=lambda t: t.id)
+        self.waiting = sorted([*self.waiting, *(b.entries[i] for i in o.requeue if i != o.suspect)], key=lambda t: t.id)
+        if o.suspect is not None:  # its own prefix's tree gated again, off the stack; the suspect waits for it
+            self._suspect(b, o.suspect)
         if not o.land:
             self.batches.remove(b)
             self._restack(b, frozenset())
@@ -371,6 +395,10 @@ class Sim:
                 self.train.append(b)
             b.base = self.base
             self._launch(b, o.land, recheck=True)
+
+    def _suspect(self, b: Batch, c: int) -> None:
+        """The suspect's own prefix (the same candidate, its last entry the suspect) gated again."""
+        self._launch(Batch(b.entries[: c + 1], _Confirm(), b.base, b.below), prefix(c + 1))
 
     def _ahead(self, b: Batch) -> list[Batch]:
         """The chained batches that land before b (its recheck is gated on top of them)."""

@@ -189,6 +189,17 @@ def test_with_batches_stacked_on_a_flaky_gate(tmp_path: Path, flaky: set[int], b
     assert real.landed == list(range(N)) and real.culprits == []
 
 
+@pytest.mark.usefixtures("unsandboxed")
+def test_stacked_batches_do_not_blame_a_task_whose_own_prefix_flaked(tmp_path: Path) -> None:
+    """Stacked, no retries: t1's tree fails its first run (a flake) and t2 is a culprit. Prefixes 2 and
+    3 both fail and both hold t1, which used to name t1. Now only its own prefix's runs name it: that
+    one candidate is gated again beside the next batch, passes, and t1 lands; t2 is named."""
+    case = Case(frozenset({2}), batch_max=3, parallel=2, pipeline=True, flaky=frozenset({1}), slow=frozenset({3, 4}))
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert real.culprits == [2] and 1 in real.landed
+
+
 @pytest.fixture
 def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_BWRAP", "")  # the gate logs its candidates outside the tree (a sandboxed gate cannot)

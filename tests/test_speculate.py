@@ -194,3 +194,21 @@ def test_prefixes_cancelled_for_a_failure_that_turns_out_a_flake_are_gated_again
     sp.finish(prefix(2), True)  # a flake
     assert sp.cancel() == [skip(4, 1)] and sp.outcome() is None
     assert sp.start() == [prefix(4), prefix(3)]  # needed again: the batch may pass whole
+
+
+def test_stacked_names_a_culprit_only_on_its_own_prefix_and_requeues_a_suspect_unblamed() -> None:
+    """skips=False (stacked batches): prefix 2 failed once and prefix 3 failed (a second culprit may
+    be why). Entry 1 is not named: the prefix before it lands, it is requeued as the suspect (its own
+    prefix is gated again off the stack). Two failing runs of its own prefix name it."""
+    sp = Speculation(4, 4, skips=False)
+    assert sp.start() == [prefix(4), prefix(2), prefix(1), prefix(3)]
+    for p, ok in ((prefix(1), True), (prefix(2), False), (prefix(3), False)):
+        sp.finish(p, ok)
+    assert sp.outcome() == Outcome(prefix(1), True, (), (1, 2, 3), suspect=1)
+    sp = Speculation(4, 4, skips=False)
+    sp.start()
+    sp.finish(prefix(1), True)
+    sp.finish(prefix(2), False)
+    assert sp.outcome() is None and sp.start() == [prefix(2)]  # the one failing run names nobody: gated again
+    sp.finish(prefix(2), False)
+    assert sp.outcome() == Outcome(prefix(1), True, (1,), (2, 3))

@@ -28,6 +28,7 @@ class Outcome(NamedTuple):
     land_probe_passed: bool  # False only when nothing lands
     culprits: tuple[int, ...]  # back to IMPLEMENTATION
     requeue: tuple[int, ...]  # stay queued for the next batch
+    suspect: int | None = None  # requeued unblamed, its own prefix failed once: that tree is gated again (stack.py)
 
 
 def prefix(k: int) -> Probe:
@@ -41,11 +42,13 @@ def skip(n: int, c: int) -> Probe:
 
 class Speculation:
     def __init__(self, n: int, parallel: int, skips: bool = True) -> None:
-        """`skips=False`: no batch without a suspect is gated; once the culprit is named the prefix
-        before it lands and the rest stays queued at once (stacked batches gate them in the next one)."""
+        """`skips=False` (stacked batches): no batch without a suspect is gated; once the culprit is
+        named the prefix before it lands and the rest stays queued at once. A culprit is then named
+        only on failing runs of its own prefix; backed by longer prefixes alone (which a second
+        culprit may fail), it is requeued unblamed as the outcome's `suspect`."""
         if n < 1 or parallel < 1:
             raise ValueError(f"a batch of {n} with {parallel} runners")
-        self.n, self.parallel, self.skips = n, parallel, skips and parallel > 1
+        self.n, self.parallel, self.skips, self.stacked = n, parallel, skips and parallel > 1, not skips
         self.results: dict[Probe, bool] = {prefix(0): True}  # the base passed when it landed
         self.running: list[Probe] = []
         self.dropped: set[Probe] = set()  # cancelled: not started again unless useful again (a failure that was a flake)
@@ -92,6 +95,8 @@ class Speculation:
         c, rest = lo, tuple(range(lo + 1, n))
         if self._evidence(c) < CONFIRM:
             return None  # `_confirm` gates the failing probe again
+        if self.stacked and self.fails.get(prefix(c + 1), 0) < CONFIRM:
+            return Outcome(prefix(c), c > 0, (), (c, *rest), suspect=c)
         if self.skips and rest:
             s = self.results.get(skip(n, c))
             if s is None:

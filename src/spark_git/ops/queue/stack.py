@@ -4,7 +4,9 @@ are free, the next batch is built on top of what the batch ahead is expected to 
 gated at the same time. It lands right after the one under it, by compare-and-swap of its own tip:
 no recheck, its candidate holds the tree that lands. A batch here gates no "batch without the
 culprit": once the culprit is named, the prefix before it lands and the rest goes to the next batch
-at once (`skips=False`), which with the runners free for it is faster than a second round.
+at once (`skips=False`), which with the runners free for it is faster than a second round. A task
+backed as the culprit only by longer prefixes (a second culprit may fail those) is not blamed: it
+stays queued, out of the batches, while its own prefix's candidate is gated again beside them.
 
 Its verdicts count only once the batch under it landed exactly what it stood on. Until then a
 decided batch holds its outcome (nobody is blamed on a base that may not land). When the one under
@@ -21,7 +23,7 @@ from spark_git.ops.queue import gate
 from spark_git.ops.queue.lanedrive import Fail, Land, LaneDrive
 from spark_git.ops.queue.probes import Job, Lane
 from spark_git.ops.queue.speculate import Probe, Speculation, prefix
-from spark_git.state.queuelog import QueueCandidate
+from spark_git.state.queuelog import CandidatePart, QueueCandidate
 from spark_git.state.store import Store
 
 Admit = Callable[[str | None, set[str]], QueueCandidate | None]  # (tip to build on, None: the base now; queue refs in flight) -> the next batch
@@ -34,6 +36,7 @@ class StackDrive(LaneDrive):
         self.floor: dict[Lane, tuple[Lane, Probe]] = {}  # a stacked batch: the one under it and the probe of it it stands on
         self.held: set[Lane] = set()  # decided before the batch under it landed
         self.fallen: set[Lane] = set()
+        self.confirms: dict[Job, CandidatePart] = {}  # a suspect's own prefix gated again, off the stack
 
     def more(self) -> bool:
         """New batches on top while runners are free once the ones in flight took what they ask for
@@ -41,7 +44,7 @@ class StackDrive(LaneDrive):
         self._start()
         while len(self.runners.running()) < self.n and self._open():
             self._start()
-        return super().more()
+        return super().more() or bool(self.confirms)
 
     def _open(self) -> bool:
         top = next((lane for lane in reversed(self.lanes) if not lane.done), None)
@@ -49,7 +52,8 @@ class StackDrive(LaneDrive):
         tip = self._tip(top, on) if top is not None and on else None
         if top is not None and tip is None:
             return False
-        cand = self.admit(tip, {p.ref for lane in self.lanes if not lane.done for p in lane.cand.parts})
+        busy = {p.ref for lane in self.lanes if not lane.done for p in lane.cand.parts} | {p.ref for p in self.confirms.values()}
+        cand = self.admit(tip, busy)
         if cand is None:
             return False
         lane = Lane(cand, Speculation(len(cand.parts), self.n, skips=False))
@@ -83,6 +87,11 @@ class StackDrive(LaneDrive):
             self.held.add(lane)
             return
         super().decided(lane)
+        c = lane.gated.outcome.suspect
+        if c is not None:  # requeued unblamed: the same candidate gated again names it or clears it
+            job = Job(lane, prefix(c + 1), lane.gated.cands[prefix(c + 1)], recheck=True)
+            self.confirms[job] = lane.cand.parts[c]
+            self.submit(job)
         above = self._above(lane)
         if above is not None:  # it did not land what the batch on top stands on (_land_now moves that one down)
             self._fall(above)
@@ -112,7 +121,14 @@ class StackDrive(LaneDrive):
             lane = above
 
     def wanted(self, job: Job) -> bool:
-        return job.lane not in self.fallen and super().wanted(job)
+        return job.lane not in self.fallen and (job in self.confirms or super().wanted(job))
+
+    def rechecked(self, job: Job, ev: gates.GateEvidence) -> None:
+        part = self.confirms.pop(job, None)
+        if part is None:
+            super().rechecked(job, ev)
+        elif not ev.passed:  # its own prefix failed twice: the culprit (passed: a flake, it stays queued)
+            self.fail(part, ev, [p.task for p in job.cand.parts])
 
 
 def drive(layout: Layout, store: Store, opts: gate.GateOpts, fail: Fail, land: Land, admit: Admit) -> None:
