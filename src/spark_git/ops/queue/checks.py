@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 from spark_git import protocol
@@ -10,15 +11,17 @@ from spark_git.core.git import Git, Sha, branch_ref
 from spark_git.core.layout import Layout
 from spark_git.ops.shared import ignored, signed
 from spark_git.protocol import approval_holds
+from spark_git.state.locks import WORKTREES
 from spark_git.state.models import TaskFile
 from spark_git.state.store import Store
 
 
-def base_worktree(git: Git, base: str) -> Path | None:
-    for wt in git.worktrees():
-        if wt.branch == base:
-            return wt.path
-    return None
+def base_worktree(git: Git, base: str, store: Store | None = None) -> Path | None:
+    """`store`: list under the WORKTREES mutex. A drain's runner threads add and remove scratch
+    worktrees under it, and `git worktree list` racing one of those failed once (exit 128)."""
+    with store.mutex(WORKTREES) if store is not None else nullcontext():
+        found = git.worktrees()
+    return next((wt.path for wt in found if wt.branch == base), None)
 
 
 def enqueue_unmet(layout: Layout, store: Store, tf: TaskFile, head: Sha, base_head: Sha, main_wt: Path | None) -> list[protocol.Unmet]:

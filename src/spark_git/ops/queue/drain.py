@@ -278,7 +278,7 @@ def _gate_once(layout: Layout, store: Store, cand: QueueCandidate, opts: gate.Ga
 
 
 def _land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvidence, session: str) -> None:
-    main_wt, below = base_worktree(layout.git(), cand.base_branch), cand.old_base
+    main_wt, below = base_worktree(layout.git(), cand.base_branch, store), cand.old_base
     for p in cand.parts:  # the approval, the branch and the main worktree's ignored files again, just before the base moves
         why = problem(layout, store, QueueEntry(p.ref, "", p.task, p.head)) or _ignored_in_the_way(main_wt, below, p.tip)
         below = p.tip

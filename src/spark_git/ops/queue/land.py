@@ -62,7 +62,7 @@ def land(layout: Layout, store: Store, cand: QueueCandidate, ev: gates.GateEvide
         attestland.record(layout, store, cand)  # before the base moves: a remote gets it in the same push
         if not store.publish_base(base, tip, cand.old_base, [QueueEntry(p.ref, "", p.task, p.head) for p in cand.parts], (gitattest.ATTEST_REF,)):
             raise BaseMoved(f"{base} moved on the shared remote while the batch was gated")
-        main_wt = base_worktree(git, base)
+        main_wt = base_worktree(git, base, store)
         try:
             if main_wt is not None:
                 Git(main_wt).merge_ff_only(tip)  # moves the base with its old value checked
