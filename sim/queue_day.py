@@ -11,16 +11,19 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from sim.queue_model import GateModel, Result, Sim, Strategy, Task
+from spark_git.core.config import QueueConfig
 from spark_git.ops.landing.queuestats import nearest_rank
 
 SHARED = ("pyproject.toml", "uv.lock")
+LANES_FROM = QueueConfig.model_fields["lanes_from"].default  # the drain's default
 STRATEGIES = (
     Strategy("serial", batch_max=1, speculative=False),
     Strategy("batch-and-bisect [today]", speculative=False),
     Strategy("speculative"),
-    Strategy("speculative + lanes [the drain]", lanes="batch", shared=SHARED),
-    Strategy("speculative + lanes, recheck none", lanes="batch", shared=SHARED, recheck="none"),
-    Strategy("speculative + lanes, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
+    Strategy("speculative + lanes [the drain]", lanes="batch", shared=SHARED, lanes_from=LANES_FROM),
+    Strategy("speculative + lanes, always split [lanes_from 0]", lanes="batch", shared=SHARED),
+    Strategy("speculative + lanes, always split, recheck none", lanes="batch", shared=SHARED, recheck="none"),
+    Strategy("speculative + lanes, always split, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
     Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED),
     Strategy("stacked batches [the drain, pipeline]", stack=True),
 )
@@ -100,16 +103,17 @@ class Decisions:
 
 def decisions(n: int, culprits: set[int], batch_max: int = 8, parallel: int = 1, speculative: bool = False, per_task_s: float = 0.0,
               lanes: bool = False, flaky: frozenset[int] = frozenset(), retries: int = 0, slow: frozenset[int] = frozenset(),
-              pipeline: bool = False) -> Decisions:
+              pipeline: bool = False, lanes_from: float = 0.0) -> Decisions:
     """What the queue decides for n tasks queued at once, each changing a file of its own (a gate of
     1 s plus per_task_s per task in the candidate, twice for a `slow` one, no random flakes; the first
-    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true, `pipeline` too). The real queue must
+    run on a tree holding a `flaky` task fails; `lanes`: [queue] lanes = true with `lanes_from`, `pipeline` too). The real queue must
     take the same decisions (tests/test_queuesim_real.py); `pipeline` without `lanes`: stacked batches."""
     tasks = [Task(i, 0.0, frozenset({f"t{i}.txt"}), i in culprits) for i in range(n)]
     gate = GateModel(mean_s=1.0, jitter_s=0.0, flake=0.0, retries=retries, per_task_s=per_task_s, flaky_tasks=flaky, slow_tasks=slow)
     mode: Literal["no", "batch", "queue"] = ("queue" if pipeline else "batch") if lanes else "no"
     stack = pipeline and not lanes and parallel > 1
-    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max, stack=stack), parallel, gate).run()
+    r = Sim(tasks, Strategy("fixed", batch_max=batch_max, speculative=speculative, lanes=mode, window=2 * batch_max, stack=stack,
+                      lanes_from=lanes_from), parallel, gate).run()
     return Decisions([i for i, _ in r.landed], r.culprits, r.gate_runs, r.gated)
 
 

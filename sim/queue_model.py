@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from spark_git.gates.evidence import GateEvidence
 from spark_git.ops.queue import bisect as bisecting
-from spark_git.ops.queue.lanes import grouped, partition
+from spark_git.ops.queue.lanes import grouped, partition, worth_splitting
 from spark_git.ops.queue.selection import run_length
 from spark_git.ops.queue.speculate import Outcome, Probe, Speculation, prefix
 
@@ -56,6 +56,7 @@ class Strategy:
     shared: tuple[str, ...] = ()
     window: int = 16  # lanes: the waiting entries partitioned at once (the head of the queue)
     stack: bool = False  # a batch opened on top of the one ahead (as if it lands whole) while runners are free
+    lanes_from: float = 0.0  # lanes "batch": split once this share of the recent settled tasks were culprits ([queue] lanes_from; 0: always)
 
 
 class Planner(Protocol):
@@ -190,6 +191,7 @@ class Sim:
         self.draws: dict[str, int] = {}
         self.flaked: set[frozenset[int]] = set()  # trees a flaky task has failed once
         self.result = Result()
+        self.settled: list[bool] = []  # each task landed (False) or named a culprit (True), in order: lanes.worth_splitting
 
     def run(self) -> Result:
         for t in self.tasks:
@@ -238,10 +240,11 @@ class Sim:
 
     def _open_batch(self) -> None:
         """The next batch of ready entries, as the drain takes it; with lanes ("batch", more than one
-        runner) split into its lane groups (lanedrive.groups), each gated as its own batch."""
+        runner, once recent tasks failed often: lanes_from) split into its lane groups (lanedrive.groups),
+        each gated as its own batch."""
         entries = self._take(self.waiting)
         groups = [list(range(len(entries)))]
-        if self.s.lanes == "batch" and self.runners > 1:
+        if self.s.lanes == "batch" and self.runners > 1 and worth_splitting(self.settled, self.s.lanes_from):
             found = grouped(partition([t.paths for t in entries], self.s.shared), self.runners)
             groups = found if len(found) > 1 else groups
         self.batches += [Batch([entries[i] for i in g], self._plan(len(g)), self.base, self.landed) for g in groups]
@@ -342,6 +345,7 @@ class Sim:
                 self.waiting = sorted([*self.waiting, b.entries[-1]], key=lambda t: t.id)
             else:
                 self.result.culprits.append(b.entries[-1].id)
+                self.settled.append(True)
             return False
         if job.recheck:
             self._rechecked(b, job)
@@ -382,6 +386,7 @@ class Sim:
                 self._topple(above)
             return
         self.result.culprits += [b.entries[i].id for i in o.culprits]
+        self.settled += [True] * len(o.culprits)
         self.waiting = sorted([*self.waiting, *(b.entries[i] for i in o.requeue if i != o.suspect)], key=lambda t: t.id)
         if o.suspect is not None:  # its own prefix's tree gated again, off the stack; the suspect waits for it
             self._suspect(b, o.suspect)
@@ -436,6 +441,7 @@ class Sim:
     def _land(self, b: Batch, probe: Probe) -> None:
         ids = [b.entries[i].id for i in probe]
         self.result.landed += [(i, self.clock) for i in ids]
+        self.settled += [False] * len(ids)
         self.landed |= frozenset(ids)
         self.result.ungated += self.landed not in self.passed_trees
         self.base += 1

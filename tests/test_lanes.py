@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from spark_git.ops.queue.lanes import grouped, partition, touches_shared
+from spark_git.ops.queue.lanes import RECENT, grouped, partition, touches_shared, worth_splitting
 
 
 def fs(*paths: str) -> frozenset[str]:
@@ -81,3 +81,10 @@ def test_lanes_grouped_one_group_per_runner() -> None:
     assert grouped([[0, 5], [1], [2]], 4) == [[0, 5], [1], [2]]
     assert grouped([[0], [1], [2]], 1) == [[0, 1, 2]]
     assert grouped([], 3) == []
+
+
+def test_a_batch_is_split_only_once_recent_tasks_failed_often() -> None:
+    calm, rough = [False] * 40 + [True] * 4, [False] * 40 + [True] * 6  # of the last 32: 4 culprits (12.5 %), 6 (18.75 %)
+    assert not worth_splitting([], 0.16) and not worth_splitting(calm, 0.16) and worth_splitting(rough, 0.16)
+    assert worth_splitting([], 0.0) and worth_splitting(calm, 0.0)  # 0: always
+    assert not worth_splitting([True] * 31 + [False] * RECENT, 0.01)  # only the last RECENT count

@@ -35,7 +35,7 @@ def interacting_gate(log: Path) -> list[str]:
 def test_a_failing_recheck_blames_nobody_and_the_lane_behind_it_lands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_BWRAP", "")  # the gate logs its runs outside the tree (a sandboxed gate cannot)
     log = tmp_path / "gated.log"
-    q = Queue(tmp_path, 3, final=interacting_gate(log), extra="[queue]\nlanes = true\nrecheck = \"combined\"", parallel=3)
+    q = Queue(tmp_path, 3, final=interacting_gate(log), extra="[queue]\nlanes = true\nlanes_from = 0\nrecheck = \"combined\"", parallel=3)
     base = git(q.repo, "rev-parse", "main")
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0

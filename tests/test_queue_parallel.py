@@ -201,7 +201,7 @@ def test_lanes_land_apart_and_a_moved_lane_is_rechecked_on_the_combined_tree(tmp
     t1 breaks the gate: {t0, t2} lands on its own; t3 is named free of it by the planner and, the base
     having moved, merged again on it and (recheck "combined") gated on the combined tree first."""
     log = tmp_path / "gated.log"
-    q = Queue(tmp_path, 4, culprit=1, final=logging_culprit_gate(log), parallel=2, extra=f'[queue]\nlanes = true\nrecheck = "{recheck}"')
+    q = Queue(tmp_path, 4, culprit=1, final=logging_culprit_gate(log), parallel=2, extra=f'[queue]\nlanes = true\nlanes_from = 0\nrecheck = "{recheck}"')
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0
     r = q.spark("t0", "--json", "queue", "run")
@@ -221,7 +221,7 @@ def test_lanes_land_apart_and_a_moved_lane_is_rechecked_on_the_combined_tree(tmp
 
 def test_a_task_touching_a_shared_path_ties_the_batch_into_one_lane(tmp_path: Path) -> None:
     log = tmp_path / "gated.log"
-    q = Queue(tmp_path, 3, final=logging_culprit_gate(log), parallel=2, extra='[queue]\nlanes = true\nshared = ["uv.lock"]')
+    q = Queue(tmp_path, 3, final=logging_culprit_gate(log), parallel=2, extra='[queue]\nlanes = true\nlanes_from = 0\nshared = ["uv.lock"]')
     commit(q.root / "t1" / "code", {"uv.lock": "pinned\n"}, "t1: lock")
     assert q.spark("t1", "approve", "t1", "--changes").returncode == 0
     for t in q.tasks:

@@ -31,10 +31,12 @@ class Case:
     retries: int = 0
     slow: frozenset[int] = frozenset()  # each gates twice as long (per_task_s twice)
     pipeline: bool = False  # [queue] pipeline = true (lanes across batches)
+    lanes_from: float = 0.0  # [queue] lanes_from: 0 splits every batch
 
     def sim(self, speculative: bool) -> Decisions:
         return decisions(self.n, set(self.culprits), batch_max=self.batch_max, parallel=self.parallel, speculative=speculative,
-                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow, pipeline=self.pipeline)
+                         per_task_s=self.per_task_s(), lanes=self.lanes, flaky=self.flaky, retries=self.retries, slow=self.slow, pipeline=self.pipeline,
+                         lanes_from=self.lanes_from)
 
     def per_task_s(self) -> float:
         return PER_TASK_S if self.parallel > 1 else 0.0
@@ -60,6 +62,7 @@ def culprit_gate(tmp: Path, case: Case) -> list[str]:
 def real_queue(tmp: Path, case: Case) -> Decisions:
     """Every task `complete --no-wait`, then one `queue run` (a real process) drains the queue."""
     extra = f"[queue]\nbatch_max = {case.batch_max}\nlanes = {str(case.lanes).lower()}\nretries = {case.retries}\npipeline = {str(case.pipeline).lower()}"
+    extra += f"\nlanes_from = {case.lanes_from}"
     q = Queue(tmp, case.n, final=culprit_gate(tmp, case), extra=extra, parallel=case.parallel)
     base = git(q.repo, "rev-parse", "main")
     for t in q.tasks:
@@ -138,6 +141,17 @@ def test_with_lanes_too(tmp_path: Path, culprits: set[int]) -> None:
     again on the combined tree (recheck = "combined")."""
     case = Case(frozenset(culprits), parallel=2, lanes=True, n=5)
     same(real_queue(tmp_path, case), case.sim(speculative=True), case)
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_lanes_open_once_batches_fail(tmp_path: Path) -> None:
+    """[queue] lanes_from = 0.3, 2 runners, batches of 3: the first batch (nothing settled yet) is
+    gated whole; its culprit t1 makes 1 of the 3 tasks settled a culprit, so the next batch is split
+    into lanes (3 5 | 4), in both queues alike."""
+    case = Case(frozenset({1}), batch_max=3, parallel=2, lanes=True, lanes_from=0.3)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert [0, 1, 2] in real.gated and [3, 5] in real.gated and [3, 4, 5] not in real.gated, real.gated
 
 
 @pytest.mark.usefixtures("unsandboxed")

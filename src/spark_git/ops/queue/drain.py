@@ -170,10 +170,11 @@ def _gate_and_land(layout: Layout, store: Store, cand: QueueCandidate, entries: 
 
 
 def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, session: str, opts: gate.GateOpts) -> bool:
-    """`[queue] lanes` with more than one runner: the batch gated as independent lanes, each landed
-    as soon as it is decided (lanedrive.py). False when the batch is one lane (then as one batch)."""
+    """`[queue] lanes` with more than one runner, once recent batches fail often (`lanes_from`): the
+    batch gated as independent lanes, each landed as soon as it is decided (lanedrive.py). False
+    when it is not split, or is one lane (then as one batch)."""
     cfg = layout.config.queue
-    if not cfg.lanes or cfg.runners() == 1:
+    if not cfg.lanes or cfg.runners() == 1 or not lanes.worth_splitting(_settled(store), cfg.lanes_from):
         return False
     split = [probes.rebuild(layout, cand.model_copy(update={"parts": [cand.parts[i] for i in g]}), cand.old_base)
              for g in lanedrive.groups(layout, cand)]
@@ -183,6 +184,11 @@ def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, session: str, 
     lanedrive.gate_lanes(layout, store, cands, opts, *_lane_ends(layout, store, session))
     _save_candidate(store, None)
     return True
+
+
+def _settled(store: Store) -> list[bool]:
+    """The recent tasks the queue landed or failed, in order: True for a culprit (failed)."""
+    return [o.result == "failed" for o in store.read_queue_log().outcomes if o.result != "blocked"]
 
 
 def _lane_ends(layout: Layout, store: Store, session: str) -> tuple[lanedrive.Fail, lanedrive.Land]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
 Lane = list[int]  # entry indexes, in queue order
+RECENT = 32  # the last tasks the queue settled whose culprit share says whether a batch is split (`[queue] lanes_from`)
 
 
 def partition(changed: Sequence[frozenset[str]], shared: Sequence[str] = ()) -> list[Lane]:
@@ -49,6 +50,15 @@ def grouped(found: Sequence[Lane], most: int) -> list[Lane]:
         else:
             min(out, key=len).extend(lane)
     return [sorted(g) for g in out]
+
+
+def worth_splitting(settled: Sequence[bool], share: float) -> bool:
+    """Whether to split a batch into lanes: `settled` says for each task the queue landed or failed, in
+    order, whether it was a culprit; split once at least `share` of the last RECENT were (0: always).
+    A lane landing after another pays a combined recheck, so lanes only win when batches often fail
+    (scripts/sim_queue: below about 15 % culprits plain speculation lands more)."""
+    recent = settled[-RECENT:]
+    return share <= 0 or (bool(recent) and sum(recent) >= share * len(recent))
 
 
 def touches_shared(paths: frozenset[str], shared: Sequence[str]) -> bool:
