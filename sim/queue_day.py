@@ -24,7 +24,8 @@ STRATEGIES = (
     Strategy("speculative + lanes, always split [lanes_from 0]", lanes="batch", shared=SHARED),
     Strategy("speculative + lanes, always split, recheck none", lanes="batch", shared=SHARED, recheck="none"),
     Strategy("speculative + lanes, always split, rechecks restarted [before]", lanes="batch", shared=SHARED, chain=False),
-    Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED),
+    Strategy("lanes across batches [the drain, pipeline]", lanes="queue", shared=SHARED, lanes_from=LANES_FROM),
+    Strategy("lanes across batches, always [lanes_from 0]", lanes="queue", shared=SHARED),
     Strategy("stacked batches [the drain, pipeline]", stack=True),
 )
 

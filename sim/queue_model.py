@@ -56,7 +56,7 @@ class Strategy:
     shared: tuple[str, ...] = ()
     window: int = 16  # lanes: the waiting entries partitioned at once (the head of the queue)
     stack: bool = False  # a batch opened on top of the one ahead (as if it lands whole) while runners are free
-    lanes_from: float = 0.0  # lanes "batch": split once this share of the recent settled tasks were culprits ([queue] lanes_from; 0: always)
+    lanes_from: float = 0.0  # lanes once this share of the recent settled tasks were culprits ([queue] lanes_from; 0: always); "queue": else stacked
 
 
 class Planner(Protocol):
@@ -192,6 +192,8 @@ class Sim:
         self.flaked: set[frozenset[int]] = set()  # trees a flaky task has failed once
         self.result = Result()
         self.settled: list[bool] = []  # each task landed (False) or named a culprit (True), in order: lanes.worth_splitting
+        self.laned = False  # pipeline: this round of the drain opens lanes across batches (else stacked batches)
+        self.confirms = 0  # suspects' own prefixes being gated again (stack.py's confirms)
 
     def run(self) -> Result:
         for t in self.tasks:
@@ -214,10 +216,12 @@ class Sim:
         heapq.heappush(self.events, (at, self.seq, what))
 
     def _schedule(self) -> None:
-        if self.s.lanes == "queue":
-            self._open_queue_lanes()
-        elif self.s.stack:
-            self._open_stacked()
+        if self.s.lanes == "queue" or self.s.stack:  # the drain's pipeline: lanes across batches once batches fail often, else stacked
+            laned = self.s.lanes == "queue" and worth_splitting(self.settled, self.s.lanes_from)
+            if not self.batches and not self.confirms:  # a new round of the drain (drain._pipeline)
+                self.laned = laned
+            if laned == self.laned:  # else nothing more is opened until the batches in flight are done
+                (self._open_queue_lanes if laned else self._open_stacked)()
         elif not self.batches and self.waiting:
             self._open_batch()
         self._fill()
@@ -261,7 +265,7 @@ class Sim:
             free = self._cap() - self.running
             entries = self._take(self.waiting)
             below = top.below | on if top is not None else self.landed
-            self.batches.append(Batch(entries, self._plan(len(entries)), self.base, below, under=top, on=on))
+            self.batches.append(Batch(entries, self._plan(len(entries), stacked=True), self.base, below, under=top, on=on))
             self._fill()
             if self._cap() - self.running == free:
                 return
@@ -294,8 +298,8 @@ class Sim:
         self.waiting = [t for t in self.waiting if t.id not in taken]
         return entries
 
-    def _plan(self, n: int) -> Planner:
-        return Speculation(n, self.runners, skips=not self.s.stack) if self.s.speculative else BisectPlan(n)  # stack.py: no skip probes
+    def _plan(self, n: int, stacked: bool = False) -> Planner:
+        return Speculation(n, self.runners, skips=not stacked) if self.s.speculative else BisectPlan(n)  # stack.py: no skip probes
 
     def _launch(self, b: Batch, probe: Probe, recheck: bool = False) -> None:
         ids = [b.entries[i].id for i in probe]
@@ -341,6 +345,7 @@ class Sim:
             self.passed_trees.add(job.tree)
         b = job.batch
         if isinstance(b.plan, _Confirm):  # failed again: named; passed: a flake, back in the queue
+            self.confirms -= 1
             if job.passed:
                 self.waiting = sorted([*self.waiting, b.entries[-1]], key=lambda t: t.id)
             else:
@@ -403,6 +408,7 @@ class Sim:
 
     def _suspect(self, b: Batch, c: int) -> None:
         """The suspect's own prefix (the same candidate, its last entry the suspect) gated again."""
+        self.confirms += 1
         self._launch(Batch(b.entries[: c + 1], _Confirm(), b.base, b.below), prefix(c + 1))
 
     def _ahead(self, b: Batch) -> list[Batch]:

@@ -65,7 +65,7 @@ def passed(q: Queue, rev: str) -> bool:
     return any(json.loads(ln).get("result") == "passed" for ln in notes.splitlines() if ln.startswith("{"))
 
 
-@pytest.mark.parametrize("how", ["lanes = true", "batch_max = 1"])
+@pytest.mark.parametrize("how", ["lanes = true\nlanes_from = 0", "batch_max = 1"])
 def test_sigkill_while_pipelined_lanes_gate_then_one_doctor_fix_repairs(tmp_path: Path, how: str) -> None:
     """`pipeline = true`, 2 runners: the lanes t0 and t1 (or without lanes t0 and t1 stacked on it)
     gate at once when the drain is killed; one `doctor --fix` repairs, nothing landed or lost, and

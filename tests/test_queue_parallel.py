@@ -188,10 +188,12 @@ def gated_batches(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def logging_culprit_gate(log: Path) -> list[str]:
-    """Fails on bad.txt; logs each candidate's tasks (SPARK_QUEUE_BATCH) and whether it passed."""
-    return gate_cmd("import os, sys\nbad = os.path.exists('bad.txt')\n"
+def logging_culprit_gate(log: Path, slow: tuple[str, ...] = ()) -> list[str]:
+    """Fails on bad.txt; logs each candidate's tasks (SPARK_QUEUE_BATCH) and whether it passed; a
+    candidate holding a `slow` task takes half a second more (which lane lands first, decided)."""
+    return gate_cmd("import os, sys, time\nbad = os.path.exists('bad.txt')\n"
                     f"open({str(log)!r}, 'a').write(os.environ['SPARK_QUEUE_BATCH'] + (' FAIL' if bad else ' ok') + '\\n')\n"
+                    f"time.sleep(0.5 if set(os.environ['SPARK_QUEUE_BATCH'].split(',')) & {set(slow)!r} else 0)\n"
                     "sys.exit(1 if bad else 0)\n")
 
 
@@ -199,9 +201,10 @@ def logging_culprit_gate(log: Path) -> list[str]:
 def test_lanes_land_apart_and_a_moved_lane_is_rechecked_on_the_combined_tree(tmp_path: Path, recheck: str) -> None:
     """Four tasks on disjoint files, two runners: lanes {t0, t2} and {t1, t3} (one group per runner).
     t1 breaks the gate: {t0, t2} lands on its own; t3 is named free of it by the planner and, the base
-    having moved, merged again on it and (recheck "combined") gated on the combined tree first."""
+    having moved, merged again on it and (recheck "combined") gated on the combined tree first. The
+    runs holding t3 take longer, so that lane cannot be decided before the other lane's one run ends."""
     log = tmp_path / "gated.log"
-    q = Queue(tmp_path, 4, culprit=1, final=logging_culprit_gate(log), parallel=2, extra=f'[queue]\nlanes = true\nlanes_from = 0\nrecheck = "{recheck}"')
+    q = Queue(tmp_path, 4, culprit=1, final=logging_culprit_gate(log, slow=("t3",)), parallel=2, extra=f'[queue]\nlanes = true\nlanes_from = 0\nrecheck = "{recheck}"')
     for t in q.tasks:
         assert q.spark(t, "complete", t, "--no-wait").returncode == 0
     r = q.spark("t0", "--json", "queue", "run")

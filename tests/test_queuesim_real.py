@@ -6,6 +6,7 @@ in the same order, the same candidates gated, the same gate runs. Real processes
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,20 +44,21 @@ class Case:
 
 
 def culprit_gate(tmp: Path, case: Case) -> list[str]:
-    """Logs its candidate (one line per run), sleeps per_task_s per task (twice for a slow one), fails on a tree holding a
-    culprit's file (a stacked batch's base may hold one), and
-    fails its first run on a tree holding a flaky task (the trees it has seen live in a file)."""
-    return gate_cmd("import os, subprocess, sys, time\n"
-                    "b = os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']\n"
-                    "tasks = set(b.split(','))\n"
-                    f"open({str(tmp / 'gated.log')!r}, 'a').write(b + '\\n')\n"
-                    "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
-                    f"seen = {str(tmp / 'flaked.txt')!r}\n"
-                    f"flaked = bool(tasks & set({sorted(f't{i}' for i in case.flaky)!r})) and tree not in (open(seen).read() if os.path.exists(seen) else '')\n"
-                    "if flaked:  # at its start: a run stopped before its end was the first run all the same\n"
-                    "    open(seen, 'a').write(tree + '\\n')\n"
-                    f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
-                    f"if flaked or any(os.path.exists(f't{{i}}.txt') for i in {sorted(case.culprits)!r}): sys.exit(1)\n")
+    """Logs its candidate (one line per run, from a shell before Python starts: a run the planner stops
+    at once has still logged), sleeps per_task_s per task (twice for a slow one), fails on a tree
+    holding a culprit's file (a stacked batch's base may hold one), and fails its first run on a tree
+    holding a flaky task (the trees it has seen live in a file)."""
+    script = ("import os, subprocess, sys, time\n"
+              "tasks = set((os.environ.get('SPARK_QUEUE_BATCH') or os.environ['SPARK_TASK']).split(','))\n"
+              "tree = subprocess.run(['git', 'rev-parse', 'HEAD^{tree}'], capture_output=True, text=True, check=True).stdout.strip()\n"
+              f"seen = {str(tmp / 'flaked.txt')!r}\n"
+              f"flaked = bool(tasks & set({sorted(f't{i}' for i in case.flaky)!r})) and tree not in (open(seen).read() if os.path.exists(seen) else '')\n"
+              "if flaked:  # at its start: a run stopped before its end was the first run all the same\n"
+              "    open(seen, 'a').write(tree + '\\n')\n"
+              f"time.sleep({case.per_task_s()} * (len(tasks) + len(tasks & set({sorted(f't{i}' for i in case.slow)!r}))))\n"
+              f"if flaked or any(os.path.exists(f't{{i}}.txt') for i in {sorted(case.culprits)!r}): sys.exit(1)\n")
+    log = shlex.quote(str(tmp / "gated.log"))
+    return ["sh", "-c", f'echo "${{SPARK_QUEUE_BATCH:-$SPARK_TASK}}" >> {log}; exec "$0" "$@"', *gate_cmd(script)]
 
 
 def real_queue(tmp: Path, case: Case) -> Decisions:
@@ -177,6 +179,18 @@ def test_with_lanes_across_batches_too(tmp_path: Path, culprits: set[int], slow:
     real = real_queue(tmp_path, case)
     same(real, case.sim(speculative=True), case)
     assert real.landed == [t for t in range(4) if t not in culprits]
+
+
+@pytest.mark.usefixtures("unsandboxed")
+def test_the_pipeline_opens_lanes_while_batches_fail_often(tmp_path: Path) -> None:
+    """[queue] pipeline and lanes with lanes_from = 0.3, 2 runners, batches of 4: nothing settled
+    yet, so batches are stacked (0 1 2 3); once t0 landed and t1 was named (1 of 2 a culprit) lanes
+    are opened across batches (3, 2, 4, each alone); once 1 of 5 is, batches are stacked again
+    (5 6 7). Both queues switch at the same points (slow 1, 2, 4: no two runs end together)."""
+    case = Case(frozenset({1}), batch_max=4, parallel=2, lanes=True, n=8, slow=frozenset({1, 2, 4}), pipeline=True, lanes_from=0.3)
+    real = real_queue(tmp_path, case)
+    same(real, case.sim(speculative=True), case)
+    assert [0, 1, 2, 3] in real.gated and [3] in real.gated and [5, 6, 7] in real.gated, real.gated
 
 
 @pytest.mark.usefixtures("unsandboxed")

@@ -202,9 +202,9 @@ class QueueConfig(_Strict):
 
     lanes: bool = Field(False, description="With more than one runner, gate tasks whose changed paths do not overlap in separate lanes "
                         "(at most one per runner) that land without waiting for each other; see `shared`, `recheck` and `lanes_from`.")
-    lanes_from: float = Field(0.16, ge=0, le=1, description="With `lanes` (not `pipeline`): a batch is split into lanes only once at least this "
-                              "share of the last 32 tasks the queue landed or failed were culprits (lanes pay for their combined rechecks "
-                              "only when batches often fail); 0: always split.")
+    lanes_from: float = Field(0.16, ge=0, le=1, description="With `lanes`: a batch is split into lanes (with `pipeline`: lanes are opened across "
+                              "batches instead of stacking them) only once at least this share of the last 32 tasks the queue landed or "
+                              "failed were culprits (lanes pay for their combined rechecks only when batches often fail); 0: always.")
     pipeline: bool = Field(False, description="With more than one runner, gate the next batch while runners are free, without waiting for the "
                            "one ahead: stacked on what the batch ahead is expected to land, landing right after it; with `lanes`: a lane "
                            "for waiting tasks whose paths overlap none in flight (lanes across batches).")

@@ -174,7 +174,7 @@ def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, session: str, 
     batch gated as independent lanes, each landed as soon as it is decided (lanedrive.py). False
     when it is not split, or is one lane (then as one batch)."""
     cfg = layout.config.queue
-    if not cfg.lanes or cfg.runners() == 1 or not lanes.worth_splitting(_settled(store), cfg.lanes_from):
+    if cfg.runners() == 1 or not _laned(layout, store):
         return False
     split = [probes.rebuild(layout, cand.model_copy(update={"parts": [cand.parts[i] for i in g]}), cand.old_base)
              for g in lanedrive.groups(layout, cand)]
@@ -189,6 +189,12 @@ def _in_lanes(layout: Layout, store: Store, cand: QueueCandidate, session: str, 
 def _settled(store: Store) -> list[bool]:
     """The recent tasks the queue landed or failed, in order: True for a culprit (failed)."""
     return [o.result == "failed" for o in store.read_queue_log().outcomes if o.result != "blocked"]
+
+
+def _laned(layout: Layout, store: Store) -> bool:
+    """`[queue] lanes`, and recent batches fail often enough for them (`lanes_from`)."""
+    cfg = layout.config.queue
+    return cfg.lanes and lanes.worth_splitting(_settled(store), cfg.lanes_from)
 
 
 def _lane_ends(layout: Layout, store: Store, session: str) -> tuple[lanedrive.Fail, lanedrive.Land]:
@@ -213,16 +219,20 @@ def _pipelined(layout: Layout) -> bool:
 
 
 def _pipeline(layout: Layout, store: Store, ready: list[QueueEntry], session: str, opts: gate.GateOpts) -> None:
-    """Lanes across batches (pipeline.py), or without lanes batches stacked on the one ahead
-    (stack.py), on the first ready entry's base, until none can be opened. Raises BaseMoved when no
-    entry left the queue (so a base that keeps moving ends the drain)."""
+    """Lanes across batches (pipeline.py) once batches fail often (`lanes`, `lanes_from`), else
+    batches stacked on the one ahead (stack.py), on the first ready entry's base, until none can be
+    opened; when the recent culprits call for the other, nothing more is opened, and the next round
+    starts it once the batches in flight are done. Raises BaseMoved when no entry left the queue (so
+    a base that keeps moving ends the drain)."""
     base = _base_of(store, ready[0]) or ""
     store.sync_base(base)
     ends = _lane_ends(layout, store, session)
-    if layout.config.queue.lanes:
-        pipeline.drive(layout, store, opts, *ends, lambda busy, room: _admit(layout, store, base, session, busy, room))
+    if _laned(layout, store):
+        pipeline.drive(layout, store, opts, *ends,
+                       lambda busy, room: _admit(layout, store, base, session, busy, room) if _laned(layout, store) else [])
     else:
-        stack.drive(layout, store, opts, *ends, lambda tip, busy: _admit_on(layout, store, base, session, tip, busy))
+        stack.drive(layout, store, opts, *ends,
+                    lambda tip, busy: None if _laned(layout, store) else _admit_on(layout, store, base, session, tip, busy))
     _save_candidate(store, None)
     if {e.ref for e in ready} <= {e.ref for e in store.queue_entries()}:
         raise BaseMoved("nothing left the queue")
