@@ -5,6 +5,7 @@ next step reads every agent branch in one git process."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -84,3 +85,32 @@ def test_unmerged_names_exactly_the_refs_asked_for(tmp_path: Path) -> None:
     assert g.unmerged("main", asked) == {"refs/heads/ahead"}
     assert g.unmerged("ahead", asked) == set()
     assert g.unmerged("main", []) == set()
+
+
+def test_the_gate_checkout_gets_the_include_files_and_no_client_hook_settings(tmp_path: Path) -> None:
+    """`[worktree] include` files are copied into the gate's checkout; the agent clients' local hook
+    settings, which every agent worktree gets, are not (no agent runs there: one git process less)."""
+    files = {"README.md": "# demo\n", ".gitignore": "extra.cfg\n.claude/settings.local.json\n"}
+    gate = "test -f extra.cfg && test ! -e .claude/settings.local.json"
+    t = Task(tmp_path, ["a1"], config(build=gate, extra='[worktree]\ninclude = ["extra.cfg"]'), files=files)
+    (t.repo / "extra.cfg").write_text("local = 1\n")
+    (t.repo / ".claude").mkdir()
+    (t.repo / ".claude" / "settings.local.json").write_text("{}\n")
+    t.commit("a1", {"feature.py": "x = 1\n"}, "[a1] feature")
+    r = t.merge("a1")
+    assert r.returncode == 0, r
+    assert (_checkout(t) / "extra.cfg").read_text() == "local = 1\n"
+    assert not (_checkout(t) / ".claude").exists()
+
+
+def test_a_worktrees_admin_dir_is_read_from_its_git_file_as_git_reads_it(tmp_path: Path) -> None:
+    """The gate's box finds the checkout's admin dir without a git process: the same answer as git's."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"), "HEAD")
+    for where in (repo, tmp_path / "linked"):
+        asked = Path(git(where, "rev-parse", "--absolute-git-dir"))
+        assert Git(where).admin_dir().resolve() == asked.resolve()
+    admin = Path(git(tmp_path / "linked", "rev-parse", "--absolute-git-dir"))
+    (tmp_path / "linked" / ".git").write_text(f"gitdir: {os.path.relpath(admin, tmp_path / 'linked')}\n")  # as `--relative-paths` writes it
+    assert Path(git(tmp_path / "linked", "rev-parse", "--absolute-git-dir")).resolve() == admin.resolve()
+    assert Git(tmp_path / "linked").admin_dir() == admin.resolve()

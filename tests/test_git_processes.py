@@ -26,7 +26,7 @@ COMMITTED_CONFIG = ["symbolic-ref", "rev-parse", "cat-file"]
 BOUNDS = {
     "start": 19,  # the include files listed once for all new worktrees (was 20)
     "classify": 7,
-    "merge": 27,  # -4 (issue 31, the bench_merge budget): the archive ref created without a look first; the next step's agent branches in one `for-each-ref --no-merged` (was rev-parse + merge-base each); +5: the build gate runs in its clean checkout (checkout -f, clean -ffdx, the include files listed, the worktree found: issue 31 item 1); +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13); +2 `diff A...B`: files git does not hold that the rebase or the landing would overwrite (issue 12)
+    "merge": 26,  # -1 (issue 31, the budget again): the next step reads the task head the landing just set, not the ref; -4 (issue 31, the bench_merge budget): the archive ref created without a look first; the next step's agent branches in one `for-each-ref --no-merged` (was rev-parse + merge-base each); +5: the build gate runs in its clean checkout (checkout -f, clean -ffdx, the include files listed, the worktree found: issue 31 item 1); +1 for the conflict radar: `for-each-ref --no-merged` finds the other agents with unmerged work (issue 13); +2 `diff A...B`: files git does not hold that the rebase or the landing would overwrite (issue 12)
     "merge (nothing to do)": 5,  # no `log` of the empty range when the agent's head is the task's
     "status": 7,
     "doctor": 3,

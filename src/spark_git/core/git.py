@@ -89,6 +89,18 @@ class Git:
             main = self.worktrees()[0].path
         return RepoInfo(toplevel=toplevel, git_dir=git_dir, common_dir=common.resolve(), main_worktree=main.resolve())
 
+    def admin_dir(self) -> Path:
+        """The worktree's git dir: for a linked worktree the `.git/worktrees/<id>` its `.git` file
+        names, read as git reads it (no process); otherwise asked of git."""
+        try:
+            text = (self.cwd / ".git").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # a directory (the main worktree), or none here
+            return self.discover().git_dir
+        if not text.startswith("gitdir: "):
+            return self.discover().git_dir
+        named = Path(text.removeprefix("gitdir: ").strip())
+        return named if named.is_absolute() else (self.cwd / named).resolve()
+
     # -- refs --------------------------------------------------------------------------------
 
     def rev_parse(self, rev: str) -> Sha | None:

@@ -83,14 +83,16 @@ def log_path(logs_dir: Path, gate: str) -> Path:
 
 
 def run(gate: str, command: Command, worktree: Path, logs_dir: Path, timeout_s: float, env: dict[str, str] | None = None,
-        ticker: proc.Ticker | None = None, reports: ReportSpec | None = None, sandbox: Sandbox | None = None) -> GateEvidence:
+        ticker: proc.Ticker | None = None, reports: ReportSpec | None = None, sandbox: Sandbox | None = None,
+        at: tuple[str, str] | None = None) -> GateEvidence:
     """Runs `command` in `worktree`. Never raises for the command's own failure: the evidence says.
     `env`: the worktree's environment (envs.for_worktree: SPARK_*, no inherited GIT_DIR...).
     `ticker`: shows elapsed time and the log's last line while it runs (a terminal only).
     `reports`: the JUnit/coverage files it writes and the thresholds on them (gates/reports.py): a
-    command that exits 0 but misses one fails. `sandbox`: run inside bwrap (core/gatebox.py).
+    command that exits 0 but misses one fails. `sandbox`: run inside bwrap (core/gatebox.py). `at`: the
+    worktree's (commit, tree) when the caller has just read or checked them out (one git process less).
     Callers go through gates.verdicts (run_configured), which records the verdict of the tree."""
-    commit, tree = Git(worktree).head_and_tree() or ("", "")
+    commit, tree = at or Git(worktree).head_and_tree() or ("", "")
     started = now()
     if not command:
         return GateEvidence(gate=gate, command=None, ran=False, passed=True, tree=tree, commit=commit, worktree=str(worktree), time=started)

@@ -19,7 +19,7 @@ def for_worktree(layout: Layout, worktree: Path, env: dict[str, str]) -> gatebox
     program = gatebox.bwrap()
     if program is None:
         return None
-    admin = Path(Git(worktree).discover().git_dir)
+    admin = Git(worktree).admin_dir()
     shown = [layout.main_worktree, layout.repo.common_dir, layout.tasks_root]
     cfg = layout.config.gates
     return gatebox.for_gate(program, worktree, admin, shown, [verdictkey.state_dir()], env, network=cfg.network, env_extra=tuple(cfg.env))

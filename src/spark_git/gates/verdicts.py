@@ -113,7 +113,9 @@ def run_or_reuse(store: Store, gate: str, command: Command, worktree: Path, logs
         worktree = place(commit)
         env = {**(clean_env() if env is None else env), "SPARK_WORKTREE": str(worktree)}
     box = confine.for_worktree(store.layout, worktree, clean_env() if env is None else env)
-    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports, sandbox=box)
+    # `place` checked out exactly `commit`, and the box pins its HEAD: no need to read them again
+    ev = gate_command.run(gate, command, worktree, logs_dir, timeout_s, env, ticker=ticker, reports=reports, sandbox=box,
+                          at=(commit, tree) if tree else None)
     ev.fingerprint = fp
     ev.flaky = ev.passed and _failed_before(earlier, fp, key, tree)
     if ev.tree:

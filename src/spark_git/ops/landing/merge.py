@@ -78,7 +78,7 @@ Warn = Callable[[str], None]
 def merge(layout: Layout, task: str, agent: str, *, session: str | None, rerun: bool = False, ticker: Ticker | None = None, warn: Warn | None = None) -> MergeData:
     store = open_store(layout)
     d = _merge(layout, store, task_name(task), agent_name(agent), session, rerun, ticker, warn)
-    d.then = loopstep.after_merge(layout, store, d.task) if d.landed else []
+    d.then = loopstep.after_merge(layout, store, d.task, head=d.new_head) if d.landed else []
     return d
 
 

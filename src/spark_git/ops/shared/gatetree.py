@@ -2,7 +2,8 @@
 gate under `<tasks_root>/.gates/<name>` and reset before every run (`checkout -f` + `clean -ffdx`), so
 no ignored file of the agent's worktree (a stale `__pycache__/*.pyc` built from other code) nor of an
 earlier run gets in. Then what the configuration puts in every worktree: the `[worktree] include`
-files and what the `[worktree] setup` commands make (run in the gate's box: they run the agent's tree)."""
+files and what the `[worktree] setup` commands make (run in the gate's box: they run the agent's tree);
+not the agent clients' local hook settings, which only an agent's worktree needs."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def clean_checkout(store: Store, name: str, commit: str, task: str, agent: str |
         wt.run("checkout", "--quiet", "--force", "--detach", commit)
         wt.run("clean", "-ffdxq")
     rep = provision.ProvisionReport(agent=agent, worktree=str(path))
-    provision.copy_included(layout, path, rep, provision.included_files(layout))
+    provision.copy_included(layout, path, rep, provision.included_files(layout, clients=False))
     if layout.config.worktree.setup:
         env = envs.for_worktree(store, task, agent)
         provision.run_setup(layout, store, task, agent, path, rep, lambda _msg: None, sandbox=confine.for_worktree(layout, path, env))

@@ -32,14 +32,14 @@ def first_step(task: str, state: str, protocol: str, agents: bool = True) -> lis
     return [step.format(t=task)] if step else []
 
 
-def after_merge(layout: Layout, store: Store, task: str) -> list[str]:
+def after_merge(layout: Layout, store: Store, task: str, head: str | None = None) -> list[str]:
     """What the state asks once an agent's work landed on the task branch: in IMPLEMENTATION the next
     `agent run --all` (the remaining updaters, then the reviewers); in SYNTHESIS (a short task) advance;
-    under protocol light the change approval."""
+    under protocol light the change approval. `head`: the task branch's head when the caller just landed it."""
     tf = load_task(store, task)
     if layout.config.protocol == "light":  # the other agents' work, then the human's approval of the changes
         git = layout.git()
-        head = git.branch_head(tf.task_branch)
+        head = head or git.branch_head(tf.task_branch)
         rest = git.unmerged(head, [branch_ref(e.branch) for e in tf.agents.values()]) if head else set()
         return [f"spark-git merge {task} --all" if rest else f"spark-git approve {task} --changes"]
     if tf.state == State.SYNTHESIS:

@@ -70,16 +70,17 @@ def provision(
 # -- copying ------------------------------------------------------------------------------------
 
 
-def included_files(layout: Layout) -> list[str]:
+def included_files(layout: Layout, clients: bool = True) -> list[str]:
     """The main worktree's ignored files and directories (relative, sorted) that match the include
-    patterns: what every new worktree gets a copy of."""
+    patterns: what every new worktree gets a copy of. `clients`: with the agent clients' local hook
+    settings (a gate's checkout runs no agent: it gets only `[worktree] include`)."""
     src_root = layout.main_worktree
     inc = src_root / INCLUDE_FILE
     pattern_file = inc if inc.is_file() and not inc.is_symlink() else None
     git = layout.git()
     # The clients' local or ignored hook settings (`hooks install --scope local`) go wherever agents work
     # (committed ones come with the checkout).
-    patterns = [*layout.config.worktree.include, *registry.repo_settings()]  # a middle slash anchors it at the root
+    patterns = [*layout.config.worktree.include, *(registry.repo_settings() if clients else ())]  # a middle slash anchors it at the root
     candidates = git.untracked_matching(patterns, pattern_file)
     if not candidates:
         return []
