@@ -129,3 +129,37 @@ def test_what_runs_from_under_tmp_stays_visible_in_the_box(t: GeminiTask) -> Non
         assert (bin_dir / "probe-tool").read_text() == "#!/bin/sh\necho probed\n" and not Path("/tmp/inside.txt").exists()
     finally:
         shutil.rmtree(bin_dir, ignore_errors=True)
+
+
+def test_an_agent_cannot_hand_the_user_a_git_dir_of_its_own(t: GeminiTask) -> None:
+    """git runs what the config of the git dir it reads says (core.fsmonitor). Inside its box the agent
+    cannot re-point its worktree's `.git` (pinned), and the "submodule" it commits, whose `sub/.git`
+    names a git dir it made, is never entered by the human's spark-git afterwards
+    (tests/test_planted_gitdirs.py has the gate's side)."""
+    require_binary("bwrap")
+    mark = t.main.parent / "ran-as-the-user"
+    scripts = {  # written unseen, as a script an agent wrote earlier could be
+        "repoint.sh": "printf 'gitdir: evilgit\\n' > .git\n",
+        "plant.sh": (
+            "set -e\n"
+            "git init -q planted && mv planted/.git evilgit && rmdir planted\n"
+            "git --git-dir=evilgit -c user.name=x -c user.email=x@x commit -q --allow-empty -m x\n"
+            f"printf '#!/bin/sh\\necho ran >> {mark}\\n' > evilgit/fsmon.sh && chmod +x evilgit/fsmon.sh\n"
+            "git --git-dir=evilgit config core.fsmonitor \"$PWD/evilgit/fsmon.sh\"\n"
+            "mkdir sub && echo 'gitdir: ../evilgit' > sub/.git\n"
+            "git update-index --add --cacheinfo \"160000,$(git --git-dir=evilgit rev-parse HEAD),sub\"\n"
+            "echo evilgit/ > .gitignore && git add .gitignore && git commit -q -m '[a] a submodule of my own' && echo planted\n"
+        ),
+    }
+    commit(t.a, scripts, "a's scripts")
+    gitfile = (t.a / ".git").read_text()
+    r, run = agent_run(t, [sh("sh repoint.sh; echo rc=$?"), sh("sh plant.sh 2>&1; echo rc=$?"), Say(json.dumps(OUTPUT))])
+    assert r.returncode == 0, r
+    out = run.results()
+    assert "rc=0" not in out[0] and (t.a / ".git").read_text() == gitfile, out[0]
+    assert "planted" in out[1] and git(t.a, "ls-tree", "HEAD", "sub").startswith("160000 commit"), out[1]
+    assert not mark.exists()  # in the box, the agent's own git could not write there either
+    human = {k: v for k, v in t.env.items() if not k.startswith("SPARK_")}  # the task's own human
+    for args in (["status"], ["--json", "status", "t1"], ["doctor"]):  # each runs `git status` in a's worktree
+        assert spark(t.main, *args, env=human).returncode == 0, args
+        assert not mark.exists(), args

@@ -4,9 +4,10 @@ A gate's box (`for_gate`) allows a list and forbids the rest:
 - the whole file system read-only (`--ro-bind / /`), a fresh /dev and /proc;
 - its own PID namespace (no `/proc/<ancestor>/root` to walk), IPC and UTS namespaces, a new session
   (no terminal to inject into), dying with spark-git; no network unless `[gates] network = true`;
-- writable only the clean checkout it gates (and its admin dir under `.git/worktrees/<id>`, whose HEAD,
-  commondir and gitdir stay read-only), a private /tmp and a throwaway HOME (an empty tmpfs at the
-  user's home path: `~/.config`, `~/.bashrc`, `~/.ssh` and the state directory are not there); the
+- writable only the clean checkout it gates (but its `.git` file) and its admin dir under
+  `.git/worktrees/<id>` (but HEAD, commondir and gitdir), a private /tmp and a throwaway HOME (an
+  empty tmpfs at the user's home path: `~/.config`, `~/.bashrc`, `~/.ssh` and the state directory
+  are not there); the
   toolchain it runs from (PATH directories, the virtualenv) shown again read-only where those hide it;
 - /run private (the user's runtime sockets), and every host unix socket left visible covered;
 - the environment cleared to an allow-list (PATH, locale, the virtualenv, `[gates] env`, spark-git's
@@ -134,11 +135,18 @@ def for_gate(program: str, checkout: Path, admin_dir: Path, shown: list[Path], h
     writable = (Path(os.path.realpath(checkout)), admin)
     return Sandbox(
         program=program, readonly=tuple(dict.fromkeys(again)), writable=writable,
-        pinned=tuple(admin / n for n in PINNED if (admin / n).exists()),
+        pinned=(*(admin / n for n in PINNED if (admin / n).exists()), *gitfile(checkout)),
         hidden=tuple(Path(os.path.realpath(h)) for h in hidden if os.path.isdir(h) and not _under(Path(os.path.realpath(h)), fresh)),
         all_readonly=True, fresh=tuple(fresh), isolated=True, network=network, env=gate_env(env, env_extra),
         masked=tuple(s for s in host_sockets() if not _under(s, [*fresh, Path("/dev")]) or _under(s, again)),
     )
+
+
+def gitfile(worktree: Path) -> tuple[Path, ...]:
+    """The worktree's `.git` file, pinned in every box: code that re-pointed it at a git dir of its own
+    would have that dir's config (core.fsmonitor, filters) run by the next git the user runs there."""
+    f = Path(os.path.realpath(worktree)) / ".git"
+    return (f,) if f.is_file() else ()
 
 
 def _under(p: Path, roots: list[Path]) -> bool:

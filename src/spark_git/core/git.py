@@ -15,6 +15,7 @@ from pathlib import Path
 
 from spark_git.core import faults
 from spark_git.core.errors import BadInput, GitError
+from spark_git.core.gitlite import no_submodules
 from spark_git.core.gitobjects import ObjectReader
 from spark_git.core.gittypes import (
     GIT_LOCATION_ENV,
@@ -56,7 +57,7 @@ class Git:
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         # English messages whatever the user's locale: git's stderr is shown and sometimes parsed.
-        return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self.env, **(extra or {})}
+        return no_submodules({**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self.env, **(extra or {})})
 
     def objects(self) -> ObjectReader:
         return ObjectReader(self.cwd, self._env())

@@ -12,12 +12,27 @@ import os
 GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
+# git never enters a submodule by itself for spark-git: an agent can commit a gitlink whose `sub/.git`
+# names a git dir it made, and `git status` would run that dir's core.fsmonitor (or filters) as the
+# user. Submodules are entered only where spark-git asks for them by name (ops/shared/keep.py).
+NO_SUBMODULES = (("diff.ignoreSubmodules", "all"), ("submodule.recurse", "false"))
+
+
+def no_submodules(env: dict[str, str]) -> dict[str, str]:
+    """`env` with NO_SUBMODULES appended to the command-line-strength config it may already carry."""
+    n = int(env.get("GIT_CONFIG_COUNT") or 0)
+    for i, (key, value) in enumerate(NO_SUBMODULES, n):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    env["GIT_CONFIG_COUNT"] = str(n + len(NO_SUBMODULES))
+    return env
+
+
 def run_all(cwd: str, commands: list[list[str]]) -> list[tuple[int, str]]:
     """(exit code, stdout) of each `git <args>`, run side by side in `cwd`, stderr dropped (a status
     line has nowhere to show it). Reads only: no optional locks, so an agent's `git add` never trips
     on an index.lock of ours."""
     env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
-    env.update({"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C"})
+    env = no_submodules({**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C"})
     started = []
     devnull = os.open(os.devnull, os.O_RDWR)
     try:

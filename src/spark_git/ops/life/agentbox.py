@@ -13,7 +13,7 @@ bubblewrap, built by the gates' builder (core/gatebox.py). What the client, and 
   Claude Code's sandbox (objects, its admin dir, refs and logs with its own branch and reflog; every
   other existing ref and reflog pinned read-only, the admin dir's commondir and gitdir too, and every
   other entry of the common dir; a NEW name can be created, as there: a branch that exists only in
-  packed-refs could be shadowed); the
+  packed-refs could be shadowed; the worktree's own `.git` file pinned); the
   client's own home state (`state` in its facts, e.g. ~/.gemini);
 - the user's spark-git state dir (approval key, approvers, verdict keys) not there at all (a tmpfs);
 - the network as it is (the model server may be on 127.0.0.1).
@@ -73,6 +73,7 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str], *,
     writable = [_real(worktree), *(_real(p) for p in grant if p.exists())]
     pinned = [_real(p) for p in deny if _inside(_real(p), writable)]
     pinned += [dirs[0] / n for n in PINNED if dirs and (dirs[0] / n).exists()]
+    pinned += gatebox.gitfile(worktree)  # where the worktree's git dir is stays as it is, too
     secret = paths.state_dir()
     secret.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden even if it is created while the agent runs
     fresh = [PRIVATE_TMP, *([_real(home)] if _real(home) != Path("/") and os.path.isdir(home) else [])]

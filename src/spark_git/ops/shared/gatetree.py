@@ -7,6 +7,7 @@ not the agent clients' local hook settings, which only an agent's worktree needs
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def clean_checkout(store: Store, name: str, commit: str, task: str, agent: str |
     layout = store.layout
     path = checkout_path(layout, name)
     with store.mutex(WORKTREES):
-        fresh = not (path / ".git").is_file()
+        fresh = not _ours(layout, path)
         if fresh:
             _recreate(layout.git(), path, commit)
     if not fresh:  # a new checkout is exactly the commit already: git wrote every file and nothing else
@@ -53,6 +54,21 @@ def remove_checkouts(layout: Layout, task: str) -> None:
     """The task's gate checkouts, at cleanup (call with the WORKTREES mutex held). Only commits are
     checked out there and a run's outputs are thrown away before the next: nothing is lost."""
     shutil.rmtree(layout.tasks_root / GATES_DIR / task, ignore_errors=True)
+
+
+def _ours(layout: Layout, path: Path) -> bool:
+    """The checkout is still the worktree git made there: its `.git` file names an admin dir of this
+    repository that names it back. Gate code that re-pointed it (a box pins it; an unsandboxed gate
+    does not) would have the next `checkout` run a git dir of its own, config and all."""
+    if not (path / ".git").is_file():
+        return False
+    admin = Git(path).admin_dir()
+    try:
+        back = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return False
+    worktrees = Path(os.path.realpath(layout.repo.common_dir / "worktrees"))
+    return Path(os.path.realpath(admin)).parent == worktrees and os.path.realpath(back) == os.path.realpath(path / ".git")
 
 
 def _recreate(git: Git, path: Path, commit: str) -> None:
