@@ -133,12 +133,21 @@ def test_what_runs_from_under_tmp_stays_visible_in_the_box(t: GeminiTask) -> Non
 
 def test_an_agent_cannot_hand_the_user_a_git_dir_of_its_own(t: GeminiTask) -> None:
     """git runs what the config of the git dir it reads says (core.fsmonitor). Inside its box the agent
-    cannot re-point its worktree's `.git` (pinned), and the "submodule" it commits, whose `sub/.git`
-    names a git dir it made, is never entered by the human's spark-git afterwards
-    (tests/test_planted_gitdirs.py has the gate's side)."""
+    cannot re-point its worktree's `.git` (pinned); a `commondir` it writes at the top of the common
+    dir (which would re-point every git of the user, the human's own shell included) lands in the box's
+    throwaway tmpfs; and the "submodule" it commits, whose `sub/.git` names a git dir it made, is never
+    entered by the human's spark-git afterwards (tests/test_planted_gitdirs.py has the gate's side)."""
     require_binary("bwrap")
     mark = t.main.parent / "ran-as-the-user"
+    common = Path(git(t.main, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    evil = t.main.parent / "evilcommon"
+    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True)  # a git dir of the agent's: made for it here
+    subprocess.run(["git", f"--git-dir={evil}", "config", "core.bare", "false"], check=True)
+    (evil / "fsmon.sh").write_text(f"#!/bin/sh\necho ran >> {mark}\n")
+    (evil / "fsmon.sh").chmod(0o755)
+    subprocess.run(["git", f"--git-dir={evil}", "config", "core.fsmonitor", str(evil / "fsmon.sh")], check=True)
     scripts = {  # written unseen, as a script an agent wrote earlier could be
+        "commondir.sh": f"echo {evil} > {common}/commondir; echo rc=$?\n",
         "repoint.sh": "printf 'gitdir: evilgit\\n' > .git\n",
         "plant.sh": (
             "set -e\n"
@@ -153,12 +162,15 @@ def test_an_agent_cannot_hand_the_user_a_git_dir_of_its_own(t: GeminiTask) -> No
     }
     commit(t.a, scripts, "a's scripts")
     gitfile = (t.a / ".git").read_text()
-    r, run = agent_run(t, [sh("sh repoint.sh; echo rc=$?"), sh("sh plant.sh 2>&1; echo rc=$?"), Say(json.dumps(OUTPUT))])
+    r, run = agent_run(t, [sh("sh repoint.sh; echo rc=$?"), sh("sh plant.sh 2>&1; echo rc=$?"), sh("sh commondir.sh"), Say(json.dumps(OUTPUT))])
     assert r.returncode == 0, r
     out = run.results()
     assert "rc=0" not in out[0] and (t.a / ".git").read_text() == gitfile, out[0]
     assert "planted" in out[1] and git(t.a, "ls-tree", "HEAD", "sub").startswith("160000 commit"), out[1]
+    assert "rc=0" in out[2] and not (common / "commondir").exists(), out[2]  # written, in the box's tmpfs only
     assert not mark.exists()  # in the box, the agent's own git could not write there either
+    subprocess.run(["git", "status", "--porcelain"], cwd=t.main, capture_output=True, check=True)  # the human's own git
+    assert not mark.exists()
     human = {k: v for k, v in t.env.items() if not k.startswith("SPARK_")}  # the task's own human
     for args in (["status"], ["--json", "status", "t1"], ["doctor"]):  # each runs `git status` in a's worktree
         assert spark(t.main, *args, env=human).returncode == 0, args

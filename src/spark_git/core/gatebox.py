@@ -65,6 +65,10 @@ class Sandbox:
     network: bool = True  # False: its own network namespace (no network, no abstract unix sockets)
     env: tuple[tuple[str, str], ...] | None = None  # the whole environment inside (None: the one bwrap is given)
     masked: tuple[Path, ...] = ()  # host unix sockets still visible: each covered by /dev/null
+    # writable dirs whose NEW names land in a throwaway tmpfs: what exists there when the box starts is
+    # bound back, writable (or pinned). A git common dir: a `commondir` (or `hooks`) made there would
+    # re-point every git of the user at a config the agent wrote; git's own lock files still work.
+    veiled: tuple[Path, ...] = ()
 
     def wrap(self, argv: list[str], mark: dict[str, str] | None = None) -> list[str]:
         """`argv` run by bwrap; later mounts win over earlier ones, so the order is the policy. `mark`:
@@ -92,7 +96,7 @@ class Sandbox:
         for p in self.hidden:  # in an agent's box read-only too: a write there fails rather than vanishing unseen
             out += ["--tmpfs", str(p), *(["--remount-ro", str(p)] if self.all_readonly else [])]
         for p in self.writable:
-            out += ["--bind", str(p), str(p)]
+            out += self._veil(p) if p in self.veiled else ["--bind", str(p), str(p)]
         for p in self.pinned:  # listed from a directory as the box was planned: a lock file another git held may be gone since
             out += ["--ro-bind-try", str(p), str(p)]
         for p in self.masked:
@@ -100,6 +104,14 @@ class Sandbox:
         if self.env is not None:
             out += ["--clearenv", *(w for k, v in sorted({**dict(self.env), **(mark or {})}.items()) for w in ("--setenv", k, v))]
         return [*out, "--die-with-parent", "--", *argv]
+
+    @staticmethod
+    def _veil(d: Path) -> list[str]:
+        try:
+            entries = sorted(os.listdir(d))  # as late as the box starts: git may have made one since
+        except OSError:
+            return ["--bind", str(d), str(d)]
+        return ["--tmpfs", str(d), *(w for e in entries for w in ("--bind-try", str(d / e), str(d / e)))]
 
     def _devices(self) -> list[str]:
         if self.isolated:

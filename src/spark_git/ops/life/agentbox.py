@@ -13,7 +13,8 @@ bubblewrap, built by the gates' builder (core/gatebox.py). What the client, and 
   Claude Code's sandbox (objects, its admin dir, refs and logs with its own branch and reflog; every
   other existing ref and reflog pinned read-only, the admin dir's commondir and gitdir too, and every
   other entry of the common dir; a NEW name can be created, as there: a branch that exists only in
-  packed-refs could be shadowed; the worktree's own `.git` file pinned); the
+  packed-refs could be shadowed; the worktree's own `.git` file pinned; a new name at the common dir's
+  top, `commondir` say, lands in a throwaway tmpfs, never on the host); the
   client's own home state (`state` in its facts, e.g. ~/.gemini);
 - the user's spark-git state dir (approval key, approvers, verdict keys) not there at all (a tmpfs);
 - the network as it is (the model server may be on 127.0.0.1).
@@ -84,7 +85,7 @@ def for_agent(layout: Layout, c: Client, worktree: Path, env: dict[str, str], *,
     return gatebox.Sandbox(program=program, readonly=tuple(dict.fromkeys(_real(p) for p in shown if os.path.exists(p) and _inside(_real(p), fresh))),
                            writable=tuple(dict.fromkeys(writable)), pinned=tuple(dict.fromkeys(pinned)), hidden=(_real(secret),),
                            all_readonly=True, fresh=tuple(fresh), own_pids=True, new_session=headless, host_proc=_nests_as_root(c),
-                           files=files, rw_files=tuple(copies))
+                           files=files, rw_files=tuple(copies), veiled=tuple(_real(d[1]) for d in [dirs] if d))
 
 
 def _own_copies(c: Client, worktree: Path, env: dict[str, str]) -> list[tuple[Path, Path]]:
