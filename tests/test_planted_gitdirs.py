@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures.repo import commit, git
+from fixtures.repo import commit, git, make_repo, spark
 
 from spark_git.core import gatebox
 from tests.protokit import P
@@ -123,3 +123,39 @@ def test_a_gate_checkout_whose_git_file_was_re_pointed_is_made_again(tmp_path: P
     assert git(checkout, "rev-parse", "HEAD") == git(p.repo, "rev-parse", p.task)
     admin = Path(git(checkout, "rev-parse", "--absolute-git-dir"))
     assert admin.parent == (p.repo / ".git" / "worktrees").resolve() and os.path.realpath(admin / "gitdir") != ""
+
+
+def test_a_real_submodules_git_dir_that_the_agent_rewrote_never_runs(tmp_path: Path) -> None:
+    """A repository's real submodule, initialised in the agent's worktree: its git dir is in the agent's
+    admin dir (`modules/<name>`), which the agent's box lets it write. doctor and abandon keep its
+    commits and files from this repository's side (core/gitforeign.py) and never run git inside it."""
+    mark = tmp_path / "ran"
+    env = {**os.environ, "SPARK_SESSION_ID": "s1", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    lib = make_repo(tmp_path / "lib", {"lib.c": "int lib;\n"})
+    repo = make_repo(tmp_path / "repo", config=LIGHT)
+    git(repo, "submodule", "add", "-q", str(lib), "lib", env=env)
+    git(repo, "commit", "-q", "-m", "add lib", env=env)
+    assert spark(repo, "start", "t1", "--agents", "a1", env=env).returncode == 0
+    sub = repo.parent / "repo.tasks/t1/agents/a1/code/lib"
+    work = commit(sub, {"lib.c": "int lib = 2;\n"}, "work inside the submodule")
+    (sub / "draft.c").write_text("uncommitted in the submodule\n")
+    subgit = Path(git(sub, "rev-parse", "--absolute-git-dir"))
+    hook = tmp_path / "fsmon.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {mark}\n")
+    hook.chmod(0o755)
+    git(sub, "config", "core.fsmonitor", str(hook))  # what the agent can write: its admin dir holds this config
+    assert str(subgit).startswith(str(repo / ".git" / "worktrees"))
+    subprocess.run(["git", "status", "--porcelain"], cwd=sub, capture_output=True, check=True)
+    assert mark.exists()  # the attack is real: git run inside the submodule runs it
+    mark.unlink()
+    d = spark(repo, "--json", "doctor", env=env).json["data"]
+    assert not mark.exists()
+    (f,) = [f for f in d["findings"] if f["kind"] == "submodule-commits-only-here"]
+    assert work[:12] in f["problem"]
+    r = spark(repo, "--json", "abandon", "t1", "--why", "stop", env=env)
+    assert r.returncode == 0, r
+    assert not mark.exists()
+    (kept,) = [a for a in r.json["data"]["archived"] if "/submodule-a1-lib/" in a["ref"]]
+    assert work in git(repo, "rev-list", kept["sha"]).split()
+    assert git(repo, "show", f"{kept['sha']}:draft.c") == "uncommitted in the submodule"
+    assert kept["files"] == ["draft.c"]

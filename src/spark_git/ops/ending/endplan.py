@@ -58,7 +58,7 @@ def plan(store: Store, tf: TaskFile, git: Git, trees: list[Tree], branches: list
             continue
         data.kept_paths += [str(keep.nested_dest(store, task, t.label, rel)) for rel in t.found.nested if (t.path / rel / ".git").exists()]
         for rel, head in keep.submodules(t.path):
-            dirty = [str(e) for e in Git(t.path / rel).status()]
+            _, dirty = keep.submodule_state(Git(t.path), t.path / rel, head)
             would(f"submodule-{t.label}-{rel.replace('/', '-')}", None if dirty else head, f"submodule {rel} of {t.path}", dirty)
         taken, large = keep.select_ignored(store, t.path, t.found.ignored)
         if taken:

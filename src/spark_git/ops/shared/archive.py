@@ -49,16 +49,20 @@ def snapshot_commit(wt: Git, message: str) -> Sha:
 
 
 def _commit_on_head(wt: Git, tree: str, message: str) -> Sha:
-    """A commit of `tree` whose parent is HEAD (none on an unborn branch); with spark-git's own identity
-    when the user has none configured (an archive must not fail for want of a name)."""
+    """A commit of `tree` whose parent is HEAD (none on an unborn branch)."""
     head = wt.rev_parse("HEAD")
-    parents: list[str] = [head] if head else []
+    return commit_on(wt, tree, [head] if head else [], message)
+
+
+def commit_on(git: Git, tree: str, parents: list[str], message: str) -> Sha:
+    """A commit of `tree` on `parents`; with spark-git's own identity when the user has none configured
+    (an archive must not fail for want of a name)."""
     try:
-        return wt.commit_tree(tree, parents, message, env={})
+        return git.commit_tree(tree, parents, message, env={})
     except GitError as e:
         if "tell me who you are" not in e.stderr.lower() and "identity" not in e.stderr.lower():
             raise
-        return wt.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
+        return git.commit_tree(tree, parents, message, env=FALLBACK_IDENT)
 
 
 def commit_with_files(wt: Git, files: list[str], message: str) -> Sha:

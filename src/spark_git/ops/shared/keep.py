@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_git.clients import extras, registry
+from spark_git.core import gitforeign
 from spark_git.core.git import Git
 from spark_git.ops.shared import archive
-from spark_git.state.store import Store, archive_ref_for
+from spark_git.state.store import Store
 
 
 @dataclass
@@ -115,34 +116,44 @@ def keep_large(store: Store, task: str, label: str, path: Path, ignored: list[st
 
 
 def submodules(path: Path, *, moved_only: bool = False) -> list[tuple[str, str]]:
-    """(path, HEAD) of the initialised submodules of the worktree at `path`, recursively; `moved_only`:
-    those whose HEAD is not the commit the superproject records (`+` in `git submodule status`)."""
+    """(path, HEAD) of the initialised submodules of the worktree at `path`, and of theirs; `moved_only`:
+    those whose HEAD is not the commit their superproject records. Read from this repository's side
+    (core/gitforeign.py): the agent can write a submodule's git dir and config, so git never runs there."""
     if not (path / ".gitmodules").is_file():
         return []
-    res = []
-    for ln in Git(path).run("submodule", "status", "--recursive").lines:
-        parts = ln[1:].split(" ")
-        if ln[0] == "-" or len(parts) < 2 or (moved_only and ln[0] != "+"):
+    return _submodules(Git(path), path, "", moved_only, gitforeign.NESTED_MAX)
+
+
+def _submodules(git: Git, path: Path, prefix: str, moved_only: bool, depth: int) -> list[tuple[str, str]]:
+    res: list[tuple[str, str]] = []
+    for rel, recorded in gitforeign.gitlinks(git, path) if depth > 0 else []:
+        sub = path / rel
+        head = gitforeign.head(git, sub) if gitforeign.git_dir(sub) is not None else None
+        if head is None:  # not initialised: nothing of its own to keep
             continue
-        if (path / parts[1] / ".git").exists():
-            res.append((parts[1], parts[0]))
+        if not moved_only or head != recorded:
+            res.append((prefix + rel, head))
+        res += _submodules(git, sub, f"{prefix}{rel}/", moved_only, depth - 1)
     return res
 
 
+def submodule_state(git: Git, sub: Path, head: str) -> tuple[str, list[str]]:
+    """(tree of the submodule's files as they are, the paths where they differ from `head`), its HEAD's
+    commits copied into this repository first."""
+    gitforeign.fetch(git, sub, head)
+    tree = gitforeign.files_tree(git, sub)
+    return tree, git.run("diff-tree", "-r", "--name-only", "-z", "--no-renames", head, tree).stdout.split("\0")[:-1]
+
+
 def keep_submodules(store: Store, task: str, label: str, path: Path, subs: list[tuple[str, str]], session: str | None) -> list[archive.Archived]:
-    """Each submodule's HEAD, plus its uncommitted state as a commit on top, pushed into this repository
-    on an archive ref: `worktree remove --force` deletes the submodule's repository with the worktree."""
+    """Each submodule's HEAD, plus its uncommitted state as a commit on top, kept in this repository on
+    an archive ref: `worktree remove --force` deletes the submodule's repository with the worktree."""
+    git = Git(path)
     kept = []
-    for rel, _ in subs:
-        sg = Git(path / rel)
-        dirty = [str(e) for e in sg.status()]
-        sha = archive.snapshot_commit(sg, f"spark-git: uncommitted work of submodule {rel} in {path}\n") if dirty else sg.rev_parse("HEAD")
-        if sha is None:
-            continue
+    for rel, head in subs:
+        tree, dirty = submodule_state(git, path / rel, head)
+        sha = archive.commit_on(git, tree, [head], f"spark-git: uncommitted work of submodule {rel} in {path}\n") if dirty else head
         name = f"submodule-{label}-{rel.replace('/', '-')}"
-        ref = archive_ref_for(task, name, sha)
-        # A push by commit id copies the objects; the ref is created, never moved (the ref is new or already this commit).
-        sg.run("push", "--quiet", "--no-verify", str(store.layout.repo.common_dir), f"{sha}:{ref}")
         a = archive.keep(store, task, name, sha, f"submodule {rel} of {path}", session)
         a.files = dirty
         kept.append(a)
