@@ -36,10 +36,11 @@ def git_dir(path: Path) -> Path | None:
 
 
 def head(git: Git, path: Path) -> Sha | None:
-    """The commit the repository at `path` has checked out, as its upload-pack advertises it."""
-    r = git.run("ls-remote", str(path), "HEAD", check=False)
-    line = r.stdout.split("\n", 1)[0]
-    return Sha(line.split("\t", 1)[0]) if r.returncode == 0 and "\t" in line else None
+    """The commit the repository at `path` has checked out, as its upload-pack advertises it; None on
+    an unborn branch. Raises GitError (git's stderr kept) when git cannot read it: nothing of it may
+    be deleted unseen."""
+    line = git.run("ls-remote", str(path), "HEAD").stdout.split("\n", 1)[0]
+    return Sha(line.split("\t", 1)[0]) if "\t" in line else None
 
 
 def fetch(git: Git, path: Path, sha: str) -> None:
