@@ -5,7 +5,6 @@ command's module loaded."""
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import sys
@@ -36,6 +35,8 @@ def _ctrl_c_raises_interrupted() -> object:
 
 def _say_interrupted(json_mode: bool) -> None:
     if json_mode:
+        import json  # here, not at the top: every import before main() is time a Ctrl-C ends the way Python's own does
+
         env = {"status": "FAIL", "summary": INTERRUPTED_MESSAGE, "task": None, "data": {"error": INTERRUPTED_MESSAGE}, "next": ["spark-git doctor"],
                "data_schema": "error"}
         print(json.dumps(env), flush=True)
