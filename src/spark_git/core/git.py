@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from spark_git.core import faults
+from spark_git.core import faults, paths
 from spark_git.core.errors import BadInput, GitError
 from spark_git.core.gitlite import no_submodules
 from spark_git.core.gitobjects import ObjectReader
@@ -91,16 +91,9 @@ class Git:
         return RepoInfo(toplevel=toplevel, git_dir=git_dir, common_dir=common.resolve(), main_worktree=main.resolve())
 
     def admin_dir(self) -> Path:
-        """The worktree's git dir: for a linked worktree the `.git/worktrees/<id>` its `.git` file
-        names, read as git reads it (no process); otherwise asked of git."""
-        try:
-            text = (self.cwd / ".git").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):  # a directory (the main worktree), or none here
-            return self.discover().git_dir
-        if not text.startswith("gitdir: "):
-            return self.discover().git_dir
-        named = Path(text.removeprefix("gitdir: ").strip())
-        return named if named.is_absolute() else (self.cwd / named).resolve()
+        """The worktree's git dir, from its `.git` as git reads it (no process); asked of git when the
+        worktree has no `.git` of its own (a subdirectory)."""
+        return paths.git_dir_of(self.cwd) or self.discover().git_dir
 
     # -- refs --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from spark_git.core import paths
 from spark_git.core.git import Git
 from spark_git.core.gittypes import Sha
 
@@ -17,22 +18,6 @@ from spark_git.core.gittypes import Sha
 # the wrong files (and an `add -A` built on its answer would miss changes).
 OWN_FILES = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
 NESTED_MAX = 8  # submodules of submodules, this deep at most (a `.git` file can name its own parent)
-
-
-def git_dir(path: Path) -> Path | None:
-    """The git dir of the repository whose worktree is `path`, from its `.git` (a directory, or a file
-    naming one), read as data; None when there is none."""
-    dot = path / ".git"
-    if dot.is_dir():
-        return dot
-    try:
-        text = dot.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not text.startswith("gitdir: "):
-        return None
-    named = Path(text.removeprefix("gitdir: ").strip())
-    return named if named.is_absolute() else path / named
 
 
 def head(git: Git, path: Path) -> Sha | None:
@@ -53,15 +38,16 @@ def files_tree(git: Git, path: Path) -> str:
     """The tree of the files under `path` as they are: untracked ones included, ignored ones not (its
     `.gitignore` files apply), built in a temporary index of this repository."""
     with tempfile.TemporaryDirectory(prefix="spark-index-") as d:
-        env = {"GIT_DIR": str(git.discover().git_dir), "GIT_WORK_TREE": str(path), "GIT_INDEX_FILE": str(Path(d) / "index")}
-        Git(path, git.env).run(*OWN_FILES, "add", "-A", env=env)
-        return Git(path, git.env).run("write-tree", env=env).stdout.strip()
+        # GIT_DIR named: git in `path` would otherwise find the submodule's own `.git`
+        ours = Git(path, {**git.env, "GIT_DIR": str(git.admin_dir()), "GIT_WORK_TREE": str(path), "GIT_INDEX_FILE": str(Path(d) / "index")})
+        ours.run(*OWN_FILES, "add", "-A")
+        return ours.run("write-tree").stdout.strip()
 
 
 def gitlinks(git: Git, path: Path) -> list[tuple[str, Sha]]:
     """(path, recorded commit) of every gitlink in the index of the repository at `path`, its index read
     as data by this repository's git."""
-    gd = git_dir(path)
+    gd = paths.git_dir_of(path)
     if gd is None or not (gd / "index").is_file():
         return []
     env = {"GIT_INDEX_FILE": str(gd / "index")}

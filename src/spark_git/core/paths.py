@@ -36,11 +36,18 @@ def linked_admin(worktree: Path) -> Path | None:
     process); None for a main worktree or an unreadable file."""
     try:
         text = (worktree / ".git").read_text().strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
     if not text.startswith("gitdir:"):
         return None
     return real(worktree / text[len("gitdir:"):].strip())  # an absolute gitdir replaces the worktree
+
+
+def git_dir_of(worktree: Path) -> Path | None:
+    """The worktree's own git dir, read from its `.git` (a directory, or a file naming one), as git reads
+    it but without a git process; None when there is neither."""
+    dotgit = worktree / ".git"
+    return dotgit if dotgit.is_dir() else linked_admin(worktree)
 
 
 def state_dir() -> Path:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_git.clients import extras, registry
-from spark_git.core import gitforeign
+from spark_git.core import gitforeign, paths
 from spark_git.core.git import Git
 from spark_git.ops.shared import archive
 from spark_git.state.store import Store
@@ -128,7 +128,7 @@ def _submodules(git: Git, path: Path, prefix: str, moved_only: bool, depth: int)
     res: list[tuple[str, str]] = []
     for rel, recorded in gitforeign.gitlinks(git, path) if depth > 0 else []:
         sub = path / rel
-        head = gitforeign.head(git, sub) if gitforeign.git_dir(sub) is not None else None
+        head = gitforeign.head(git, sub) if paths.git_dir_of(sub) is not None else None
         if head is None:  # not initialised: nothing of its own to keep
             continue
         if not moved_only or head != recorded:

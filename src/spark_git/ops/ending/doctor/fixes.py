@@ -39,9 +39,8 @@ def fix_corrupt(ctx: Ctx, task: str, path: Path, aside: Path, fresh: Callable[[]
 
 
 def _admin_dir(worktree: Path) -> Path | None:
-    """The worktree's own git dir, read from its `.git` file (no git process: doctor looks at every worktree)."""
-    dotgit = worktree / ".git"
-    return dotgit if dotgit.is_dir() else paths.linked_admin(worktree)
+    """The worktree's own git dir (no git process: doctor looks at every worktree)."""
+    return paths.git_dir_of(worktree)
 
 
 def operation(worktree: Path) -> str | None:
